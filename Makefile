@@ -1,0 +1,67 @@
+# zero_stream: PGXS build
+MODULE_big = zero_stream
+OBJS = \
+	src/zero_stream.o \
+	src/guc.o \
+	src/shared_state.o \
+	src/status.o \
+	src/output_plugin.o \
+	src/worker_decoder.o \
+	src/decoder_slot.o \
+	src/changelog.o \
+	src/spool.o \
+	src/change_encode.o \
+	src/change_json.o \
+	src/json_out.o \
+	src/pgoutput_parse.o \
+	src/watermark.o
+
+EXTENSION = zero_stream
+DATA = sql/zero_stream--0.1.0.sql
+PGFILEDESC = "zero_stream - in-server Zero change streamer"
+
+PG_CONFIG ?= pg_config
+PG_CPPFLAGS = -I$(srcdir)/src
+PG_CFLAGS = -Wall -Wmissing-prototypes -Werror
+
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+# ---------------------------------------------------------------- tests
+PG_BINDIR := $(shell $(PG_CONFIG) --bindir)
+PG_LIBDIR := $(shell $(PG_CONFIG) --libdir)
+PG_INCLUDEDIR := $(shell $(PG_CONFIG) --includedir-server)
+PG_REGRESS_BIN = $(dir $(PGXS))../../src/test/regress/pg_regress
+PG_PERL_LIB = $(dir $(PGXS))../../src/test/perl
+
+UNIT_TESTS = test/unit/test_watermark test/unit/test_json test/unit/test_pgoutput
+UNIT_CFLAGS = -O2 -g -Wall -Werror -DFRONTEND -I$(srcdir)/src -I$(PG_INCLUDEDIR) \
+	-I$(shell $(PG_CONFIG) --includedir)
+UNIT_LIBS = -L$(PG_LIBDIR) -lpgcommon -lpgport -lm
+
+test/unit/test_watermark: test/unit/test_watermark.c src/watermark.c test/unit/unit.h
+	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_watermark.c src/watermark.c $(UNIT_LIBS)
+
+test/unit/test_json: test/unit/test_json.c src/change_json.c src/json_out.c test/unit/unit.h
+	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_json.c src/change_json.c src/json_out.c $(UNIT_LIBS)
+
+test/unit/test_pgoutput: test/unit/test_pgoutput.c src/pgoutput_parse.c test/unit/unit.h
+	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_pgoutput.c src/pgoutput_parse.c $(UNIT_LIBS)
+
+.PHONY: unitcheck regresscheck tapcheck check-all
+unitcheck: $(UNIT_TESTS)
+	@set -e; for t in $(UNIT_TESTS); do ./$$t; done
+
+REGRESS_TESTS = install types dml identity
+regresscheck:
+	$(PG_REGRESS_BIN) --temp-instance=./tmp_check --temp-config=test/regress.conf \
+	  --bindir=$(PG_BINDIR) --inputdir=test --outputdir=test/results \
+	  --expecteddir=expected --dbname=contrib_regression $(REGRESS_TESTS)
+
+tapcheck:
+	PATH="$(PG_BINDIR):$$PATH" PG_REGRESS='$(PG_REGRESS_BIN)' TESTDIR='$(CURDIR)/test' \
+	  prove -I $(PG_PERL_LIB) -I test/t $(PROVE_FLAGS) $(if $(PROVE_TESTS),$(PROVE_TESTS),test/t/*.pl)
+
+check-all: unitcheck regresscheck tapcheck
+
+EXTRA_CLEAN = $(UNIT_TESTS) tmp_check test/results test/tmp_check test/log

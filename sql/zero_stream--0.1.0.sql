@@ -1,0 +1,35 @@
+-- zero_stream 0.1.0 install script
+\echo Use "CREATE EXTENSION zero_stream" to load this file. \quit
+
+-- The change log itself lives in "<app_id>_<shard_num>/cdc" and is created by
+-- the decoder worker (its name depends on postmaster settings); this script
+-- provides the SQL interface.
+
+CREATE FUNCTION status(
+    OUT state text,
+    OUT pid integer,
+    OUT database text,
+    OUT slot_name text,
+    OUT confirmed_lsn pg_lsn,
+    OUT restart_lsn pg_lsn,
+    OUT retained_wal_bytes bigint,
+    OUT lag_bytes bigint,
+    OUT replica_version text,
+    OUT last_watermark text,
+    OUT transactions_stored bigint,
+    OUT changes_stored bigint,
+    OUT local_commits bigint,
+    OUT last_store_time timestamptz,
+    OUT last_upstream_commit_time timestamptz,
+    OUT lag interval,
+    OUT change_log_schema text,
+    OUT last_error text,
+    OUT last_error_time timestamptz)
+RETURNS record
+AS 'MODULE_PATHNAME', 'zs_status'
+LANGUAGE C STRICT VOLATILE;
+
+COMMENT ON FUNCTION status() IS
+  'State of the zero_stream decoder: slot positions, change-log head, counters, lag and last error';
+
+REVOKE ALL ON FUNCTION status() FROM PUBLIC;

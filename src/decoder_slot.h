@@ -1,0 +1,23 @@
+/*-------------------------------------------------------------------------
+ * decoder_slot.h
+ *	  The decoder's replication slot, and the change-log lineage tied to it.
+ *-------------------------------------------------------------------------
+ */
+#ifndef ZS_DECODER_SLOT_H
+#define ZS_DECODER_SLOT_H
+
+#include "access/xlogreader.h"
+#include "nodes/pg_list.h"
+
+/* XLogReaderRoutine for decoding the local WAL */
+extern XLogReaderRoutine *zs_wal_reader_routine(void);
+
+/*
+ * Acquire the slot, creating it (and starting a new change-log lineage at
+ * its consistent point) when it does not exist or the log has no lineage.
+ * On return MyReplicationSlot is ours and replica_version is set.
+ */
+extern void zs_acquire_slot(const char *slot_name, List *publications,
+							char *replica_version);
+
+#endif							/* ZS_DECODER_SLOT_H */

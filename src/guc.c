@@ -1,0 +1,187 @@
+/*-------------------------------------------------------------------------
+ * guc.c
+ *	  Definitions and validation of the zero_stream.* parameters.
+ *
+ * Anything that decides which database, slot, schema or publication the
+ * decoder works on is PGC_POSTMASTER: changing it under a running stream
+ * would break the change log's lineage. Throughput knobs are PGC_SIGHUP.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "nodes/pg_list.h"
+#include "replication/slot.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/varlena.h"
+
+#include "guc.h"
+
+char	   *zs_database = NULL;
+char	   *zs_app_id = NULL;
+int			zs_shard_num = 0;
+char	   *zs_publications = NULL;
+char	   *zs_slot_name = NULL;
+char	   *zs_task_id = NULL;
+int			zs_changelog_batch_size = 2000;
+int			zs_commit_batch_kb = 16384;
+int			zs_poll_interval_ms = 50;
+int			zs_slot_save_interval_ms = 10000;
+
+static bool
+check_app_id(char **newval, void **extra, GucSource source)
+{
+	const char *p = *newval;
+
+	if (p == NULL || *p == '\0')
+	{
+		GUC_check_errdetail("zero_stream.app_id must not be empty.");
+		return false;
+	}
+	for (; *p; p++)
+	{
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))
+		{
+			GUC_check_errdetail("zero_stream.app_id may contain only lower-case letters, digits and underscores, as in Zero's ZERO_APP_ID.");
+			return false;
+		}
+	}
+	return true;
+}
+
+static bool
+check_slot_name(char **newval, void **extra, GucSource source)
+{
+	const char *p = *newval;
+
+	if (p == NULL || *p == '\0')
+		return true;			/* derived from app_id and shard_num */
+	if (strlen(p) >= NAMEDATALEN)
+	{
+		GUC_check_errdetail("Replication slot names are at most %d characters.", NAMEDATALEN - 1);
+		return false;
+	}
+	for (; *p; p++)
+	{
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))
+		{
+			GUC_check_errdetail("Replication slot names may contain only lower-case letters, digits and underscores.");
+			return false;
+		}
+	}
+	return true;
+}
+
+static bool
+check_publications(char **newval, void **extra, GucSource source)
+{
+	char	   *copy;
+	List	   *names;
+	bool		ok;
+
+	if (*newval == NULL || **newval == '\0')
+		return true;
+	copy = pstrdup(*newval);
+	ok = SplitIdentifierString(copy, ',', &names);
+	if (!ok)
+		GUC_check_errdetail("zero_stream.publications must be a comma-separated list of publication names.");
+	list_free(names);
+	pfree(copy);
+	return ok;
+}
+
+void
+zs_define_gucs(void)
+{
+	DefineCustomStringVariable("zero_stream.database",
+							   "Database whose changes zero_stream streams.",
+							   "The decoder connects to this database; CREATE EXTENSION zero_stream must be run in it.",
+							   &zs_database, "postgres", PGC_POSTMASTER, 0,
+							   NULL, NULL, NULL);
+	DefineCustomStringVariable("zero_stream.app_id",
+							   "Zero application id (ZERO_APP_ID).",
+							   "Names the change-log schema \"<app_id>_<shard_num>/cdc\" and the default publication.",
+							   &zs_app_id, "zero", PGC_POSTMASTER, 0,
+							   check_app_id, NULL, NULL);
+	DefineCustomIntVariable("zero_stream.shard_num",
+							"Zero shard number (ZERO_SHARD_NUM).",
+							NULL,
+							&zs_shard_num, 0, 0, 65535, PGC_POSTMASTER, 0,
+							NULL, NULL, NULL);
+	DefineCustomStringVariable("zero_stream.publications",
+							   "Comma-separated publications to stream (ZERO_APP_PUBLICATIONS).",
+							   "Empty means \"_<app_id>_public_<shard_num>\", created FOR TABLES IN SCHEMA public if missing.",
+							   &zs_publications, "", PGC_POSTMASTER, 0,
+							   check_publications, NULL, NULL);
+	DefineCustomStringVariable("zero_stream.slot_name",
+							   "Logical replication slot owned by the decoder.",
+							   "Empty means \"zero_stream_<app_id>_<shard_num>\".",
+							   &zs_slot_name, "", PGC_POSTMASTER, 0,
+							   check_slot_name, NULL, NULL);
+	DefineCustomStringVariable("zero_stream.task_id",
+							   "Owner id written to replicationState.owner (Zero's task id).",
+							   NULL,
+							   &zs_task_id, "zero_stream", PGC_POSTMASTER, 0,
+							   NULL, NULL, NULL);
+	DefineCustomIntVariable("zero_stream.changelog_batch_size",
+							"Change-log rows per INSERT statement (ZERO_CHANGE_LOG_BATCH_SIZE).",
+							NULL,
+							&zs_changelog_batch_size, 2000, 1, 100000, PGC_SIGHUP, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("zero_stream.commit_batch_size",
+							"Decoded data grouped into one local change-log commit.",
+							"Whole upstream transactions are grouped until this much change text is pending; one larger transaction is still committed whole.",
+							&zs_commit_batch_kb, 16384, 64, 1048576, PGC_SIGHUP, GUC_UNIT_KB,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("zero_stream.poll_interval",
+							"Longest wait for new WAL when no commit wakes the decoder.",
+							NULL,
+							&zs_poll_interval_ms, 50, 1, 60000, PGC_SIGHUP, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("zero_stream.slot_save_interval",
+							"How often the decoder writes its confirmed slot position to disk.",
+							NULL,
+							&zs_slot_save_interval_ms, 10000, 100, 3600000, PGC_SIGHUP, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	MarkGUCPrefixReserved("zero_stream");
+}
+
+char *
+zs_cdc_schema_name(void)
+{
+	return psprintf("%s_%d/cdc", zs_app_id, zs_shard_num);
+}
+
+char *
+zs_effective_slot_name(void)
+{
+	if (zs_slot_name != NULL && zs_slot_name[0] != '\0')
+		return pstrdup(zs_slot_name);
+	return psprintf("zero_stream_%s_%d", zs_app_id, zs_shard_num);
+}
+
+char *
+zs_origin_name(void)
+{
+	return psprintf("zero_stream_%s_%d", zs_app_id, zs_shard_num);
+}
+
+char *
+zs_default_publication_name(void)
+{
+	return psprintf("_%s_public_%d", zs_app_id, zs_shard_num);
+}
+
+List *
+zs_publication_list(bool *is_default)
+{
+	List	   *names;
+
+	*is_default = (zs_publications == NULL || zs_publications[0] == '\0');
+	if (*is_default)
+		return list_make1(zs_default_publication_name());
+	/* validated by the check hook */
+	(void) SplitIdentifierString(pstrdup(zs_publications), ',', &names);
+	return names;
+}

@@ -1,0 +1,29 @@
+/*-------------------------------------------------------------------------
+ * guc.h
+ *	  zero_stream.* configuration parameters.
+ *-------------------------------------------------------------------------
+ */
+#ifndef ZS_GUC_H
+#define ZS_GUC_H
+
+extern char *zs_database;
+extern char *zs_app_id;
+extern int	zs_shard_num;
+extern char *zs_publications;
+extern char *zs_slot_name;
+extern char *zs_task_id;
+extern int	zs_changelog_batch_size;
+extern int	zs_commit_batch_kb;
+extern int	zs_poll_interval_ms;
+extern int	zs_slot_save_interval_ms;
+
+extern void zs_define_gucs(void);
+
+/* Derived names, computed from the GUCs (palloc'd in the current context). */
+extern char *zs_cdc_schema_name(void);		/* "<app>_<shard>/cdc" */
+extern char *zs_effective_slot_name(void);
+extern char *zs_origin_name(void);
+extern char *zs_default_publication_name(void);	/* "_<app>_public_<shard>" */
+extern List *zs_publication_list(bool *is_default);
+
+#endif							/* ZS_GUC_H */

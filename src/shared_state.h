@@ -1,0 +1,50 @@
+/*-------------------------------------------------------------------------
+ * shared_state.h
+ *	  The one shared-memory struct: what the decoder publishes for the
+ *	  status functions (and, later, for the server worker).
+ *-------------------------------------------------------------------------
+ */
+#ifndef ZS_SHARED_STATE_H
+#define ZS_SHARED_STATE_H
+
+#include "access/xlogdefs.h"
+#include "datatype/timestamp.h"
+#include "storage/latch.h"
+#include "storage/lwlock.h"
+
+#include "watermark.h"
+
+#define ZS_ERROR_LEN 1024
+
+typedef struct ZsSharedState
+{
+	LWLock	   *lock;
+
+	/* decoder process */
+	int			decoder_pid;
+	Latch	   *decoder_latch;	/* set by committing backends to wake it */
+	char		decoder_state[64];
+	char		slot_name[NAMEDATALEN];
+	char		replica_version[ZS_WATERMARK_MAXLEN];
+	char		last_watermark[ZS_WATERMARK_MAXLEN];
+	XLogRecPtr	confirmed_lsn;
+
+	/* progress since the postmaster started */
+	uint64		txns_stored;
+	uint64		changes_stored;
+	uint64		local_commits;
+	TimestampTz last_store_time;	/* our last change-log commit */
+	TimestampTz last_upstream_commit_time;	/* of the newest stored txn */
+
+	/* most recent error, kept until the next successful store */
+	char		last_error[ZS_ERROR_LEN];
+	TimestampTz last_error_time;
+} ZsSharedState;
+
+extern ZsSharedState *zs_shared;
+
+extern void zs_shared_state_install_hooks(void);
+extern void zs_set_decoder_state(const char *state);
+extern void zs_set_last_error(const char *message);
+
+#endif							/* ZS_SHARED_STATE_H */

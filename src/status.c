@@ -1,0 +1,134 @@
+/*-------------------------------------------------------------------------
+ * status.c
+ *	  zero_stream.status(): one row describing the decoder and its slot.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/xlog.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "replication/slot.h"
+#include "utils/builtins.h"
+#include "utils/pg_lsn.h"
+#include "utils/timestamp.h"
+
+#include "guc.h"
+#include "shared_state.h"
+
+PG_FUNCTION_INFO_V1(zs_status);
+
+#define STATUS_COLUMNS 19
+
+static Datum
+text_or_null(const char *s, bool *isnull)
+{
+	*isnull = (s == NULL || s[0] == '\0');
+	return *isnull ? (Datum) 0 : CStringGetTextDatum(s);
+}
+
+static Datum
+lsn_or_null(XLogRecPtr lsn, bool *isnull)
+{
+	*isnull = XLogRecPtrIsInvalid(lsn);
+	return *isnull ? (Datum) 0 : LSNGetDatum(lsn);
+}
+
+static Datum
+time_or_null(TimestampTz t, bool *isnull)
+{
+	*isnull = (t == 0);
+	return *isnull ? (Datum) 0 : TimestampTzGetDatum(t);
+}
+
+Datum
+zs_status(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	Datum		values[STATUS_COLUMNS];
+	bool		nulls[STATUS_COLUMNS];
+	ZsSharedState snap;
+	ReplicationSlot *slot;
+	XLogRecPtr	restart_lsn = InvalidXLogRecPtr;
+	XLogRecPtr	confirmed_lsn = InvalidXLogRecPtr;
+	XLogRecPtr	flush = GetFlushRecPtr(NULL);
+	int			i = 0;
+
+	if (zs_shared == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("zero_stream is not loaded through shared_preload_libraries"),
+				 errhint("Add zero_stream to shared_preload_libraries and restart the server.")));
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+
+	LWLockAcquire(zs_shared->lock, LW_SHARED);
+	memcpy(&snap, zs_shared, sizeof(snap));
+	LWLockRelease(zs_shared->lock);
+
+	if (snap.slot_name[0] != '\0')
+	{
+		LWLockAcquire(ReplicationSlotControlLock, LW_SHARED);
+		slot = SearchNamedReplicationSlot(snap.slot_name, false);
+		if (slot != NULL)
+		{
+			SpinLockAcquire(&slot->mutex);
+			restart_lsn = slot->data.restart_lsn;
+			confirmed_lsn = slot->data.confirmed_flush;
+			SpinLockRelease(&slot->mutex);
+		}
+		LWLockRelease(ReplicationSlotControlLock);
+	}
+
+	memset(nulls, 0, sizeof(nulls));
+	values[i] = CStringGetTextDatum(snap.decoder_state);
+	i++;
+	values[i] = Int32GetDatum(snap.decoder_pid);
+	nulls[i++] = (snap.decoder_pid == 0);
+	values[i] = text_or_null(zs_database, &nulls[i]);
+	i++;
+	values[i] = text_or_null(snap.slot_name, &nulls[i]);
+	i++;
+	values[i] = lsn_or_null(confirmed_lsn, &nulls[i]);
+	i++;
+	values[i] = lsn_or_null(restart_lsn, &nulls[i]);
+	i++;
+	values[i] = Int64GetDatum(flush - restart_lsn);
+	nulls[i++] = XLogRecPtrIsInvalid(restart_lsn) || flush < restart_lsn;
+	values[i] = Int64GetDatum(flush - confirmed_lsn);
+	nulls[i++] = XLogRecPtrIsInvalid(confirmed_lsn) || flush < confirmed_lsn;
+	values[i] = text_or_null(snap.replica_version, &nulls[i]);
+	i++;
+	values[i] = text_or_null(snap.last_watermark, &nulls[i]);
+	i++;
+	values[i] = Int64GetDatum((int64) snap.txns_stored);
+	i++;
+	values[i] = Int64GetDatum((int64) snap.changes_stored);
+	i++;
+	values[i] = Int64GetDatum((int64) snap.local_commits);
+	i++;
+	values[i] = time_or_null(snap.last_store_time, &nulls[i]);
+	i++;
+	values[i] = time_or_null(snap.last_upstream_commit_time, &nulls[i]);
+	i++;
+	/* replication lag of the newest stored transaction */
+	if (snap.last_store_time != 0 && snap.last_upstream_commit_time != 0)
+	{
+		Interval   *lag = palloc0(sizeof(Interval));
+
+		lag->time = snap.last_store_time - snap.last_upstream_commit_time;
+		values[i++] = IntervalPGetDatum(lag);
+	}
+	else
+		nulls[i++] = true;
+	values[i] = text_or_null(zs_cdc_schema_name(), &nulls[i]);
+	i++;
+	values[i] = text_or_null(snap.last_error, &nulls[i]);
+	i++;
+	values[i] = time_or_null(snap.last_error[0] ? snap.last_error_time : 0, &nulls[i]);
+	i++;
+	Assert(i == STATUS_COLUMNS);
+
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
+}

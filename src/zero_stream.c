@@ -1,0 +1,77 @@
+/*-------------------------------------------------------------------------
+ * zero_stream.c
+ *	  Module entry point: parameters, shared memory, background workers and
+ *	  the commit hook that wakes the decoder.
+ *
+ * zero_stream turns PostgreSQL into the change streamer of a Zero sync
+ * engine. A decoder worker decodes this server's WAL in-process with
+ * pgoutput and writes a Zero-compatible change log through SPI; see
+ * worker_decoder.c for the pipeline and shared/docs/architecture.md for
+ * the whole design.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "postmaster/bgworker.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+
+#include "guc.h"
+#include "shared_state.h"
+
+PG_MODULE_MAGIC;
+
+extern PGDLLEXPORT void _PG_init(void);
+
+/*
+ * Wake the decoder when a transaction that wrote something commits; its
+ * commit record is flushed by now (XACT_EVENT_COMMIT runs after
+ * RecordTransactionCommit). The decoder still polls, for asynchronous
+ * commits whose WAL is not flushed yet.
+ */
+static void
+wake_decoder_at_commit(XactEvent event, void *arg)
+{
+	Latch	   *latch;
+
+	if (event != XACT_EVENT_COMMIT || zs_shared == NULL)
+		return;
+	if (!FullTransactionIdIsValid(GetTopFullTransactionIdIfAny()))
+		return;
+	latch = zs_shared->decoder_latch;
+	if (latch != NULL && latch != MyLatch)
+		SetLatch(latch);
+}
+
+static void
+register_decoder(void)
+{
+	BackgroundWorker worker;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = 5;
+	strlcpy(worker.bgw_library_name, "zero_stream", BGW_MAXLEN);
+	strlcpy(worker.bgw_function_name, "zs_decoder_main", BGW_MAXLEN);
+	strlcpy(worker.bgw_name, "zero_stream decoder", BGW_MAXLEN);
+	strlcpy(worker.bgw_type, "zero_stream decoder", BGW_MAXLEN);
+	RegisterBackgroundWorker(&worker);
+}
+
+void
+_PG_init(void)
+{
+	/* defined in every process that loads us, so SHOW and SET see them */
+	zs_define_gucs();
+
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+
+	zs_shared_state_install_hooks();
+	RegisterXactCallback(wake_decoder_at_commit, NULL);
+	register_decoder();
+}
