@@ -29,7 +29,7 @@ include $(PGXS)
 
 # ---------------------------------------------------------------- tests
 PG_BINDIR := $(shell $(PG_CONFIG) --bindir)
-PG_LIBDIR := $(shell $(PG_CONFIG) --libdir)
+PG_LIBDIR := $(shell $(PG_CONFIG) --pkglibdir)
 PG_INCLUDEDIR := $(shell $(PG_CONFIG) --includedir-server)
 PG_REGRESS_BIN = $(dir $(PGXS))../../src/test/regress/pg_regress
 PG_PERL_LIB = $(dir $(PGXS))../../src/test/perl

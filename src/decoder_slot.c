@@ -63,7 +63,13 @@ check_slot_is_ours(const char *slot_name)
 {
 	ReplicationSlot *slot = MyReplicationSlot;
 
-	if (!SlotIsLogical(slot) || slot->data.database != MyDatabaseId ||
+	if (SlotIsLogical(slot) && slot->data.database != MyDatabaseId)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("replication slot \"%s\" belongs to another database (OID %u), not to \"%s\"",
+						slot_name, slot->data.database, zs_database),
+				 errhint("Drop the slot, or choose another one with zero_stream.slot_name.")));
+	if (!SlotIsLogical(slot) ||
 		strcmp(NameStr(slot->data.plugin), ZS_OUTPUT_PLUGIN_NAME) != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

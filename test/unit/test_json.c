@@ -1,0 +1,259 @@
+/*
+ * Unit tests for the JSON value encoding (zero-protocol.md §3.7) and the
+ * JSON.stringify-compatible output, using values from the golden change
+ * log that zero-cache 1.9.0 wrote (shared/docs/golden), plus the listed
+ * corrections and malformed input.
+ */
+#include "postgres_fe.h"
+
+#include "catalog/pg_type_d.h"
+
+#include "change_json.h"
+#include "json_out.h"
+#include "unit.h"
+
+static StringInfoData out;
+
+static void
+check_value(ZsValueKind kind, const char *text, const char *expected)
+{
+	resetStringInfo(&out);
+	CHECK(zs_append_value(&out, kind, text, (int) strlen(text)),
+		  "value <%s> (kind %d) rejected", text, kind);
+	CHECK(strcmp(out.data, expected) == 0, "value <%s> (kind %d): got <%s>, expected <%s>",
+		  text, kind, out.data, expected);
+}
+
+static void
+check_array(ZsValueKind kind, const char *text, const char *expected)
+{
+	resetStringInfo(&out);
+	CHECK(zs_append_array(&out, kind, ',', text, (int) strlen(text)),
+		  "array <%s> rejected", text);
+	CHECK(strcmp(out.data, expected) == 0, "array <%s>: got <%s>, expected <%s>",
+		  text, out.data, expected);
+}
+
+static void
+check_rejected(ZsValueKind kind, const char *text)
+{
+	resetStringInfo(&out);
+	CHECK(!zs_append_value(&out, kind, text, (int) strlen(text)),
+		  "malformed <%s> (kind %d) accepted as <%s>", text, kind, out.data);
+}
+
+static void
+check_double(double v, bool no_bigint, const char *expected)
+{
+	resetStringInfo(&out);
+	if (no_bigint)
+		zs_json_append_double_no_bigint(&out, v);
+	else
+		zs_json_append_double(&out, v);
+	CHECK_STR(out.data, expected);
+}
+
+static void
+test_strings(void)
+{
+	const char	nul_text[] = "before\0after";
+
+	check_value(ZS_KIND_STRING, "plain text", "\"plain text\"");
+	check_value(ZS_KIND_STRING, "quotes ' \" and backslash \\ and slash /",
+				"\"quotes ' \\\" and backslash \\\\ and slash /\"");
+	check_value(ZS_KIND_STRING, "tab\there\nnewline\r\n \x01\x1f\x7f",
+				"\"tab\\there\\nnewline\\r\\n \\u0001\\u001f\x7f\"");
+	/* unicode, U+2028/2029 and emoji stay raw, as JSON.stringify leaves them */
+	check_value(ZS_KIND_STRING, "\xc3\xa9 \xe2\x80\xa8 \xf0\x9f\x98\x80",
+				"\"\xc3\xa9 \xe2\x80\xa8 \xf0\x9f\x98\x80\"");
+	check_value(ZS_KIND_STRING, "\b\f", "\"\\b\\f\"");
+
+	resetStringInfo(&out);
+	zs_json_append_string(&out, nul_text, sizeof(nul_text) - 1);
+	CHECK_STR(out.data, "\"before\\u0000after\"");
+}
+
+static void
+test_numbers(void)
+{
+	check_value(ZS_KIND_INTEGER, "9223372036854775807", "9223372036854775807");
+	check_value(ZS_KIND_INTEGER, "-9223372036854775808", "-9223372036854775808");
+	check_value(ZS_KIND_INTEGER, "9007199254740993", "9007199254740993");
+	check_rejected(ZS_KIND_INTEGER, "12a");
+	check_rejected(ZS_KIND_INTEGER, "-");
+	check_rejected(ZS_KIND_INTEGER, "");
+
+	/* PostgreSQL's shortest float text, re-spelled as JavaScript prints it */
+	check_value(ZS_KIND_FLOAT, "3.141592653589793", "3.141592653589793");
+	check_value(ZS_KIND_FLOAT, "1e+20", "100000000000000000000");
+	check_value(ZS_KIND_FLOAT, "1e+21", "1e+21");
+	check_value(ZS_KIND_FLOAT, "1e-06", "0.000001");
+	check_value(ZS_KIND_FLOAT, "1e-07", "1e-7");
+	check_value(ZS_KIND_FLOAT, "1.7976931348623157e+308", "1.7976931348623157e+308");
+	check_value(ZS_KIND_FLOAT, "5e-324", "5e-324");
+	check_value(ZS_KIND_FLOAT, "1.1754944e-38", "1.1754944e-38");
+	check_value(ZS_KIND_FLOAT, "0.30000000000000004", "0.30000000000000004");
+	check_value(ZS_KIND_FLOAT, "100", "100");
+	check_value(ZS_KIND_FLOAT, "-0", "0");
+	check_value(ZS_KIND_FLOAT, "NaN", "null");
+	check_value(ZS_KIND_FLOAT, "Infinity", "null");
+	check_value(ZS_KIND_FLOAT, "-Infinity", "null");
+	check_rejected(ZS_KIND_FLOAT, "1.5x");
+	check_rejected(ZS_KIND_FLOAT, "e5");
+
+	/* numeric is read as a double, like Number(text) */
+	check_value(ZS_KIND_NUMERIC, "1.5", "1.5");
+	check_value(ZS_KIND_NUMERIC, "-123.456", "-123.456");
+	check_value(ZS_KIND_NUMERIC, "-0.000", "0");
+	check_value(ZS_KIND_NUMERIC, "0.000000000000000000000000000001", "1e-30");
+	check_value(ZS_KIND_NUMERIC, "100", "100");
+	check_value(ZS_KIND_NUMERIC, "NaN", "null");
+	/* correction: an integer-looking double beyond 2^53 keeps exponent form */
+	check_value(ZS_KIND_NUMERIC, "12345678901234567890", "1.2345678901234567e+19");
+	check_value(ZS_KIND_NUMERIC, "9007199254740991", "9007199254740991");
+	check_rejected(ZS_KIND_NUMERIC, "1.2.3");
+
+	check_double(0.1, false, "0.1");
+	check_double(1e21, false, "1e+21");
+	check_double(123e-20, false, "1.23e-18");
+	check_double(-1.5, false, "-1.5");
+	check_double(1e20, true, "1e+20");
+	check_double(-1e20, true, "-1e+20");
+}
+
+static void
+test_time_values(void)
+{
+	check_value(ZS_KIND_TIMESTAMP, "2020-02-29 12:34:56.123456", "1582979696123.456");
+	check_value(ZS_KIND_TIMESTAMP, "2020-02-29 12:34:56.123456+00", "1582979696123.456");
+	check_value(ZS_KIND_TIMESTAMP, "1970-01-01 00:00:00", "0");
+	check_value(ZS_KIND_TIMESTAMP, "2021-06-01 02:30:00.5+00", "1622514600500");
+	check_value(ZS_KIND_TIMESTAMP, "2021-06-01 12:00:00.5+09:30", "1622514600500");
+	check_value(ZS_KIND_TIMESTAMP, "9999-12-31 23:59:59.999999", "253402300800000");
+	check_value(ZS_KIND_TIMESTAMP, "0044-03-15 12:00:00 BC", "-63517780800000");
+	check_value(ZS_KIND_TIMESTAMP, "4714-11-24 00:00:00+00 BC", "-210866803200000");
+	check_value(ZS_KIND_TIMESTAMP, "infinity", "null");
+	check_value(ZS_KIND_TIMESTAMP, "-infinity", "null");
+	/* corrections: pre-1970 fractions count toward the past */
+	check_value(ZS_KIND_TIMESTAMP, "1969-12-31 23:59:59.999999+00", "-0.001");
+	check_value(ZS_KIND_TIMESTAMP, "1900-01-01 00:00:00.000001", "-2208988799999.999");
+	check_rejected(ZS_KIND_TIMESTAMP, "2020-02-29");
+	check_rejected(ZS_KIND_TIMESTAMP, "2020-02-29 12:34");
+	check_rejected(ZS_KIND_TIMESTAMP, "2020-13-01 00:00:00");
+	check_rejected(ZS_KIND_TIMESTAMP, "2020-02-29 12:34:56 AD");
+
+	check_value(ZS_KIND_DATE, "2020-02-29", "1582934400000");
+	check_value(ZS_KIND_DATE, "1969-07-20", "-14256000000");
+	check_value(ZS_KIND_DATE, "1970-01-01", "0");
+	check_value(ZS_KIND_DATE, "0044-03-15 BC", "-63517824000000");
+	check_value(ZS_KIND_DATE, "infinity", "null");
+	/* beyond JavaScript's Date range, still a finite double */
+	check_value(ZS_KIND_DATE, "5874897-12-31", "1.85331706992e+17");
+	check_rejected(ZS_KIND_DATE, "20-01-01");
+
+	check_value(ZS_KIND_TIME, "12:34:56.789", "45296789");
+	check_value(ZS_KIND_TIME, "24:00:00", "86400000");
+	check_value(ZS_KIND_TIME, "23:59:59.999999", "86399999");
+	check_value(ZS_KIND_TIME, "00:00:00.000001", "0");
+	check_value(ZS_KIND_TIME, "13:14:15.5", "47655500");
+	check_rejected(ZS_KIND_TIME, "12:34");
+
+	check_value(ZS_KIND_TIMETZ, "12:34:56.789+05:30", "25496789");
+	check_value(ZS_KIND_TIMETZ, "12:34:56.789+05", "27296789");
+	check_value(ZS_KIND_TIMETZ, "00:00:00+14", "36000000");
+	check_value(ZS_KIND_TIMETZ, "23:59:59.999999-08", "28799999");
+	check_value(ZS_KIND_TIMETZ, "01:00:00+02", "82800000");
+	check_value(ZS_KIND_TIMETZ, "12:00:00+05:30:15", "23385000");
+	check_rejected(ZS_KIND_TIMETZ, "12:00:00");
+}
+
+static void
+test_other_scalars(void)
+{
+	check_value(ZS_KIND_BOOL, "t", "true");
+	check_value(ZS_KIND_BOOL, "f", "false");
+	check_rejected(ZS_KIND_BOOL, "true");
+
+	check_value(ZS_KIND_BYTEA, "\\x00ff10", "{\"type\":\"Buffer\",\"data\":[0,255,16]}");
+	check_value(ZS_KIND_BYTEA, "\\x", "{\"type\":\"Buffer\",\"data\":[]}");
+	check_rejected(ZS_KIND_BYTEA, "\\x0");
+	check_rejected(ZS_KIND_BYTEA, "\\xzz");
+	check_rejected(ZS_KIND_BYTEA, "abc");
+
+	check_value(ZS_KIND_JSON_TEXT, "{\"b\": 1, \"a\": [1, 2.50]}",
+				"\"{\\\"b\\\": 1, \\\"a\\\": [1, 2.50]}\"");
+
+	check_value(ZS_KIND_JSON_PARSED, " {\"a\" : [ 1 , 2.50, 1.0e2, -0, true, null, \"\\u00e9\\ud83d\\ude00\\n\"]} ",
+				"{\"a\":[1,2.5,100,0,true,null,\"\xc3\xa9\xf0\x9f\x98\x80\\n\"]}");
+	check_value(ZS_KIND_JSON_PARSED, "12345678901234567890", "12345678901234567890");
+	check_rejected(ZS_KIND_JSON_PARSED, "{\"a\":}");
+	check_rejected(ZS_KIND_JSON_PARSED, "[1,2");
+	check_rejected(ZS_KIND_JSON_PARSED, "\"unterminated");
+	check_rejected(ZS_KIND_JSON_PARSED, "tru");
+	check_rejected(ZS_KIND_JSON_PARSED, "[1] 2");
+
+	CHECK(zs_value_kind_for_type(INT8OID) == ZS_KIND_INTEGER, "int8");
+	CHECK(zs_value_kind_for_type(JSONBOID) == ZS_KIND_JSON_TEXT, "jsonb");
+	CHECK(zs_value_kind_for_type(TIMESTAMPTZOID) == ZS_KIND_TIMESTAMP, "timestamptz");
+	CHECK(zs_value_kind_for_type(UUIDOID) == ZS_KIND_STRING, "uuid");
+	CHECK(zs_value_kind_for_type(99999) == ZS_KIND_STRING, "unknown type");
+}
+
+static void
+test_arrays(void)
+{
+	check_array(ZS_KIND_INTEGER, "{1,2,3}", "[1,2,3]");
+	check_array(ZS_KIND_INTEGER, "{}", "[]");
+	check_array(ZS_KIND_INTEGER, "{{1,2},{3,4}}", "[[1,2],[3,4]]");
+	check_array(ZS_KIND_INTEGER, "{{1,NULL},{NULL,4}}", "[[1,null],[null,4]]");
+	check_array(ZS_KIND_INTEGER, "[0:1]={5,6}", "[5,6]");
+	check_array(ZS_KIND_INTEGER, "{0,-1,9007199254740993}", "[0,-1,9007199254740993]");
+	check_array(ZS_KIND_STRING, "{a,\"b c\"}", "[\"a\",\"b c\"]");
+	/* correction: an unquoted NULL element is null, a quoted one a string */
+	check_array(ZS_KIND_STRING, "{\"NULL\",NULL,\"\"}", "[\"NULL\",null,\"\"]");
+	check_array(ZS_KIND_STRING, "{\"quote\\\"\",\"back\\\\slash\",\"{brace}\",\"comma,\"}",
+				"[\"quote\\\"\",\"back\\\\slash\",\"{brace}\",\"comma,\"]");
+	check_array(ZS_KIND_FLOAT, "{1.5,NaN,Infinity,-Infinity,-0,1e-300}",
+				"[1.5,null,null,null,0,1e-300]");
+	check_array(ZS_KIND_NUMERIC, "{1.5,NaN,12345678901234567890}",
+				"[1.5,null,1.2345678901234567e+19]");
+	check_array(ZS_KIND_TIMESTAMP, "{\"2020-02-29 12:34:56.123456+00\",infinity}",
+				"[1582979696123.456,null]");
+	check_array(ZS_KIND_JSON_TEXT, "{\"{\\\"a\\\": 1}\",\"[1, 2]\",null}",
+				"[{\"a\":1},[1,2],null]");
+	check_array(ZS_KIND_JSON_TEXT, "{null,\"\\\"str\\\"\",12345678901234567890}",
+				"[null,\"str\",12345678901234567890]");
+	check_array(ZS_KIND_BYTEA, "{\"\\\\x00ff\"}", "[{\"type\":\"Buffer\",\"data\":[0,255]}]");
+
+	{
+		const char *boxes = "{\"(1,1),(0,0)\";\"(2,2),(1,1)\"}";
+
+		resetStringInfo(&out);
+		CHECK(zs_append_array(&out, ZS_KIND_STRING, ';', boxes, (int) strlen(boxes)),
+			  "box array with ';' delimiter");
+	}
+	CHECK_STR(out.data, "[\"(1,1),(0,0)\",\"(2,2),(1,1)\"]");
+
+	resetStringInfo(&out);
+	CHECK(!zs_append_array(&out, ZS_KIND_INTEGER, ',', "{1,2", 4), "unterminated array");
+	resetStringInfo(&out);
+	CHECK(!zs_append_array(&out, ZS_KIND_INTEGER, ',', "1,2}", 4), "no opening brace");
+	resetStringInfo(&out);
+	CHECK(!zs_append_array(&out, ZS_KIND_INTEGER, ',', "{1,x}", 5), "bad element");
+	resetStringInfo(&out);
+	CHECK(!zs_append_array(&out, ZS_KIND_STRING, ',', "{\"abc}", 6), "unterminated quote");
+	resetStringInfo(&out);
+	CHECK(!zs_append_array(&out, ZS_KIND_INTEGER, ',', "{1}x", 4), "trailing garbage");
+}
+
+int
+main(void)
+{
+	initStringInfo(&out);
+	test_strings();
+	test_numbers();
+	test_time_values();
+	test_other_scalars();
+	test_arrays();
+	return unit_report("test_json");
+}
