@@ -55,8 +55,8 @@ unitcheck: $(UNIT_TESTS)
 REGRESS_TESTS = install types dml identity
 regresscheck:
 	$(PG_REGRESS_BIN) --temp-instance=./tmp_check --temp-config=test/regress.conf \
-	  --bindir=$(PG_BINDIR) --inputdir=test --outputdir=test/results \
-	  --expecteddir=expected --dbname=contrib_regression $(REGRESS_TESTS)
+	  --bindir=$(PG_BINDIR) --inputdir=test --outputdir=test \
+	  --dbname=contrib_regression $(REGRESS_TESTS)
 
 tapcheck:
 	PATH="$(PG_BINDIR):$$PATH" PG_REGRESS='$(PG_REGRESS_BIN)' TESTDIR='$(CURDIR)/test' \

@@ -33,3 +33,32 @@ COMMENT ON FUNCTION status() IS
   'State of the zero_stream decoder: slot positions, change-log head, counters, lag and last error';
 
 REVOKE ALL ON FUNCTION status() FROM PUBLIC;
+
+-- Wait until everything committed before the call is in the change log (or
+-- was not published). Returns false on timeout. Useful in scripts and tests.
+CREATE FUNCTION wait_for_catchup(timeout interval DEFAULT '30 seconds')
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    target pg_lsn := pg_current_wal_flush_lsn();
+    deadline timestamptz := clock_timestamp() + timeout;
+BEGIN
+    LOOP
+        IF (SELECT s.confirmed_lsn >= target AND s.state = 'streaming'
+              FROM zero_stream.status() s) THEN
+            RETURN true;
+        END IF;
+        IF clock_timestamp() >= deadline THEN
+            RETURN false;
+        END IF;
+        PERFORM pg_sleep(0.02);
+    END LOOP;
+END
+$$;
+
+COMMENT ON FUNCTION wait_for_catchup(interval) IS
+  'Wait until the decoder has stored every transaction committed before the call; false on timeout';
+
+REVOKE ALL ON FUNCTION wait_for_catchup(interval) FROM PUBLIC;

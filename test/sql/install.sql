@@ -1,0 +1,68 @@
+-- Installing the extension starts the stream: slot, publication, change-log
+-- schema with zero-cache's tables, seed transaction, status.
+CREATE EXTENSION zero_stream;
+
+-- wait for the decoder (it polls for the extension and the database)
+DO $$
+BEGIN
+    FOR i IN 1..1500 LOOP
+        EXIT WHEN (SELECT state = 'streaming' FROM zero_stream.status());
+        PERFORM pg_sleep(0.02);
+    END LOOP;
+END $$;
+
+SELECT state, database, slot_name, change_log_schema, last_error,
+       replica_version ~ '^[0-9a-z]+$' AS lexi_version,
+       replica_version = last_watermark AS at_seed,
+       pid > 0 AS has_pid
+  FROM zero_stream.status();
+
+-- the slot is a persistent logical slot using our pgoutput wrapper
+SELECT slot_name, plugin, slot_type, temporary
+  FROM pg_replication_slots;
+
+-- the default publication, as zero-cache creates it
+SELECT pubname, puballtables FROM pg_publication;
+SELECT pubname, nspname FROM pg_publication_namespace pn
+  JOIN pg_publication p ON p.oid = pn.pnpubid
+  JOIN pg_namespace n ON n.oid = pn.pnnspid;
+
+-- zero-cache's change-log schema, version 6
+SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+ WHERE n.nspname = 'zero_0/cdc' AND c.relkind = 'r' ORDER BY 1;
+\d "zero_0/cdc"."changeLog"
+\d "zero_0/cdc"."replicationState"
+\d "zero_0/cdc"."replicationConfig"
+\d "zero_0/cdc"."tableMetadata"
+\d "zero_0/cdc"."backfilling"
+SELECT "dataVersion", "schemaVersion", "minSafeVersion" FROM "zero_0/cdc"."versionHistory";
+
+-- lineage and ownership
+SELECT c."replicaVersion" = s.replica_version AS config_matches, c."publications", c."resetRequired"
+  FROM "zero_0/cdc"."replicationConfig" c, zero_stream.status() s;
+SELECT "lastWatermark" = (SELECT replica_version FROM zero_stream.status()) AS head_is_seed,
+       "owner", "ownerAddress"
+  FROM "zero_0/cdc"."replicationState";
+
+-- the seed transaction at replicaVersion
+SELECT watermark = (SELECT replica_version FROM zero_stream.status()) AS at_replica_version,
+       pos, change::text, precommit
+  FROM "zero_0/cdc"."changeLog" ORDER BY watermark COLLATE "C", pos;
+
+-- every extension-created table has a primary key (needed under FOR ALL TABLES publications)
+SELECT c.relname, EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary) AS has_pk
+  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+ WHERE n.nspname = 'zero_0/cdc' AND c.relkind = 'r' ORDER BY 1;
+
+-- catch-up waits for the decoder
+CREATE TABLE t_install (id int PRIMARY KEY);
+INSERT INTO t_install VALUES (1);
+SELECT zero_stream.wait_for_catchup();
+SELECT transactions_stored >= 1 AS stored, last_watermark > replica_version COLLATE "C" AS advanced
+  FROM zero_stream.status();
+
+-- the worker's parameters are reserved and validated
+SET zero_stream.no_such_setting = 1;
+SHOW zero_stream.app_id;
+SHOW zero_stream.changelog_batch_size;
+SET zero_stream.changelog_batch_size = 10;
