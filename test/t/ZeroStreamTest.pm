@@ -1,0 +1,119 @@
+# Shared helpers for zero_stream's TAP tests: a throwaway cluster with the
+# extension preloaded, and checks over the stored change log.
+package ZeroStreamTest;
+
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Exporter 'import';
+
+our @EXPORT = qw(zs_new_node zs_wait_streaming zs_wait_catchup zs_decoder_pid zs_rss_kb
+  zs_check_log_integrity);
+
+our $CDC = '"zero_0/cdc"';
+
+# A started node with zero_stream preloaded, streaming database "postgres".
+sub zs_new_node
+{
+	my ($name, %opts) = @_;
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	$node->init(allows_streaming => 'logical');
+	$node->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'zero_stream'
+wal_level = logical
+max_replication_slots = 10
+restart_after_crash = on
+zero_stream.database = 'postgres'
+zero_stream.poll_interval = 20
+log_min_messages = info
+});
+	$node->append_conf('postgresql.conf', $opts{extra_conf}) if $opts{extra_conf};
+	$node->start;
+	$node->safe_psql('postgres', $opts{before_extension}) if $opts{before_extension};
+	unless ($opts{no_extension})
+	{
+		$node->safe_psql('postgres', 'CREATE EXTENSION zero_stream');
+		zs_wait_streaming($node);
+	}
+	return $node;
+}
+
+sub zs_wait_streaming
+{
+	my ($node) = @_;
+	$node->poll_query_until('postgres',
+		"SELECT state = 'streaming' FROM zero_stream.status()")
+	  or die "decoder did not start streaming: "
+	  . $node->safe_psql('postgres', 'SELECT last_error FROM zero_stream.status()');
+}
+
+sub zs_wait_catchup
+{
+	my ($node, $timeout) = @_;
+	$timeout //= '180 s';
+	my $ok = $node->safe_psql('postgres',
+		"SELECT zero_stream.wait_for_catchup('$timeout')");
+	die "decoder did not catch up within $timeout" unless $ok eq 't';
+}
+
+sub zs_decoder_pid
+{
+	my ($node) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'zero_stream decoder'");
+}
+
+# Resident set size of a process from /proc, in kB: (VmRSS, VmHWM, RssAnon)
+sub zs_rss_kb
+{
+	my ($pid) = @_;
+	open my $fh, '<', "/proc/$pid/status" or return;
+	my %v;
+	while (<$fh>)
+	{
+		$v{$1} = $2 if /^(VmRSS|VmHWM|RssAnon):\s+(\d+) kB/;
+	}
+	close $fh;
+	return ($v{VmRSS}, $v{VmHWM}, $v{RssAnon});
+}
+
+# Every stored transaction: begin at pos 0, commit last, one of each, the
+# commit's precommit equal to its watermark, watermarks strictly increasing
+# with commit LSNs, and lastWatermark equal to the newest watermark.
+sub zs_check_log_integrity
+{
+	my ($node, $label) = @_;
+	my $bad = $node->safe_psql('postgres', qq{
+WITH tx AS (
+  SELECT watermark,
+         count(*) FILTER (WHERE change->>'tag' = 'begin' AND pos = 0) AS begins,
+         count(*) FILTER (WHERE change->>'tag' = 'commit') AS commits,
+         max(pos) AS last_pos,
+         max(pos) FILTER (WHERE change->>'tag' = 'commit') AS commit_pos,
+         count(*) AS n,
+         bool_and(precommit IS NULL OR precommit = watermark) AS precommit_ok
+    FROM $CDC."changeLog" GROUP BY watermark)
+SELECT count(*) FROM tx
+ WHERE begins <> 1 OR commits <> 1 OR commit_pos <> last_pos OR last_pos <> n - 1
+    OR NOT precommit_ok});
+	is($bad, '0', "$label: every stored transaction is whole and well-formed");
+
+	my $order = $node->safe_psql('postgres', qq{
+SELECT count(*) FROM (
+  SELECT watermark, change->>'commitLsn' AS lsn,
+         lag(change->>'commitLsn') OVER (ORDER BY watermark COLLATE "C") AS prev
+    FROM $CDC."changeLog" WHERE change->>'tag' = 'begin' AND change::jsonb ? 'commitLsn') t
+ WHERE prev IS NOT NULL AND prev::text >= lsn::text});
+	# commitLsn text is zero-padded, so text order is LSN order
+	is($order, '0', "$label: transactions are stored in commit-LSN order");
+
+	my $head = $node->safe_psql('postgres', qq{
+SELECT (SELECT "lastWatermark" FROM $CDC."replicationState") =
+       (SELECT max(watermark COLLATE "C") FROM $CDC."changeLog")});
+	is($head, 't', "$label: lastWatermark is the newest stored transaction");
+}
+
+1;
