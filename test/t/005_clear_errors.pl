@@ -1,0 +1,124 @@
+# Misconfigurations produce a clear error in the server log and in
+# zero_stream.status(), and the decoder recovers once they are fixed.
+use strict;
+use warnings;
+
+use FindBin;
+use lib $FindBin::RealBin;
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use ZeroStreamTest;
+
+sub last_error
+{
+	my ($node, $db) = @_;
+	return $node->safe_psql($db // 'postgres', 'SELECT coalesce(last_error, \'\') FROM zero_stream.status()');
+}
+
+sub wait_for_error
+{
+	my ($node, $pattern, $db) = @_;
+	$node->poll_query_until($db // 'postgres',
+		"SELECT last_error ~ '$pattern' FROM zero_stream.status()")
+	  or diag 'last_error: ' . last_error($node, $db);
+}
+
+# --- wal_level is not logical
+{
+	my $node = zs_new_node('wal', no_extension => 1);
+	$node->append_conf('postgresql.conf', "wal_level = replica\nmax_wal_senders = 0\n");
+	$node->restart;
+	$node->safe_psql('postgres', 'CREATE EXTENSION zero_stream');
+	wait_for_error($node, 'wal_level');
+	like(last_error($node), qr/zero_stream requires wal_level = logical \(it is "replica"\)/,
+		'wal_level: clear error in status()');
+	ok($node->log_contains('HINT:  Set wal_level = logical in postgresql.conf'),
+		'wal_level: hint in the server log');
+	$node->append_conf('postgresql.conf', "wal_level = logical\n");
+	$node->restart;
+	zs_wait_streaming($node);
+	is(last_error($node), '', 'wal_level: streaming once fixed, error cleared');
+	$node->stop;
+}
+
+# --- a configured publication does not exist
+{
+	my $node = zs_new_node('pub', no_extension => 1,
+		extra_conf => "zero_stream.publications = 'app_pub'\n");
+	$node->safe_psql('postgres', 'CREATE EXTENSION zero_stream');
+	wait_for_error($node, 'app_pub');
+	like(last_error($node),
+		qr/publication "app_pub" named in zero_stream.publications does not exist in database "postgres"/,
+		'missing publication: clear error in status()');
+	$node->safe_psql('postgres', 'CREATE PUBLICATION app_pub FOR TABLES IN SCHEMA public');
+	zs_wait_streaming($node);
+	is($node->safe_psql('postgres', 'SELECT "publications" FROM "zero_0/cdc"."replicationConfig"'),
+		'{app_pub}', 'missing publication: streams once it exists');
+	$node->stop;
+}
+
+# --- the extension is created in another database than zero_stream.database
+{
+	my $node = zs_new_node('ext', no_extension => 1,
+		extra_conf => "zero_stream.database = 'appdb'\n");
+	$node->safe_psql('postgres', 'CREATE DATABASE appdb');
+	$node->safe_psql('postgres', 'CREATE EXTENSION zero_stream');
+	wait_for_error($node, 'not installed');
+	like(last_error($node),
+		qr/extension "zero_stream" is not installed in database "appdb"; run CREATE EXTENSION zero_stream there/,
+		'extension elsewhere: status() in another database says where to create it');
+	is($node->safe_psql('postgres', 'SELECT state FROM zero_stream.status()'),
+		'waiting for CREATE EXTENSION', 'extension elsewhere: decoder waits');
+	$node->safe_psql('appdb', 'CREATE EXTENSION zero_stream');
+	$node->poll_query_until('appdb', "SELECT state = 'streaming' FROM zero_stream.status()")
+	  or diag last_error($node, 'appdb');
+	pass('extension elsewhere: streams once created');
+	$node->stop;
+}
+
+# --- the slot is in use by another consumer, or is not ours
+{
+	my $node = zs_new_node('slot', no_extension => 1,
+		extra_conf => "zero_stream.slot_name = 'busy'\n");
+	$node->safe_psql('postgres',
+		"SELECT pg_create_logical_replication_slot('busy', 'test_decoding')");
+	$node->safe_psql('postgres', 'CREATE EXTENSION zero_stream');
+	wait_for_error($node, 'busy');
+	like(last_error($node), qr/replication slot "busy" was not created by zero_stream/,
+		'foreign slot: clear error');
+
+	# another consumer holds the slot while the decoder restarts
+	$node->safe_psql('postgres', "SELECT pg_drop_replication_slot('busy')");
+	zs_wait_streaming($node);
+	my $has_plugin_list = $node->safe_psql('postgres',
+		"SELECT count(*) FROM pg_settings WHERE name = 'output_plugin_libraries'");
+	if ($has_plugin_list)
+	{
+		$node->append_conf('postgresql.conf',
+			"output_plugin_libraries = 'pgoutput, test_decoding, zero_stream'\n");
+		$node->reload;
+	}
+	$node->safe_psql('postgres',
+		"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'zero_stream decoder'");
+	my ($out, $err) = ('', '');
+	my $recv = IPC::Run::start(
+		[
+			'pg_recvlogical', '-d', $node->connstr('postgres'), '-S', 'busy', '--start',
+			'-o', 'proto_version=1', '-o', 'publication_names=_zero_public_0', '-f', '/dev/null'
+		],
+		'>', \$out, '2>', \$err);
+	$node->poll_query_until('postgres',
+		"SELECT active_pid IS NOT NULL AND active_pid <> coalesce((SELECT pid FROM zero_stream.status()), 0) FROM pg_replication_slots WHERE slot_name = 'busy'")
+	  or diag "pg_recvlogical: $err";
+	wait_for_error($node, 'in use');
+	like(last_error($node), qr/replication slot "busy" is in use by process \d+/,
+		'slot in use: clear error');
+	$recv->kill_kill;
+	zs_wait_streaming($node);
+	pass('slot in use: decoder resumes once the other consumer is gone');
+	$node->stop;
+}
+
+done_testing();
