@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Benchmark: zero_stream's store rate against raw in-server pgoutput decoding
+# of the same WAL, measured in the same run (not a test; prints figures).
+#
+#   bench/decode_vs_store.sh [bulk_rows] [single_txns]     (defaults 1000000 100000)
+#
+# For each workload (bulk: 1,000-row transactions; single: 1-row transactions):
+#   1. the decoder is held back (zero_stream.database points at a database
+#      without the extension, so it waits) while the workload writes its WAL;
+#   2. raw: pg_logical_slot_get_binary_changes(pgoutput v1) over that WAL on a
+#      second slot, timed;
+#   3. zero_stream: restart with the real database; time from "streaming" to
+#      the change log holding the last transaction.
+# ratio = raw time / zero_stream time (1.0 = as fast as decoding alone).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BULK_ROWS=${1:-1000000}
+SINGLE_TXNS=${2:-100000}
+BIN=/usr/lib/postgresql/15/bin
+DIR=${ZS_BENCH_DIR:-/tmp/zero_stream-bench}
+PORT=${ZS_BENCH_PORT:-54339}
+
+as_user=()
+if [ "$(id -u)" -eq 0 ]; then
+	id zstest >/dev/null 2>&1 || useradd --create-home --shell /bin/bash zstest
+	as_user=(runuser -u zstest --)
+fi
+run() { "${as_user[@]}" "$@"; }
+sql() { run "$BIN/psql" -X -q -At -h "$DIR" -p "$PORT" -U postgres -v ON_ERROR_STOP=1 "$@"; }
+now() { date +%s.%N; }
+set_database() {
+	sed -i "/^zero_stream.database/d" "$DIR/data/postgresql.conf"
+	echo "zero_stream.database = '$1'" >> "$DIR/data/postgresql.conf"
+}
+restart() { run "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w restart -m fast >/dev/null; }
+
+[ -f "$DIR/data/postmaster.pid" ] && run "$BIN/pg_ctl" -D "$DIR/data" stop -m immediate >/dev/null 2>&1 || true
+rm -rf "$DIR"; mkdir -p "$DIR"
+[ ${#as_user[@]} -gt 0 ] && chown zstest "$DIR"
+run "$BIN/initdb" -D "$DIR/data" -U postgres -A trust >/dev/null
+cat >> "$DIR/data/postgresql.conf" <<CONF
+listen_addresses = ''
+unix_socket_directories = '$DIR'
+port = $PORT
+shared_preload_libraries = 'zero_stream'
+wal_level = logical
+shared_buffers = 512MB
+max_wal_size = 8GB
+checkpoint_timeout = 30min
+CONF
+set_database bench
+run "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w start >/dev/null
+sql -d postgres -c "CREATE DATABASE bench"
+sql -d bench -c "CREATE TABLE rows (id bigint PRIMARY KEY, n int, label text, at timestamptz, amount numeric)" \
+	-c "CREATE EXTENSION zero_stream"
+until [ "$(sql -d bench -c "SELECT state FROM zero_stream.status()")" = streaming ]; do sleep 0.1; done
+sql -d bench -c "SELECT pg_create_logical_replication_slot('bench_raw', 'pgoutput')" >/dev/null
+sql -d bench -c "
+CREATE PROCEDURE bulk(total int, per_tx int) LANGUAGE plpgsql AS \$\$
+DECLARE base bigint := coalesce((SELECT max(id) FROM rows), 0);
+BEGIN
+  FOR t IN 0 .. total / per_tx - 1 LOOP
+    INSERT INTO rows SELECT base + t * per_tx + g, g, 'label ' || g, now(), g * 1.25
+      FROM generate_series(1, per_tx) g;
+    COMMIT;
+  END LOOP;
+END \$\$"
+
+measure() {
+	local name=$1 call=$2 rows=$3
+	# hold the decoder back while the workload writes WAL
+	set_database postgres; restart
+	sql -d bench -c "SET synchronous_commit = off" -c "$call"
+	sql -d bench -c "SELECT pg_switch_wal()" >/dev/null
+	local target; target=$(sql -d bench -c "SELECT max(id) FROM rows")
+	local wal_mb; wal_mb=$(sql -d bench -c "SELECT round(pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn) / 1048576.0) FROM pg_replication_slots WHERE slot_name = 'bench_raw'")
+
+	local t0 t1 t2 t3 msgs
+	t0=$(now)
+	msgs=$(sql -d bench -c "SELECT count(*) FROM pg_logical_slot_get_binary_changes('bench_raw', NULL, NULL, 'proto_version', '1', 'publication_names', '_zero_public_0')")
+	t1=$(now)
+
+	set_database bench; restart
+	until [ "$(sql -d bench -c "SELECT state FROM zero_stream.status()")" = streaming ]; do sleep 0.01; done
+	t2=$(now)
+	until [ "$(sql -d bench -c "SELECT count(*) FROM \"zero_0/cdc\".\"changeLog\" WHERE watermark = (SELECT last_watermark FROM zero_stream.status()) AND change->'new'->>'id' = '$target'")" = 1 ]; do sleep 0.01; done
+	t3=$(now)
+	python3 - "$name" "$rows" "$msgs" "$wal_mb" "$t0" "$t1" "$t2" "$t3" <<'PY'
+import sys
+name, rows, msgs, wal = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+t0, t1, t2, t3 = map(float, sys.argv[5:9])
+raw, zs = t1 - t0, t3 - t2
+print(f"{name:7s} rows={rows:>8d} wal={wal:>5s}MB pgoutput_msgs={msgs:>8d}  "
+      f"raw={raw:6.2f}s ({rows/raw:9.0f} rows/s)  zero_stream={zs:6.2f}s ({rows/zs:9.0f} rows/s)  "
+      f"ratio={raw/zs:.2f}")
+PY
+}
+
+echo "zero_stream benchmark: $(sql -d bench -c 'SELECT version()' | cut -d' ' -f1-2), $(nproc) cores"
+measure bulk "CALL bulk($BULK_ROWS, 1000)" "$BULK_ROWS"
+measure single "CALL bulk($SINGLE_TXNS, 1)" "$SINGLE_TXNS"
+sql -d bench -x -c "SELECT transactions_stored, changes_stored, local_commits FROM zero_stream.status()"
+run "$BIN/pg_ctl" -D "$DIR/data" stop -m fast >/dev/null
