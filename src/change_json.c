@@ -358,6 +358,31 @@ is_nonfinite(const char *text, int len)
 		text_equals(text, len, "-Infinity");
 }
 
+/* Significant digits of a plain decimal (numeric_out never uses exponents). */
+static int
+significant_digits(const char *text, int len)
+{
+	int			first = -1;
+	int			last = -1;
+	int			count = 0;
+
+	for (int i = 0; i < len; i++)
+	{
+		if (text[i] >= '1' && text[i] <= '9')
+		{
+			if (first < 0)
+				first = i;
+			last = i;
+		}
+	}
+	if (first < 0)
+		return 0;
+	for (int i = first; i <= last; i++)
+		if (text[i] >= '0' && text[i] <= '9')
+			count++;
+	return count;
+}
+
 static bool
 append_numeric(StringInfo out, const char *text, int len)
 {
@@ -372,6 +397,13 @@ append_numeric(StringInfo out, const char *text, int len)
 	}
 	if (len <= 0)
 		return false;
+
+	/*
+	 * A decimal of at most 15 significant digits (DBL_DIG) reads back from
+	 * a double unchanged, so its own digits are the shortest ones.
+	 */
+	if (significant_digits(text, len) <= 15)
+		return zs_json_append_decimal_no_bigint(out, text, len);
 	if (len < (int) sizeof(buf))
 	{
 		memcpy(buf, text, len);

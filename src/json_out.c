@@ -17,10 +17,9 @@
 
 #include <math.h>
 
-#include "json_out.h"
+#include "common/shortest_dec.h"
 
-/* largest integer a double holds exactly: 2^53 - 1 */
-#define MAX_SAFE_INTEGER 9007199254740991.0
+#include "json_out.h"
 
 void
 zs_json_append_string(StringInfo out, const char *s, int len)
@@ -208,8 +207,26 @@ parse_decimal(const char *s, int len, bool *negative, char *digits,
 	return k;
 }
 
-bool
-zs_json_append_decimal_text(StringInfo out, const char *s, int len)
+/*
+ * Does the integer with digits d[0..k-1] and decimal exponent n exceed
+ * 2^53 - 1? Only called for integer-valued numbers (k <= n).
+ */
+static bool
+exceeds_safe_integer(const char *d, int k, int n)
+{
+	static const char max_safe[] = "9007199254740991";
+	char		padded[17];
+
+	if (n != 16)
+		return n > 16;
+	memset(padded, '0', 16);
+	memcpy(padded, d, k);
+	padded[16] = '\0';
+	return strcmp(padded, max_safe) > 0;
+}
+
+static bool
+append_decimal(StringInfo out, const char *s, int len, bool no_bigint)
 {
 	char		digits[64];
 	bool		negative;
@@ -224,65 +241,46 @@ zs_json_append_decimal_text(StringInfo out, const char *s, int len)
 		appendStringInfoCharMacro(out, '0');
 		return true;
 	}
+	if (no_bigint && k <= n && n <= 21 && exceeds_safe_integer(digits, k, n))
+	{
+		if (negative)
+			appendStringInfoCharMacro(out, '-');
+		append_exponent_form(out, digits, k, n);
+		return true;
+	}
 	append_js_digits(out, negative, digits, k, n);
 	return true;
 }
 
-/* Shortest digits that read back as exactly this double. */
-static int
-shortest_digits(double value, char *digits, int *exponent)
+bool
+zs_json_append_decimal_text(StringInfo out, const char *s, int len)
 {
-	char		buf[40];
-
-	for (int precision = 1; precision <= 17; precision++)
-	{
-		snprintf(buf, sizeof(buf), "%.*e", precision - 1, value);
-		if (precision == 17 || strtod(buf, NULL) == value)
-			break;
-	}
-	/* buf is "[-]d[.ddd]e[+-]xx" */
-	{
-		const char *p = buf;
-		int			k = 0;
-
-		if (*p == '-')
-			p++;
-		for (; *p && *p != 'e'; p++)
-			if (*p != '.')
-				digits[k++] = *p;
-		while (k > 1 && digits[k - 1] == '0')
-			k--;
-		*exponent = atoi(p + 1) + 1;
-		return k;
-	}
+	return append_decimal(out, s, len, false);
 }
 
+/*
+ * Ryu (PostgreSQL's float8out) gives the shortest round-trip digits, the
+ * same digits JavaScript prints; only their spelling differs.
+ */
 static void
 append_double(StringInfo out, double value, bool no_bigint)
 {
-	char		digits[32];
-	int			n;
-	int			k;
+	char		buf[DOUBLE_SHORTEST_DECIMAL_LEN];
+	int			len;
 
 	if (isnan(value) || isinf(value))
 	{
 		appendStringInfoString(out, "null");
 		return;
 	}
-	if (value == 0)
-	{
-		appendStringInfoCharMacro(out, '0');
-		return;
-	}
-	k = shortest_digits(value, digits, &n);
-	if (no_bigint && k <= n && n <= 21 && fabs(value) > MAX_SAFE_INTEGER)
-	{
-		if (value < 0)
-			appendStringInfoCharMacro(out, '-');
-		append_exponent_form(out, digits, k, n);
-		return;
-	}
-	append_js_digits(out, value < 0, digits, k, n);
+	len = double_to_shortest_decimal_buf(value, buf);
+	(void) append_decimal(out, buf, len, no_bigint);
+}
+
+bool
+zs_json_append_decimal_no_bigint(StringInfo out, const char *s, int len)
+{
+	return append_decimal(out, s, len, true);
 }
 
 void

@@ -21,6 +21,13 @@ extern void zs_json_append_cstring(StringInfo out, const char *s);
  */
 extern bool zs_json_append_decimal_text(StringInfo out, const char *s, int len);
 
+/*
+ * Same, for a decimal text known to be exactly representable as a double
+ * (at most 15 significant digits), writing integers beyond 2^53 in exponent
+ * form like zs_json_append_double_no_bigint.
+ */
+extern bool zs_json_append_decimal_no_bigint(StringInfo out, const char *s, int len);
+
 /* Append a double as JavaScript prints it; NaN and infinities become null. */
 extern void zs_json_append_double(StringInfo out, double value);
 

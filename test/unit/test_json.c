@@ -111,6 +111,11 @@ test_numbers(void)
 	/* correction: an integer-looking double beyond 2^53 keeps exponent form */
 	check_value(ZS_KIND_NUMERIC, "12345678901234567890", "1.2345678901234567e+19");
 	check_value(ZS_KIND_NUMERIC, "9007199254740991", "9007199254740991");
+	check_value(ZS_KIND_NUMERIC, "9007199254740992", "9.007199254740992e+15");
+	check_value(ZS_KIND_NUMERIC, "9010000000000000", "9.01e+15");
+	check_value(ZS_KIND_NUMERIC, "9000000000000000", "9000000000000000");
+	check_value(ZS_KIND_NUMERIC, "-100000000000000000000", "-1e+20");
+	check_value(ZS_KIND_NUMERIC, "0.1234567890123456789", "0.12345678901234568");
 	check_rejected(ZS_KIND_NUMERIC, "1.2.3");
 
 	check_double(0.1, false, "0.1");
