@@ -63,7 +63,7 @@
 PGDLLEXPORT void zs_decoder_main(Datum main_arg);
 
 /* staged changes beyond this stay on disk, not in memory */
-#define SPOOL_MEMORY_LIMIT (4 * 1024 * 1024)
+#define SPOOL_MEMORY_LIMIT (16 * 1024 * 1024)
 
 /* The upstream transaction whose messages the write callback is receiving. */
 typedef struct CurrentTxn
