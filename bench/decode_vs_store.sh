@@ -17,16 +17,9 @@ cd "$(dirname "$0")/.."
 
 BULK_ROWS=${1:-1000000}
 SINGLE_TXNS=${2:-100000}
-BIN=/usr/lib/postgresql/15/bin
+. scripts/common.sh
 DIR=${ZS_BENCH_DIR:-/tmp/zero_stream-bench}
 PORT=${ZS_BENCH_PORT:-54339}
-
-as_user=()
-if [ "$(id -u)" -eq 0 ]; then
-	id zstest >/dev/null 2>&1 || useradd --create-home --shell /bin/bash zstest
-	as_user=(runuser -u zstest --)
-fi
-run() { "${as_user[@]}" "$@"; }
 sql() { run "$BIN/psql" -X -q -At -h "$DIR" -p "$PORT" -U postgres -v ON_ERROR_STOP=1 "$@"; }
 now() { date +%s.%N; }
 set_database() {
@@ -35,20 +28,9 @@ set_database() {
 }
 restart() { run "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w restart -m fast >/dev/null; }
 
-[ -f "$DIR/data/postmaster.pid" ] && run "$BIN/pg_ctl" -D "$DIR/data" stop -m immediate >/dev/null 2>&1 || true
-rm -rf "$DIR"; mkdir -p "$DIR"
-[ ${#as_user[@]} -gt 0 ] && chown zstest "$DIR"
-run "$BIN/initdb" -D "$DIR/data" -U postgres -A trust >/dev/null
-cat >> "$DIR/data/postgresql.conf" <<CONF
-listen_addresses = ''
-unix_socket_directories = '$DIR'
-port = $PORT
-shared_preload_libraries = 'zero_stream'
-wal_level = logical
-shared_buffers = 512MB
+init_cluster "$DIR" "$PORT" "shared_buffers = 512MB
 max_wal_size = 8GB
-checkpoint_timeout = 30min
-CONF
+checkpoint_timeout = 30min"
 set_database bench
 run "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w start >/dev/null
 sql -d postgres -c "CREATE DATABASE bench"

@@ -18,35 +18,13 @@ SUDO=()
 make -s -j2
 "${SUDO[@]}" make -s install >/dev/null
 
-BIN=/usr/lib/postgresql/15/bin
+. scripts/common.sh
 DIR=${ZS_DEMO_DIR:-/tmp/zero_stream-demo}
 PORT=${ZS_DEMO_PORT:-54329}
-
-as_user=()
-if [ "$(id -u)" -eq 0 ]; then
-	id zstest >/dev/null 2>&1 || useradd --create-home --shell /bin/bash zstest
-	as_user=(runuser -u zstest --)
-fi
-run() { "${as_user[@]}" "$@"; }
 sql() { run "$BIN/psql" -X -h "$DIR" -p "$PORT" -U postgres -d postgres -v ON_ERROR_STOP=1 "$@"; }
 
-if [ -f "$DIR/data/postmaster.pid" ]; then
-	run "$BIN/pg_ctl" -D "$DIR/data" stop -m fast >/dev/null 2>&1 || true
-fi
-rm -rf "$DIR"
-mkdir -p "$DIR"
-[ ${#as_user[@]} -gt 0 ] && chown zstest "$DIR"
-
 echo "== initdb and start a cluster in $DIR (port $PORT) with zero_stream preloaded"
-run "$BIN/initdb" -D "$DIR/data" -U postgres -A trust >/dev/null
-cat >> "$DIR/data/postgresql.conf" <<CONF
-listen_addresses = ''
-unix_socket_directories = '$DIR'
-port = $PORT
-shared_preload_libraries = 'zero_stream'
-wal_level = logical
-zero_stream.database = 'postgres'
-CONF
+init_cluster "$DIR" "$PORT" "zero_stream.database = 'postgres'"
 run "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w start >/dev/null
 
 echo "== CREATE EXTENSION zero_stream"

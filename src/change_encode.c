@@ -297,11 +297,18 @@ encode_row(StringInfo out, const ZsRelation *rel, const ZsTuple *tuple,
 	appendStringInfoChar(out, '}');
 }
 
+/* {"tag":"<tag>","relation":{...} */
+static void
+open_row_change(StringInfo out, const char *tag, const ZsRelation *rel)
+{
+	appendStringInfo(out, "{\"tag\":\"%s\",\"relation\":", tag);
+	appendStringInfoString(out, rel->json);
+}
+
 void
 zs_encode_insert(StringInfo out, const ZsRelation *rel, const ZsPgoutputMsg *msg)
 {
-	appendStringInfoString(out, "{\"tag\":\"insert\",\"relation\":");
-	appendStringInfoString(out, rel->json);
+	open_row_change(out, "insert", rel);
 	appendStringInfoString(out, ",\"new\":");
 	encode_row(out, rel, msg->new_tuple, NULL, false);
 	appendStringInfoChar(out, '}');
@@ -328,8 +335,7 @@ encode_old(StringInfo out, const ZsRelation *rel, const ZsPgoutputMsg *msg)
 void
 zs_encode_update(StringInfo out, const ZsRelation *rel, const ZsPgoutputMsg *msg)
 {
-	appendStringInfoString(out, "{\"tag\":\"update\",\"relation\":");
-	appendStringInfoString(out, rel->json);
+	open_row_change(out, "update", rel);
 	encode_old(out, rel, msg);
 	appendStringInfoString(out, ",\"new\":");
 	encode_row(out, rel, msg->new_tuple,
@@ -340,8 +346,7 @@ zs_encode_update(StringInfo out, const ZsRelation *rel, const ZsPgoutputMsg *msg
 void
 zs_encode_delete(StringInfo out, const ZsRelation *rel, const ZsPgoutputMsg *msg)
 {
-	appendStringInfoString(out, "{\"tag\":\"delete\",\"relation\":");
-	appendStringInfoString(out, rel->json);
+	open_row_change(out, "delete", rel);
 	encode_old(out, rel, msg);
 	appendStringInfoChar(out, '}');
 }

@@ -198,20 +198,30 @@ zs_changelog_claim_ownership(void)
 				 errmsg("change log %s has no replicationState row", zs_cdc_schema_name())));
 }
 
-void
-zs_changelog_read_head(char *last_watermark)
+/* One text column of the single replicationState row, or NULL. */
+static char *
+read_state_column(const char *column, bool for_update)
 {
 	bool		isnull;
 	Datum		d;
 
-	exec_sql(psprintf("SELECT \"lastWatermark\" FROM %s.\"replicationState\"", quoted_schema()),
+	exec_sql(psprintf("SELECT %s FROM %s.\"replicationState\"%s", quote_identifier(column),
+					  quoted_schema(), for_update ? " FOR UPDATE" : ""),
 			 SPI_OK_SELECT);
 	if (SPI_processed != 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("change log %s has no replicationState row", zs_cdc_schema_name())));
+				 errmsg("change log %s has no replicationState row", zs_cdc_schema_name()),
+				 errhint("Drop schema %s to let zero_stream start a new change log.",
+						 quoted_schema())));
 	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	strlcpy(last_watermark, TextDatumGetCString(d), ZS_WATERMARK_MAXLEN);
+	return isnull ? NULL : TextDatumGetCString(d);
+}
+
+void
+zs_changelog_read_head(char *last_watermark)
+{
+	strlcpy(last_watermark, read_state_column("lastWatermark", false), ZS_WATERMARK_MAXLEN);
 }
 
 static void
@@ -297,19 +307,11 @@ flush_rows(void)
 void
 zs_changelog_begin(void)
 {
-	bool		isnull;
-	Datum		d;
 	char	   *owner;
 
 	prepare_writer();
-	exec_sql(psprintf("SELECT \"owner\" FROM %s.\"replicationState\" FOR UPDATE", quoted_schema()),
-			 SPI_OK_SELECT);
-	if (SPI_processed != 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("change log %s has no replicationState row", zs_cdc_schema_name())));
-	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	owner = isnull ? NULL : TextDatumGetCString(d);
+	/* the row stays locked until our commit: no takeover can interleave */
+	owner = read_state_column("owner", true);
 	if (owner == NULL || strcmp(owner, zs_task_id) != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

@@ -28,23 +28,46 @@ int			zs_commit_batch_kb = 16384;
 int			zs_poll_interval_ms = 50;
 int			zs_slot_save_interval_ms = 10000;
 
-static bool
-check_app_id(char **newval, void **extra, GucSource source)
-{
-	const char *p = *newval;
+/*
+ * A postgresql.conf value that fails validation is only a WARNING for an
+ * extension's parameter (the placeholder is dropped and the default used).
+ * For the settings that name the change log, its slot and publications that
+ * would silently stream somewhere else, so the check hooks remember the
+ * rejection and _PG_init refuses to load.
+ */
+static const char *rejected_setting = NULL;
 
-	if (p == NULL || *p == '\0')
-	{
-		GUC_check_errdetail("zero_stream.app_id must not be empty.");
-		return false;
-	}
+static bool
+reject(const char *name)
+{
+	rejected_setting = name;
+	return false;
+}
+
+/* Only [a-z0-9_]: Zero's app ids and replication slot names */
+static bool
+is_lower_identifier(const char *p)
+{
 	for (; *p; p++)
 	{
 		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))
-		{
-			GUC_check_errdetail("zero_stream.app_id may contain only lower-case letters, digits and underscores, as in Zero's ZERO_APP_ID.");
 			return false;
-		}
+	}
+	return true;
+}
+
+static bool
+check_app_id(char **newval, void **extra, GucSource source)
+{
+	if (*newval == NULL || **newval == '\0')
+	{
+		GUC_check_errdetail("zero_stream.app_id must not be empty.");
+		return reject("zero_stream.app_id");
+	}
+	if (!is_lower_identifier(*newval))
+	{
+		GUC_check_errdetail("zero_stream.app_id may contain only lower-case letters, digits and underscores, as in Zero's ZERO_APP_ID.");
+		return reject("zero_stream.app_id");
 	}
 	return true;
 }
@@ -59,15 +82,12 @@ check_slot_name(char **newval, void **extra, GucSource source)
 	if (strlen(p) >= NAMEDATALEN)
 	{
 		GUC_check_errdetail("Replication slot names are at most %d characters.", NAMEDATALEN - 1);
-		return false;
+		return reject("zero_stream.slot_name");
 	}
-	for (; *p; p++)
+	if (!is_lower_identifier(p))
 	{
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))
-		{
-			GUC_check_errdetail("Replication slot names may contain only lower-case letters, digits and underscores.");
-			return false;
-		}
+		GUC_check_errdetail("Replication slot names may contain only lower-case letters, digits and underscores.");
+		return reject("zero_stream.slot_name");
 	}
 	return true;
 }
@@ -87,7 +107,17 @@ check_publications(char **newval, void **extra, GucSource source)
 		GUC_check_errdetail("zero_stream.publications must be a comma-separated list of publication names.");
 	list_free(names);
 	pfree(copy);
-	return ok;
+	return ok ? true : reject("zero_stream.publications");
+}
+
+/* the range is checked here, not by the GUC machinery, so it can be remembered */
+static bool
+check_shard_num(int *newval, void **extra, GucSource source)
+{
+	if (*newval >= 0)
+		return true;
+	GUC_check_errdetail("zero_stream.shard_num must not be negative.");
+	return reject("zero_stream.shard_num");
 }
 
 void
@@ -106,8 +136,8 @@ zs_define_gucs(void)
 	DefineCustomIntVariable("zero_stream.shard_num",
 							"Zero shard number (ZERO_SHARD_NUM).",
 							NULL,
-							&zs_shard_num, 0, 0, 65535, PGC_POSTMASTER, 0,
-							NULL, NULL, NULL);
+							&zs_shard_num, 0, INT_MIN, INT_MAX, PGC_POSTMASTER, 0,
+							check_shard_num, NULL, NULL);
 	DefineCustomStringVariable("zero_stream.publications",
 							   "Comma-separated publications to stream (ZERO_APP_PUBLICATIONS).",
 							   "Empty means \"_<app_id>_public_<shard_num>\", created FOR TABLES IN SCHEMA public if missing.",
@@ -145,6 +175,12 @@ zs_define_gucs(void)
 							NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("zero_stream");
+}
+
+const char *
+zs_rejected_identity_setting(void)
+{
+	return rejected_setting;
 }
 
 char *

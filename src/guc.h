@@ -19,6 +19,9 @@ extern int	zs_slot_save_interval_ms;
 
 extern void zs_define_gucs(void);
 
+/* Name of an identity setting whose configured value was invalid, or NULL. */
+extern const char *zs_rejected_identity_setting(void);
+
 /* Derived names, computed from the GUCs (palloc'd in the current context). */
 extern char *zs_cdc_schema_name(void);		/* "<app>_<shard>/cdc" */
 extern char *zs_effective_slot_name(void);

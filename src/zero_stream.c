@@ -71,6 +71,14 @@ _PG_init(void)
 	if (!process_shared_preload_libraries_in_progress)
 		return;
 
+	if (zs_rejected_identity_setting() != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("zero_stream cannot start: %s has an invalid value",
+						zs_rejected_identity_setting()),
+				 errdetail("It names the change log, its replication slot or its publications; the default would stream somewhere else."),
+				 errhint("Correct it in postgresql.conf; the warning above says why it was rejected.")));
+
 	zs_shared_state_install_hooks();
 	RegisterXactCallback(wake_decoder_at_commit, NULL);
 	register_decoder();

@@ -121,4 +121,29 @@ sub wait_for_error
 	$node->stop;
 }
 
+# --- invalid parameter values stop the server with a clear message
+{
+	my $node = zs_new_node('guc', no_extension => 1);
+	$node->stop;
+	$node->append_conf('postgresql.conf', "zero_stream.app_id = 'Bad-App'\n");
+	ok(!$node->start(fail_ok => 1), 'invalid app_id: server refuses to start');
+	ok($node->log_contains(
+		'invalid value for parameter "zero_stream.app_id": "Bad-App"'),
+		'invalid app_id: named in the log');
+	ok($node->log_contains('may contain only lower-case letters, digits and underscores'),
+		'invalid app_id: the rule is explained');
+	ok($node->log_contains('zero_stream cannot start: zero_stream.app_id has an invalid value'),
+		'invalid app_id: zero_stream does not fall back to the default');
+
+	# a throughput knob falls back to its default with a warning, as usual
+	$node->append_conf('postgresql.conf',
+		"zero_stream.app_id = 'zero'\nzero_stream.changelog_batch_size = 0\n");
+	$node->start;
+	ok($node->log_contains('0 is outside the valid range for parameter "zero_stream.changelog_batch_size"'),
+		'batch size 0: range in the log');
+	is($node->safe_psql('postgres', 'SHOW zero_stream.changelog_batch_size'), '2000',
+		'batch size 0: default used');
+	$node->stop;
+}
+
 done_testing();
