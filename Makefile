@@ -14,7 +14,8 @@ OBJS = \
 	src/change_json.o \
 	src/json_out.o \
 	src/pgoutput_parse.o \
-	src/watermark.o
+	src/watermark.o \
+	src/websocket.o
 
 EXTENSION = zero_stream
 DATA = sql/zero_stream--0.1.0.sql
@@ -34,10 +35,11 @@ PG_INCLUDEDIR := $(shell $(PG_CONFIG) --includedir-server)
 PG_REGRESS_BIN = $(dir $(PGXS))../../src/test/regress/pg_regress
 PG_PERL_LIB = $(dir $(PGXS))../../src/test/perl
 
-UNIT_TESTS = test/unit/test_watermark test/unit/test_json test/unit/test_pgoutput
+UNIT_TESTS = test/unit/test_watermark test/unit/test_json test/unit/test_pgoutput \
+	test/unit/test_websocket
 UNIT_CFLAGS = -O2 -g -Wall -Werror -DFRONTEND -I$(srcdir)/src -I$(PG_INCLUDEDIR) \
 	-I$(shell $(PG_CONFIG) --includedir)
-UNIT_LIBS = -L$(PG_LIBDIR) -lpgcommon -lpgport -lm
+UNIT_LIBS = -L$(PG_LIBDIR) -lpgcommon -lpgport -lcrypto -lm
 
 test/unit/test_watermark: test/unit/test_watermark.c src/watermark.c test/unit/unit.h
 	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_watermark.c src/watermark.c $(UNIT_LIBS)
@@ -47,6 +49,9 @@ test/unit/test_json: test/unit/test_json.c src/change_json.c src/json_out.c test
 
 test/unit/test_pgoutput: test/unit/test_pgoutput.c src/pgoutput_parse.c test/unit/unit.h
 	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_pgoutput.c src/pgoutput_parse.c $(UNIT_LIBS)
+
+test/unit/test_websocket: test/unit/test_websocket.c src/websocket.c test/unit/unit.h
+	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_websocket.c src/websocket.c $(UNIT_LIBS)
 
 .PHONY: unitcheck regresscheck tapcheck check-all
 unitcheck: $(UNIT_TESTS)

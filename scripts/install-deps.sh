@@ -3,7 +3,7 @@
 # Uses sudo when not run as root.
 set -euo pipefail
 
-packages=(build-essential postgresql-15 postgresql-server-dev-15 postgresql-client-15
+packages=(build-essential postgresql-15 postgresql-server-dev-15 postgresql-client-15 libssl-dev
 	libcjson-dev libsqlite3-dev sqlite3 libipc-run-perl python3)
 
 SUDO=()
