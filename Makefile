@@ -15,7 +15,8 @@ OBJS = \
 	src/json_out.o \
 	src/pgoutput_parse.o \
 	src/watermark.o \
-	src/websocket.o
+	src/websocket.o \
+	src/http.o
 
 EXTENSION = zero_stream
 DATA = sql/zero_stream--0.1.0.sql
@@ -36,7 +37,7 @@ PG_REGRESS_BIN = $(dir $(PGXS))../../src/test/regress/pg_regress
 PG_PERL_LIB = $(dir $(PGXS))../../src/test/perl
 
 UNIT_TESTS = test/unit/test_watermark test/unit/test_json test/unit/test_pgoutput \
-	test/unit/test_websocket
+	test/unit/test_websocket test/unit/test_http
 UNIT_CFLAGS = -O2 -g -Wall -Werror -DFRONTEND -I$(srcdir)/src -I$(PG_INCLUDEDIR) \
 	-I$(shell $(PG_CONFIG) --includedir)
 UNIT_LIBS = -L$(PG_LIBDIR) -lpgcommon -lpgport -lcrypto -lm
@@ -52,6 +53,9 @@ test/unit/test_pgoutput: test/unit/test_pgoutput.c src/pgoutput_parse.c test/uni
 
 test/unit/test_websocket: test/unit/test_websocket.c src/websocket.c test/unit/unit.h
 	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_websocket.c src/websocket.c $(UNIT_LIBS)
+
+test/unit/test_http: test/unit/test_http.c src/http.c test/unit/unit.h
+	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_http.c src/http.c $(UNIT_LIBS)
 
 .PHONY: unitcheck regresscheck tapcheck check-all
 unitcheck: $(UNIT_TESTS)
