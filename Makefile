@@ -16,10 +16,13 @@ OBJS = \
 	src/pgoutput_parse.o \
 	src/watermark.o \
 	src/websocket.o \
-	src/http.o
+	src/http.o \
+	src/subscriber.o \
+	src/worker_server.o
 
 EXTENSION = zero_stream
 DATA = sql/zero_stream--0.1.0.sql
+SHLIB_LINK = -lcjson
 PGFILEDESC = "zero_stream - in-server Zero change streamer"
 
 PG_CONFIG ?= pg_config
@@ -28,6 +31,24 @@ PG_CFLAGS = -Wall -Wmissing-prototypes -Werror
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# PGXS tracks no header dependencies; the headers are few, so every object
+# depends on all of them (a changed struct must never leave a stale object)
+$(OBJS): $(wildcard $(srcdir)/src/*.h)
+
+# ---------------------------------------------------------------- client
+CLIENT = zero-stream-tail
+CLIENT_CFLAGS = -O2 -g -Wall -Werror -DFRONTEND -I$(srcdir)/src \
+	-I$(shell $(PG_CONFIG) --includedir-server) -I$(shell $(PG_CONFIG) --includedir)
+CLIENT_LIBS = -L$(shell $(PG_CONFIG) --pkglibdir) -lpgcommon -lpgport -lcrypto -lm
+
+$(CLIENT): src/client/zero_stream_tail.c src/websocket.c src/websocket.h
+	$(CC) $(CLIENT_CFLAGS) -o $@ src/client/zero_stream_tail.c src/websocket.c $(CLIENT_LIBS)
+
+all: $(CLIENT)
+install: install-client
+install-client: $(CLIENT)
+	$(INSTALL_PROGRAM) $(CLIENT) '$(DESTDIR)$(bindir)/$(CLIENT)'
 
 # ---------------------------------------------------------------- tests
 PG_BINDIR := $(shell $(PG_CONFIG) --bindir)
@@ -73,4 +94,4 @@ tapcheck:
 
 check-all: unitcheck regresscheck tapcheck
 
-EXTRA_CLEAN = $(UNIT_TESTS) tmp_check test/results test/tmp_check test/log
+EXTRA_CLEAN = $(CLIENT) $(UNIT_TESTS) tmp_check test/results test/tmp_check test/log

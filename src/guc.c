@@ -27,6 +27,12 @@ int			zs_changelog_batch_size = 2000;
 int			zs_commit_batch_kb = 16384;
 int			zs_poll_interval_ms = 50;
 int			zs_slot_save_interval_ms = 10000;
+char	   *zs_listen_addresses = NULL;
+int			zs_port = 4849;
+int			zs_max_subscribers = 64;
+int			zs_max_message_kb = 1024;
+char	   *zs_subscriber_password = NULL;
+int			zs_catchup_page_rows = 2000;
 
 /*
  * A postgresql.conf value that fails validation is only a WARNING for an
@@ -172,6 +178,37 @@ zs_define_gucs(void)
 							"How often the decoder writes its confirmed slot position to disk.",
 							NULL,
 							&zs_slot_save_interval_ms, 10000, 100, 3600000, PGC_SIGHUP, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomStringVariable("zero_stream.listen_addresses",
+							   "Addresses the subscriber server listens on.",
+							   "Comma-separated host names or IP addresses, or * for all. Anything but loopback should be combined with zero_stream.subscriber_password.",
+							   &zs_listen_addresses, "127.0.0.1", PGC_POSTMASTER, 0,
+							   NULL, NULL, NULL);
+	DefineCustomIntVariable("zero_stream.port",
+							"TCP port of the subscriber server (ZERO_CHANGE_STREAMER_PORT); 0 disables it.",
+							NULL,
+							&zs_port, 4849, 0, 65535, PGC_POSTMASTER, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("zero_stream.max_subscribers",
+							"Most simultaneous connections to the subscriber server.",
+							NULL,
+							&zs_max_subscribers, 64, 1, 10000, PGC_POSTMASTER, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("zero_stream.max_message_size",
+							"Largest WebSocket message a subscriber may send.",
+							"Larger messages close the connection with code 1009.",
+							&zs_max_message_kb, 1024, 1, 1048576, PGC_SIGHUP, GUC_UNIT_KB,
+							NULL, NULL, NULL);
+	DefineCustomStringVariable("zero_stream.subscriber_password",
+							   "Password subscribers must send with HTTP Basic authentication.",
+							   "Empty means no authentication (as zero-cache). A ws://user:password@host URL sends it.",
+							   &zs_subscriber_password, "", PGC_SIGHUP, GUC_SUPERUSER_ONLY,
+							   NULL, NULL, NULL);
+	DefineCustomIntVariable("zero_stream.catchup_page_rows",
+							"Change-log rows read per page for a subscriber.",
+							NULL,
+							&zs_catchup_page_rows, 2000, 1, 100000, PGC_SIGHUP, 0,
 							NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("zero_stream");

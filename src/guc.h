@@ -16,6 +16,12 @@ extern int	zs_changelog_batch_size;
 extern int	zs_commit_batch_kb;
 extern int	zs_poll_interval_ms;
 extern int	zs_slot_save_interval_ms;
+extern char *zs_listen_addresses;
+extern int	zs_port;
+extern int	zs_max_subscribers;
+extern int	zs_max_message_kb;
+extern char *zs_subscriber_password;
+extern int	zs_catchup_page_rows;
 
 extern void zs_define_gucs(void);
 

@@ -29,6 +29,10 @@ typedef struct ZsSharedState
 	char		last_watermark[ZS_WATERMARK_MAXLEN];
 	XLogRecPtr	confirmed_lsn;
 
+	/* server process */
+	int			server_pid;
+	Latch	   *server_latch;	/* set by the decoder after each stored batch */
+
 	/* progress since the postmaster started */
 	uint64		txns_stored;
 	uint64		changes_stored;

@@ -226,6 +226,7 @@ store_batch(void)
 	ZsSpoolRecord header;
 	StringInfoData text;
 	TimestampTz now;
+	Latch	   *server_latch;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
@@ -259,7 +260,12 @@ store_batch(void)
 	zs_shared->last_upstream_commit_time = batch.last_commit_time;
 	strlcpy(zs_shared->last_watermark, stored_head, sizeof(zs_shared->last_watermark));
 	zs_shared->last_error[0] = '\0';
+	server_latch = zs_shared->server_latch;
 	LWLockRelease(zs_shared->lock);
+
+	/* the new rows are committed: subscribers may read them */
+	if (server_latch != NULL)
+		SetLatch(server_latch);
 }
 
 static void

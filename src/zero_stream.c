@@ -62,6 +62,22 @@ register_decoder(void)
 	RegisterBackgroundWorker(&worker);
 }
 
+static void
+register_server(void)
+{
+	BackgroundWorker worker;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = 5;
+	strlcpy(worker.bgw_library_name, "zero_stream", BGW_MAXLEN);
+	strlcpy(worker.bgw_function_name, "zs_server_main", BGW_MAXLEN);
+	strlcpy(worker.bgw_name, "zero_stream server", BGW_MAXLEN);
+	strlcpy(worker.bgw_type, "zero_stream server", BGW_MAXLEN);
+	RegisterBackgroundWorker(&worker);
+}
+
 void
 _PG_init(void)
 {
@@ -82,4 +98,6 @@ _PG_init(void)
 	zs_shared_state_install_hooks();
 	RegisterXactCallback(wake_decoder_at_commit, NULL);
 	register_decoder();
+	if (zs_port > 0)
+		register_server();
 }

@@ -20,8 +20,11 @@ sub zs_new_node
 {
 	my ($name, %opts) = @_;
 	my $node = PostgreSQL::Test::Cluster->new($name);
+	my $server_port = PostgreSQL::Test::Cluster::get_free_port();
 	$node->init(allows_streaming => 'logical');
+	$node->{zs_server_port} = $server_port;
 	$node->append_conf('postgresql.conf', qq{
+zero_stream.port = $server_port
 shared_preload_libraries = 'zero_stream'
 wal_level = logical
 max_replication_slots = 10

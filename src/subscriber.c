@@ -1,0 +1,371 @@
+/*-------------------------------------------------------------------------
+ * subscriber.c
+ *	  Serving the change log to one subscriber.
+ *
+ * Catch-up and live streaming are one code path: the subscriber's position
+ * is a (watermark, pos) key, and every page is the next rows after it in
+ * the committed change log. Only whole transactions are ever committed to
+ * the log, so the subscriber sees every transaction after its watermark
+ * exactly once, in commit order, with no hand-off between modes. Pages are
+ * paced by acks: a page is read only while fewer than a page of messages
+ * is unacknowledged, so a stalled subscriber holds at most two pages.
+ *
+ * The stored change text is the exact JSON that was serialized once by the
+ * decoder; the message is rebuilt around it by concatenation (§3.6).
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <cjson/cJSON.h>
+
+#include "catalog/pg_type_d.h"
+#include "executor/spi.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+
+#include "guc.h"
+#include "json_out.h"
+#include "subscriber.h"
+#include "websocket.h"
+
+#define MIN_PROTOCOL 4
+#define MAX_PROTOCOL 7
+
+/* commit messages sent but not yet acknowledged */
+typedef struct PendingCommit
+{
+	int64		id;
+	char		watermark[ZS_WATERMARK_MAXLEN];
+} PendingCommit;
+
+struct ZsSubscriber
+{
+	char	   *id;
+	char	   *task_id;
+	int			protocol;
+	bool		backup_mode;
+	char		replica_version[ZS_WATERMARK_MAXLEN];
+	char		watermark[ZS_WATERMARK_MAXLEN];	/* last commit sent (or requested) */
+
+	/* keyset position in the log */
+	char		cursor_watermark[ZS_WATERMARK_MAXLEN];
+	int64		cursor_pos;
+	bool		validated;		/* first page checked, status sent */
+	bool		found;			/* requested watermark seen in the log */
+	bool		last_page_full;	/* more rows may follow without a new commit */
+	int64		error_id;		/* id of the error message that ends it, or 0 */
+
+	int64		next_id;		/* id of the next message */
+	int64		acked_id;		/* last acknowledged message id */
+	char		acked_watermark[ZS_WATERMARK_MAXLEN];
+	PendingCommit *pending;
+	int			npending;
+	int			pending_capacity;
+
+	StringInfoData scratch;
+};
+
+static SPIPlanPtr page_plan = NULL;
+
+static char *
+param_error(const char *name)
+{
+	return psprintf("invalid querystring - missing %s", name);
+}
+
+static bool
+required_param(const ZsHttpRequest *req, const char *name, StringInfo value)
+{
+	return zs_http_query_param(req->query, name, value) && value->len > 0;
+}
+
+ZsSubscriber *
+zs_subscriber_create(const ZsHttpRequest *req, char **error)
+{
+	int			version = 0;
+	ZsRouteAction action = zs_http_route(req->path, &version);
+	StringInfoData v;
+	ZsSubscriber *sub;
+	uint64		ignored;
+
+	if (action == ZS_ROUTE_NONE)
+	{
+		*error = psprintf("invalid path: %s", req->path);
+		return NULL;
+	}
+	if (version < MIN_PROTOCOL || version > MAX_PROTOCOL)
+	{
+		*error = psprintf("Cannot service client at protocol v%d. Supported protocols: [v%d ... v%d]",
+						  version, MIN_PROTOCOL, MAX_PROTOCOL);
+		return NULL;
+	}
+	if (action == ZS_ROUTE_SUBSCRIBE)
+	{
+		*error = version < 7
+			? psprintf("the /subscribe endpoint requires protocol v7 (client is at v%d)", version)
+			: pstrdup("the /subscribe endpoint is not supported by this server yet");
+		return NULL;
+	}
+	initStringInfo(&v);
+	if (action == ZS_ROUTE_SNAPSHOT)
+	{
+		*error = required_param(req, "taskID", &v)
+			? pstrdup("backups are not configured")
+			: pstrdup("Missing taskID in snapshot request");
+		return NULL;
+	}
+
+	sub = palloc0(sizeof(ZsSubscriber));
+	sub->protocol = version;
+	if (!required_param(req, "id", &v))
+	{
+		*error = param_error("id");
+		return NULL;
+	}
+	sub->id = pstrdup(v.data);
+	if (!required_param(req, "taskID", &v))
+	{
+		*error = param_error("taskID");
+		return NULL;
+	}
+	sub->task_id = pstrdup(v.data);
+	if (!required_param(req, "replicaVersion", &v))
+	{
+		*error = param_error("replicaVersion");
+		return NULL;
+	}
+	strlcpy(sub->replica_version, v.data, sizeof(sub->replica_version));
+	if (!required_param(req, "watermark", &v))
+	{
+		*error = param_error("watermark");
+		return NULL;
+	}
+	if (v.len >= ZS_WATERMARK_MAXLEN || !zs_watermark_decode(v.data, &ignored))
+	{
+		*error = psprintf("invalid watermark: %s", v.data);
+		return NULL;
+	}
+	strlcpy(sub->watermark, v.data, sizeof(sub->watermark));
+	sub->backup_mode = zs_http_query_param(req->query, "mode", &v) && strcmp(v.data, "backup") == 0;
+
+	strlcpy(sub->cursor_watermark, sub->watermark, sizeof(sub->cursor_watermark));
+	sub->cursor_pos = -1;
+	sub->next_id = 1;
+	sub->acked_id = 0;
+	sub->pending_capacity = 64;
+	sub->pending = palloc(sizeof(PendingCommit) * sub->pending_capacity);
+	initStringInfo(&sub->scratch);
+	return sub;
+}
+
+const char *
+zs_subscriber_id(const ZsSubscriber *sub)
+{
+	return sub->id;
+}
+
+const char *
+zs_subscriber_acked_watermark(const ZsSubscriber *sub)
+{
+	return sub->acked_watermark;
+}
+
+bool
+zs_subscriber_wants_rows(const ZsSubscriber *sub, const char *head)
+{
+	if (sub->error_id != 0 || sub->next_id - 1 - sub->acked_id >= zs_catchup_page_rows)
+		return false;
+	/* after a short page, rows can only follow once the head moves on */
+	return !sub->validated || sub->last_page_full ||
+		strcmp(sub->cursor_watermark, head) < 0;
+}
+
+/* {"id":n,"msg":<msg>} as one text frame */
+static void
+send_message(ZsSubscriber *sub, StringInfo out, const char *msg, int len)
+{
+	resetStringInfo(&sub->scratch);
+	appendStringInfo(&sub->scratch, "{\"id\":" INT64_FORMAT ",\"msg\":", sub->next_id++);
+	appendBinaryStringInfo(&sub->scratch, msg, len);
+	appendStringInfoChar(&sub->scratch, '}');
+	zs_ws_append_frame(out, ZS_WS_OP_TEXT, sub->scratch.data, sub->scratch.len);
+}
+
+static void
+send_error(ZsSubscriber *sub, StringInfo out, int type, const char *message)
+{
+	StringInfoData msg;
+
+	sub->error_id = sub->next_id;
+	initStringInfo(&msg);
+	appendStringInfo(&msg, "[\"error\",{\"type\":%d,\"message\":", type);
+	zs_json_append_cstring(&msg, message);
+	appendStringInfoString(&msg, "}]");
+	send_message(sub, out, msg.data, msg.len);
+	pfree(msg.data);
+}
+
+static void
+remember_commit(ZsSubscriber *sub, int64 id, const char *watermark)
+{
+	if (sub->npending == sub->pending_capacity)
+	{
+		sub->pending_capacity *= 2;
+		sub->pending = repalloc(sub->pending, sizeof(PendingCommit) * sub->pending_capacity);
+	}
+	sub->pending[sub->npending].id = id;
+	strlcpy(sub->pending[sub->npending].watermark, watermark, ZS_WATERMARK_MAXLEN);
+	sub->npending++;
+}
+
+/* Rebuild the wire message around a stored change (zero-protocol.md §3.6). */
+static void
+send_change(ZsSubscriber *sub, StringInfo out, const char *watermark, const char *change)
+{
+	StringInfoData msg;
+	const char *tag_begin = "{\"tag\":\"begin\"";
+	const char *tag_commit = "{\"tag\":\"commit\"";
+	const char *tag_rollback = "{\"tag\":\"rollback\"";
+
+	initStringInfo(&msg);
+	if (strncmp(change, tag_begin, strlen(tag_begin)) == 0)
+		appendStringInfo(&msg, "[\"begin\",%s,{\"commitWatermark\":\"%s\"}]", change, watermark);
+	else if (strncmp(change, tag_commit, strlen(tag_commit)) == 0)
+	{
+		appendStringInfo(&msg, "[\"commit\",%s,{\"watermark\":\"%s\"}]", change, watermark);
+		remember_commit(sub, sub->next_id, watermark);
+		strlcpy(sub->watermark, watermark, sizeof(sub->watermark));
+	}
+	else if (strncmp(change, tag_rollback, strlen(tag_rollback)) == 0)
+		appendStringInfo(&msg, "[\"rollback\",%s]", change);
+	else
+		appendStringInfo(&msg, "[\"data\",%s]", change);
+	send_message(sub, out, msg.data, msg.len);
+	pfree(msg.data);
+}
+
+static void
+prepare_page_plan(void)
+{
+	Oid			types[3] = {TEXTOID, INT8OID, INT8OID};
+	SPIPlanPtr	plan;
+
+	if (page_plan != NULL)
+		return;
+	plan = SPI_prepare(psprintf("SELECT watermark, pos, change::text FROM %s.\"changeLog\" "
+								"WHERE (watermark, pos) > ($1, $2) "
+								"ORDER BY watermark, pos LIMIT $3",
+								quote_identifier(zs_cdc_schema_name())),
+					   3, types);
+	if (plan == NULL)
+		elog(ERROR, "zero_stream: SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+	SPI_keepplan(plan);
+	page_plan = plan;
+}
+
+bool
+zs_subscriber_is_finished(const ZsSubscriber *sub)
+{
+	return sub->error_id != 0 && sub->acked_id >= sub->error_id;
+}
+
+void
+zs_subscriber_read_page(ZsSubscriber *sub, const char *replica_version, StringInfo out)
+{
+	Datum		args[3];
+	int			rc;
+
+	if (!sub->validated && strcmp(sub->replica_version, replica_version) != 0)
+	{
+		send_error(sub, out, 1, psprintf("current replica version is %s (requested %s)",
+										 replica_version, sub->replica_version));
+		return;
+	}
+
+	prepare_page_plan();
+	args[0] = CStringGetTextDatum(sub->cursor_watermark);
+	args[1] = Int64GetDatum(sub->cursor_pos);
+	args[2] = Int64GetDatum(zs_catchup_page_rows);
+	rc = SPI_execute_plan(page_plan, args, NULL, true, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "zero_stream: change-log read failed: %s", SPI_result_code_string(rc));
+	sub->last_page_full = (SPI_processed == (uint64) zs_catchup_page_rows);
+
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tuple = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		char	   *watermark = TextDatumGetCString(SPI_getbinval(tuple, desc, 1, &isnull));
+		int64		pos = DatumGetInt64(SPI_getbinval(tuple, desc, 2, &isnull));
+		char	   *change = TextDatumGetCString(SPI_getbinval(tuple, desc, 3, &isnull));
+		int			cmp = strcmp(watermark, sub->watermark);
+
+		strlcpy(sub->cursor_watermark, watermark, sizeof(sub->cursor_watermark));
+		sub->cursor_pos = pos;
+
+		if (!sub->validated)
+		{
+			/* the requested watermark must still be in the log (§6.7) */
+			if (cmp == 0)
+				sub->found = true;
+			else if (cmp > 0 && !sub->found && strcmp(sub->watermark, replica_version) != 0)
+			{
+				send_error(sub, out, 2, psprintf("earliest supported watermark is %s (requested %s)",
+												 watermark, sub->watermark));
+				return;
+			}
+			sub->validated = true;
+			if (sub->protocol >= 2)
+				send_message(sub, out, "[\"status\",{\"tag\":\"status\"}]", 27);
+		}
+		/* the subscriber already has everything up to its watermark */
+		if (cmp <= 0)
+			continue;
+		send_change(sub, out, watermark, change);
+	}
+
+	/* nothing at or after the watermark: the subscriber is at (or ahead of) the head */
+	if (!sub->validated)
+	{
+		sub->validated = true;
+		if (sub->protocol >= 2)
+			send_message(sub, out, "[\"status\",{\"tag\":\"status\"}]", 27);
+	}
+}
+
+bool
+zs_subscriber_handle_message(ZsSubscriber *sub, const char *text, int len, char **error)
+{
+	cJSON	   *json = cJSON_ParseWithLength(text, len);
+	cJSON	   *ack = json ? cJSON_GetObjectItemCaseSensitive(json, "ack") : NULL;
+	int64		id;
+	int			done = 0;
+
+	if (ack == NULL || !cJSON_IsNumber(ack) || cJSON_GetArraySize(json) != 1)
+	{
+		cJSON_Delete(json);
+		*error = pstrdup("unexpected message from subscriber (only {\"ack\":n} is accepted)");
+		return false;
+	}
+	id = (int64) ack->valuedouble;
+	cJSON_Delete(json);
+	if (id != sub->acked_id + 1 || id >= sub->next_id)
+	{
+		*error = psprintf("Unexpected ack for " INT64_FORMAT ": " INT64_FORMAT,
+						  sub->acked_id + 1, id);
+		return false;
+	}
+	sub->acked_id = id;
+	while (done < sub->npending && sub->pending[done].id <= id)
+	{
+		strlcpy(sub->acked_watermark, sub->pending[done].watermark, ZS_WATERMARK_MAXLEN);
+		done++;
+	}
+	if (done > 0)
+	{
+		memmove(sub->pending, sub->pending + done, sizeof(PendingCommit) * (sub->npending - done));
+		sub->npending -= done;
+	}
+	return true;
+}

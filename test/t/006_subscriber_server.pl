@@ -1,0 +1,315 @@
+# The subscriber server over real sockets: catch-up then live without gap or
+# duplicate, mid-transaction and ahead-of-log subscribers, Zero's errors,
+# malformed requests and protocol abuse, a stalled subscriber among many,
+# and a restart of the server worker.
+use strict;
+use warnings;
+
+use FindBin;
+use lib $FindBin::RealBin;
+use IO::Socket::INET;
+use IPC::Run;
+use JSON::PP;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(usleep);
+use ZeroStreamTest;
+
+my $TAIL = "$FindBin::RealBin/../../zero-stream-tail";
+my $node = zs_new_node('server', before_extension =>
+	'CREATE TABLE t (id bigserial PRIMARY KEY, client int, v text)');
+my $port = $node->{zs_server_port};
+my $rv = $node->safe_psql('postgres', 'SELECT replica_version FROM zero_stream.status()');
+
+sub url
+{
+	my (%p) = @_;
+	my $path = delete $p{path} // '/replication/v6/changes';
+	my %q = (id => 'tap', taskID => 'task', replicaVersion => $rv, watermark => $rv, %p);
+	my $query = join '&', map { defined $q{$_} ? "$_=$q{$_}" : () } sort keys %q;
+	return "ws://127.0.0.1:$port$path?$query";
+}
+
+sub tail
+{
+	my (@args) = @_;
+	my ($out, $err) = ('', '');
+	IPC::Run::run([ $TAIL, @args ], '>', \$out, '2>', \$err, IPC::Run::timeout(120));
+	return ($? >> 8, $out, $err);
+}
+
+# A tail in the background. Its output goes to files, not pipes: a pipe that
+# Perl does not drain would block the tail, and the server would rightly drop
+# it as a silent peer.
+my $tails_started = 0;
+
+sub start_tail
+{
+	my (@args) = @_;
+	my $base = $node->basedir . '/tail' . $tails_started++;
+	my $h = IPC::Run::start([ $TAIL, @args ], '>', "$base.out", '2>', "$base.err");
+	return { h => $h, base => $base };
+}
+
+sub finish_tail
+{
+	my ($t) = @_;
+	$t->{h}->finish;
+	my $rc = $? >> 8;
+	return ($rc, slurp_file("$t->{base}.out"), slurp_file("$t->{base}.err"));
+}
+
+# Check a stream: ids 1.., status first, whole transactions in order;
+# returns [watermark, number of data messages] per transaction.
+sub parse_stream
+{
+	my ($out, $label) = @_;
+	my @lines = grep { length } split /\n/, $out;
+	my ($expect_id, $open, $ndata, $last_wm, @txns, $bad) = (1, undef, 0, '');
+	for my $line (@lines)
+	{
+		my $m = decode_json($line);
+		$bad = "id $m->{id} where $expect_id expected" if $m->{id} != $expect_id++ && !$bad;
+		my ($type, $change, $env) = @{ $m->{msg} };
+		if ($m->{id} == 1) { $bad ||= 'first message is not status' unless $type eq 'status'; next; }
+		if ($type eq 'begin')
+		{
+			$bad ||= 'begin inside a transaction' if defined $open;
+			$open = $env->{commitWatermark};
+			$ndata = 0;
+		}
+		elsif ($type eq 'data') { $bad ||= 'data outside a transaction' unless defined $open; $ndata++; }
+		elsif ($type eq 'commit')
+		{
+			$bad ||= 'commit watermark differs from begin' unless defined $open && $env->{watermark} eq $open;
+			$bad ||= "watermark $open not after $last_wm" unless ($open cmp $last_wm) > 0;
+			push @txns, [ $open, $ndata ];
+			$last_wm = $open;
+			undef $open;
+		}
+		elsif ($type ne 'status') { $bad ||= "unexpected $type"; }
+	}
+	ok(!$bad, "$label: well-formed stream") or diag $bad;
+	return \@txns;
+}
+
+sub log_txns
+{
+	my ($after) = @_;
+	my $rows = $node->safe_psql('postgres', qq{
+SELECT watermark, count(*) FILTER (WHERE change->>'tag' NOT IN ('begin', 'commit'))
+  FROM "zero_0/cdc"."changeLog" WHERE watermark > '$after' GROUP BY watermark ORDER BY watermark});
+	return [ map { [ split /\|/ ] } grep { length } split /\n/, $rows ];
+}
+
+sub load
+{
+	my ($n) = @_;
+	$node->safe_psql('postgres', qq{
+DO \$\$ BEGIN FOR i IN 1..$n LOOP INSERT INTO t (client, v) VALUES (i % 7, 'x' || i); COMMIT; END LOOP; END \$\$});
+}
+
+# --- health check
+{
+	my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port) or die $!;
+	print $s "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+	local $/;
+	like(<$s>, qr{^HTTP/1.1 200 OK\r\n.*\r\n\r\nOK$}s, 'GET / answers OK');
+}
+
+# --- catch-up, then live under concurrent writes: every transaction once, in order
+load(200);
+zs_wait_catchup($node);
+{
+	my $t = start_tail('--idle', '4', url());
+	my ($wout, $werr);
+	my $writer = IPC::Run::start(
+		[ 'pgbench', '-n', '-c', '3', '-T', '3', '-f', '-', '-h', $node->host, '-p', $node->port, 'postgres' ],
+		'<', \"INSERT INTO t (client, v) VALUES (:client_id, 'live');\n", '>', \$wout, '2>', \$werr);
+	$writer->finish;
+	zs_wait_catchup($node);
+	my ($rc, $out) = finish_tail($t);
+	is($rc, 4, 'catch-up/live: tail ran until idle');
+	my $got = parse_stream($out, 'catch-up/live');
+	my $want = log_txns($rv);
+	cmp_ok(scalar @$want, '>', 300, 'catch-up/live: ' . scalar(@$want) . ' transactions in the log');
+	is_deeply($got, $want, 'catch-up/live: every stored transaction received exactly once, in commit order');
+}
+
+# --- a subscriber that arrives while a transaction is in progress
+{
+	my $head = $node->safe_psql('postgres', 'SELECT last_watermark FROM zero_stream.status()');
+	my $bg = $node->background_psql('postgres');
+	$bg->query_safe("BEGIN; INSERT INTO t (client, v) VALUES (99, 'in flight'), (99, 'in flight 2')");
+	my $t = start_tail('--count', '5', url(watermark => $head));
+	usleep(300_000);
+	$bg->query_safe('COMMIT');
+	$bg->quit;
+	my ($rc, $out) = finish_tail($t);
+	my $got = parse_stream($out, 'mid-transaction');
+	is(scalar(@$got) == 1 && $got->[0][1] == 2 ? 'whole' : 'split', 'whole',
+		'mid-transaction: the transaction arrives whole after its commit');
+}
+
+# --- ahead of the log: status, then nothing it already has
+{
+	my ($rc, $out) = tail('--idle', '2', url(watermark => 'c3w5e11264sgsf'));
+	is($rc, 4, 'ahead of the log: waits');
+	is($out, qq({"id":1,"msg":["status",{"tag":"status"}]}\n), 'ahead of the log: only the status');
+}
+
+# --- Zero's subscription errors
+{
+	my ($rc, $out) = tail(url(replicaVersion => 'zzz'));
+	is($rc, 3, 'wrong replica version: error exit');
+	is($out, qq({"id":1,"msg":["error",{"type":1,"message":"current replica version is $rv (requested zzz)"}]}\n),
+		'wrong replica version: WrongReplicaVersion message');
+	my $first = $node->safe_psql('postgres',
+		qq{SELECT min(watermark) FROM "zero_0/cdc"."changeLog" WHERE watermark > '$rv'});
+	$node->safe_psql('postgres', qq{DELETE FROM "zero_0/cdc"."changeLog" WHERE watermark = '$rv'});
+	($rc, $out) = tail(url(watermark => '01'));
+	like($out, qr/^\{"id":1,"msg":\["error",\{"type":2,"message":"earliest supported watermark is $first \(requested 01\)"\}\]\}$/,
+		'too-old watermark: WatermarkTooOld message');
+}
+
+# --- malformed requests: each gets its error and a close, the server goes on
+my @refusals = (
+	[ url(path => '/nowhere'), 'Error: invalid path: /nowhere' ],
+	[ url(path => '/replication/v3/changes'), 'Error: Cannot service client at protocol v3. Supported protocols: [v4 ... v7]' ],
+	[ url(path => '/replication/v8/changes'), 'Error: Cannot service client at protocol v8. Supported protocols: [v4 ... v7]' ],
+	[ url(path => '/replication/v6/subscribe'), 'Error: the /subscribe endpoint requires protocol v7 (client is at v6)' ],
+	[ url(id => undef), 'Error: invalid querystring - missing id' ],
+	[ url(taskID => undef), 'Error: invalid querystring - missing taskID' ],
+	[ url(replicaVersion => undef), 'Error: invalid querystring - missing replicaVersion' ],
+	[ url(watermark => undef), 'Error: invalid querystring - missing watermark' ],
+	[ url(path => '/replication/v6/snapshot', taskID => undef), 'Error: Missing taskID in snapshot request' ],
+);
+for my $case (@refusals)
+{
+	my ($rc, $out, $err) = tail($case->[0]);
+	is($err, "closed: 1002 $case->[1]\n", "refused with 1002: $case->[1]");
+}
+
+sub raw_upgrade
+{
+	my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port) or die $!;
+	print $s "GET /replication/v6/changes?id=raw&taskID=t&replicaVersion=$rv&watermark=c3w5e11264sgsf HTTP/1.1\r\n"
+	  . "Host: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+	  . "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n";
+	my $head = '';
+	$head .= getc($s) while $head !~ /\r\n\r\n$/;
+	return $s;
+}
+
+# read server frames until a close frame; returns its code and reason
+sub read_close
+{
+	my ($s) = @_;
+	local $SIG{ALRM} = sub { die "no close frame\n" };
+	alarm 10;
+	while (1)
+	{
+		my $h;
+		last unless read($s, $h, 2) == 2;
+		my ($b0, $b1) = unpack('CC', $h);
+		my $len = $b1 & 0x7f;
+		if ($len == 126) { read($s, $h, 2); $len = unpack('n', $h); }
+		my $payload = '';
+		read($s, $payload, $len) if $len;
+		if (($b0 & 0x0f) == 8) { alarm 0; return (unpack('n', $payload), substr($payload, 2)); }
+	}
+	alarm 0;
+	return (0, 'connection closed');
+}
+
+sub masked
+{
+	my ($opcode, $payload, $declared) = @_;
+	my $len = $declared // length $payload;
+	my $h = pack('C', 0x80 | $opcode);
+	$h .= $len < 126 ? pack('C', 0x80 | $len) : $len < 65536 ? pack('Cn', 0xfe, $len) : pack('CNN', 0xff, 0, $len);
+	return $h . "\0\0\0\0" . $payload;    # zero mask: payload unchanged
+}
+
+{
+	my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port) or die $!;
+	print $s "\x16\x03\x01garbage that is not HTTP\r\n\r\n";
+	local $/;
+	like(<$s>, qr{^HTTP/1.1 (400|505)}, 'garbage bytes: 400 and close');
+
+	$s = raw_upgrade();
+	print $s "\x81\x05hello";
+	my ($code, $reason) = read_close($s);
+	is("$code $reason", '1002 Error: client frame is not masked', 'unmasked client frame: 1002');
+
+	$s = raw_upgrade();
+	print $s masked(1, '', 2 * 1024 * 1024);
+	($code, $reason) = read_close($s);
+	is("$code $reason", '1009 Error: message is larger than the limit', 'oversized frame: 1009');
+
+	$s = raw_upgrade();
+	print $s masked(1, '{"ack":5}');
+	($code, $reason) = read_close($s);
+	is("$code $reason", '1002 Error: Unexpected ack for 1: 5', 'wrong ack: 1002');
+
+	$s = raw_upgrade();
+	print $s masked(1, 'not json');
+	($code, $reason) = read_close($s);
+	is($code, 1002, 'non-ack message: 1002');
+
+	my ($rc, $out) = tail('--count', '3', url());
+	is($rc, 0, 'the server still serves after the abuse');
+}
+
+# --- 20 subscribers, one of them stalled (never acks)
+{
+	my $head = $node->safe_psql('postgres', 'SELECT last_watermark FROM zero_stream.status()');
+	my @tails = map { start_tail('--idle', '5', url(id => "sub$_", watermark => $head)) } 1 .. 19;
+	my $stalled = start_tail('--no-ack', '--idle', '6', url(id => 'stalled', watermark => $head));
+	load(1500);
+	zs_wait_catchup($node);
+	my $want = log_txns($head);
+	my $all_ok = 1;
+	for my $t (@tails)
+	{
+		my ($rc, $out) = finish_tail($t);
+		my $got = parse_stream($out, 'fan-out');
+		$all_ok &&= is_deeply($got, $want, 'fan-out subscriber got all ' . scalar(@$want) . ' transactions');
+	}
+	my ($rc, $out) = finish_tail($stalled);
+	my $n = () = $out =~ /\n/g;
+	cmp_ok($n, '<=', 2 * 2000 + 1, "the stalled subscriber was held at two pages ($n messages)");
+}
+
+# --- restart of the server worker: subscribers reconnect from their watermark
+{
+	my $start = $node->safe_psql('postgres', 'SELECT last_watermark FROM zero_stream.status()');
+	my $t = start_tail('--idle', '20', url(watermark => $start));
+	load(300);
+	$node->safe_psql('postgres',
+		"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'zero_stream server'");
+	my ($rc, $out1) = finish_tail($t);
+	is($rc, 2, 'server restart: the subscriber sees the connection drop');
+	my @commits = $out1 =~ /"commit",.*?\{"watermark":"([0-9a-z.]+)"\}\]\}/g;
+	my $resume = @commits ? $commits[-1] : $start;
+	load(300);
+	my $out2;
+	for (1 .. 100)
+	{
+		($rc, $out2) = tail('--idle', '3', url(watermark => $resume));
+		last if $rc == 4;
+		usleep(200_000);
+	}
+	is($rc, 4, 'server restart: reconnected');
+	# keep only whole transactions of the first connection
+	$out1 =~ s/(.*\{"watermark":"\Q$resume\E"\}\]\}\n).*/$1/s if @commits;
+	$out1 = '' unless @commits;
+	my $got1 = @commits ? parse_stream($out1, 'before restart') : [];
+	my $got2 = parse_stream($out2, 'after restart');
+	is_deeply([ @$got1, @$got2 ], log_txns($start),
+		'server restart: no transaction lost or repeated across the reconnect');
+}
+
+$node->stop;
+done_testing();
