@@ -140,6 +140,19 @@ send_close(Client *c, uint16 code, const char *reason)
 
 /* ---------------------------------------------------------------- requests */
 
+/* compare without leaking, through timing, where the first difference is */
+static bool
+secrets_equal(const char *a, const char *b)
+{
+	size_t		la = strlen(a);
+	size_t		lb = strlen(b);
+	unsigned char diff = (la != lb);
+
+	for (size_t i = 0; i < la; i++)
+		diff |= (unsigned char) a[i] ^ (unsigned char) b[i % (lb ? lb : 1)];
+	return diff == 0;
+}
+
 static bool
 authorized(const ZsHttpRequest *req)
 {
@@ -152,7 +165,7 @@ authorized(const ZsHttpRequest *req)
 	initStringInfo(&user);
 	initStringInfo(&password);
 	ok = zs_http_basic_credentials(zs_http_header(req, "Authorization"), &user, &password) &&
-		strcmp(password.data, zs_subscriber_password) == 0;
+		secrets_equal(password.data, zs_subscriber_password);
 	pfree(user.data);
 	pfree(password.data);
 	return ok;

@@ -311,5 +311,31 @@ sub masked
 		'server restart: no transaction lost or repeated across the reconnect');
 }
 
+# --- optional authentication: HTTP Basic, checked before the upgrade
+{
+	$node->safe_psql('postgres', "ALTER SYSTEM SET zero_stream.subscriber_password = 's3cret'");
+	$node->reload;
+	$node->poll_query_until('postgres', "SELECT current_setting('zero_stream.subscriber_password') = 's3cret'");
+	usleep(500_000);    # the server worker reloads on its next wakeup (1 s tick at most)
+	my ($rc, $out, $err);
+	for (1 .. 30)
+	{
+		($rc, $out, $err) = tail('--count', '1', url());
+		last if $rc == 2;
+		usleep(200_000);
+	}
+	like($err, qr/server refused the upgrade: HTTP\/1.1 401 Unauthorized/, 'no credentials: 401');
+	(my $bad = url()) =~ s{ws://}{ws://zero:wrong\@};
+	($rc, $out, $err) = tail('--count', '1', $bad);
+	like($err, qr/401 Unauthorized/, 'wrong password: 401');
+	(my $good = url()) =~ s{ws://}{ws://zero:s3cret\@};
+	($rc, $out, $err) = tail('--count', '1', $good);
+	is("$rc $out", qq(0 {"id":1,"msg":["status",{"tag":"status"}]}\n), 'right password: subscribed');
+	my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port) or die $!;
+	print $s "GET /keepalive HTTP/1.1\r\nHost: x\r\n\r\n";
+	local $/;
+	like(<$s>, qr{^HTTP/1.1 200 OK}, 'health checks need no credentials');
+}
+
 $node->stop;
 done_testing();
