@@ -62,3 +62,24 @@ COMMENT ON FUNCTION wait_for_catchup(interval) IS
   'Wait until the decoder has stored every transaction committed before the call; false on timeout';
 
 REVOKE ALL ON FUNCTION wait_for_catchup(interval) FROM PUBLIC;
+
+CREATE FUNCTION subscribers(
+    OUT id text,
+    OUT address text,
+    OUT mode text,
+    OUT protocol integer,
+    OUT state text,
+    OUT watermark_sent text,
+    OUT watermark_acked text,
+    OUT messages_sent bigint,
+    OUT messages_acked bigint,
+    OUT backlog_bytes bigint,
+    OUT connected_since timestamptz)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'zs_subscribers'
+LANGUAGE C STRICT VOLATILE;
+
+COMMENT ON FUNCTION subscribers() IS
+  'Connections of the zero_stream subscriber server: position sent and acknowledged, backlog, state';
+
+REVOKE ALL ON FUNCTION subscribers() FROM PUBLIC;

@@ -6,6 +6,8 @@
 #ifndef ZS_GUC_H
 #define ZS_GUC_H
 
+#include "nodes/pg_list.h"
+
 extern char *zs_database;
 extern char *zs_app_id;
 extern int	zs_shard_num;

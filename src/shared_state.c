@@ -10,7 +10,15 @@
 #include "storage/shmem.h"
 #include "utils/timestamp.h"
 
+#include "guc.h"
 #include "shared_state.h"
+
+static Size
+shared_state_size(void)
+{
+	return add_size(offsetof(ZsSharedState, subscribers),
+					mul_size(zs_max_subscribers, sizeof(ZsSubscriberSlot)));
+}
 
 ZsSharedState *zs_shared = NULL;
 
@@ -22,7 +30,7 @@ zs_shmem_request(void)
 {
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
-	RequestAddinShmemSpace(MAXALIGN(sizeof(ZsSharedState)));
+	RequestAddinShmemSpace(MAXALIGN(shared_state_size()));
 	RequestNamedLWLockTranche("zero_stream", 1);
 }
 
@@ -35,10 +43,11 @@ zs_shmem_startup(void)
 		prev_shmem_startup_hook();
 
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	zs_shared = ShmemInitStruct("zero_stream", sizeof(ZsSharedState), &found);
+	zs_shared = ShmemInitStruct("zero_stream", shared_state_size(), &found);
 	if (!found)
 	{
-		memset(zs_shared, 0, sizeof(ZsSharedState));
+		memset(zs_shared, 0, shared_state_size());
+		zs_shared->max_subscribers = zs_max_subscribers;
 		zs_shared->lock = &(GetNamedLWLockTranche("zero_stream"))->lock;
 		strlcpy(zs_shared->decoder_state, "not started", sizeof(zs_shared->decoder_state));
 	}

@@ -15,6 +15,24 @@
 #include "watermark.h"
 
 #define ZS_ERROR_LEN 1024
+#define ZS_NAME_LEN 64
+
+/* One connection of the subscriber server, as zero_stream.subscribers() shows it. */
+typedef struct ZsSubscriberSlot
+{
+	bool		in_use;
+	char		id[ZS_NAME_LEN];
+	char		address[ZS_NAME_LEN];
+	char		mode[16];
+	int			protocol;
+	char		state[16];
+	char		watermark_sent[ZS_WATERMARK_MAXLEN];
+	char		watermark_acked[ZS_WATERMARK_MAXLEN];
+	int64		messages_sent;
+	int64		messages_acked;
+	int64		backlog_bytes;	/* output not yet taken by the socket */
+	TimestampTz connected_since;
+} ZsSubscriberSlot;
 
 typedef struct ZsSharedState
 {
@@ -43,6 +61,10 @@ typedef struct ZsSharedState
 	/* most recent error, kept until the next successful store */
 	char		last_error[ZS_ERROR_LEN];
 	TimestampTz last_error_time;
+
+	/* the server's connections: max_subscribers slots */
+	int			max_subscribers;
+	ZsSubscriberSlot subscribers[FLEXIBLE_ARRAY_MEMBER];
 } ZsSharedState;
 
 extern ZsSharedState *zs_shared;

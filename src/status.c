@@ -18,6 +18,7 @@
 #include "shared_state.h"
 
 PG_FUNCTION_INFO_V1(zs_status);
+PG_FUNCTION_INFO_V1(zs_subscribers);
 
 #define STATUS_COLUMNS 19
 
@@ -42,6 +43,16 @@ time_or_null(TimestampTz t, bool *isnull)
 	return *isnull ? (Datum) 0 : TimestampTzGetDatum(t);
 }
 
+static void
+check_loaded(void)
+{
+	if (zs_shared == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("zero_stream is not loaded through shared_preload_libraries"),
+				 errhint("Add zero_stream to shared_preload_libraries and restart the server.")));
+}
+
 Datum
 zs_status(PG_FUNCTION_ARGS)
 {
@@ -55,16 +66,12 @@ zs_status(PG_FUNCTION_ARGS)
 	XLogRecPtr	flush = GetFlushRecPtr(NULL);
 	int			i = 0;
 
-	if (zs_shared == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("zero_stream is not loaded through shared_preload_libraries"),
-				 errhint("Add zero_stream to shared_preload_libraries and restart the server.")));
+	check_loaded();
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 
 	LWLockAcquire(zs_shared->lock, LW_SHARED);
-	memcpy(&snap, zs_shared, sizeof(snap));
+	memcpy(&snap, zs_shared, offsetof(ZsSharedState, subscribers));
 	LWLockRelease(zs_shared->lock);
 
 	if (snap.slot_name[0] != '\0')
@@ -131,4 +138,52 @@ zs_status(PG_FUNCTION_ARGS)
 	Assert(i == STATUS_COLUMNS);
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
+}
+
+#define SUBSCRIBER_COLUMNS 11
+
+/* zero_stream.subscribers(): one row per connection of the subscriber server */
+Datum
+zs_subscribers(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+
+	check_loaded();
+	InitMaterializedSRF(fcinfo, 0);
+
+	LWLockAcquire(zs_shared->lock, LW_SHARED);
+	for (int s = 0; s < zs_shared->max_subscribers; s++)
+	{
+		ZsSubscriberSlot *slot = &zs_shared->subscribers[s];
+		Datum		values[SUBSCRIBER_COLUMNS];
+		bool		nulls[SUBSCRIBER_COLUMNS];
+		int			i = 0;
+
+		if (!slot->in_use)
+			continue;
+		memset(nulls, 0, sizeof(nulls));
+		values[i] = text_or_null(slot->id, &nulls[i]);
+		i++;
+		values[i] = text_or_null(slot->address, &nulls[i]);
+		i++;
+		values[i] = text_or_null(slot->mode, &nulls[i]);
+		i++;
+		values[i] = Int32GetDatum(slot->protocol);
+		nulls[i++] = (slot->protocol == 0);
+		values[i] = text_or_null(slot->state, &nulls[i]);
+		i++;
+		values[i] = text_or_null(slot->watermark_sent, &nulls[i]);
+		i++;
+		values[i] = text_or_null(slot->watermark_acked, &nulls[i]);
+		i++;
+		values[i++] = Int64GetDatum(slot->messages_sent);
+		values[i++] = Int64GetDatum(slot->messages_acked);
+		values[i++] = Int64GetDatum(slot->backlog_bytes);
+		values[i] = time_or_null(slot->connected_since, &nulls[i]);
+		i++;
+		Assert(i == SUBSCRIBER_COLUMNS);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	LWLockRelease(zs_shared->lock);
+	return (Datum) 0;
 }

@@ -164,10 +164,22 @@ zs_subscriber_id(const ZsSubscriber *sub)
 	return sub->id;
 }
 
-const char *
-zs_subscriber_acked_watermark(const ZsSubscriber *sub)
+void
+zs_subscriber_describe(const ZsSubscriber *sub, const char *head, ZsSubscriberInfo *info)
 {
-	return sub->acked_watermark;
+	info->id = sub->id;
+	info->backup_mode = sub->backup_mode;
+	info->protocol = sub->protocol;
+	info->watermark_sent = sub->watermark;
+	info->watermark_acked = sub->acked_watermark;
+	info->messages_sent = sub->next_id - 1;
+	info->messages_acked = sub->acked_id;
+	if (sub->error_id != 0)
+		info->state = "failed";
+	else if (!sub->validated || sub->last_page_full || strcmp(sub->cursor_watermark, head) < 0)
+		info->state = "catching up";
+	else
+		info->state = "live";
 }
 
 bool

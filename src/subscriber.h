@@ -41,6 +41,20 @@ extern bool zs_subscriber_handle_message(ZsSubscriber *sub, const char *text, in
 										 char **error);
 
 extern const char *zs_subscriber_id(const ZsSubscriber *sub);
-extern const char *zs_subscriber_acked_watermark(const ZsSubscriber *sub);
+
+typedef struct ZsSubscriberInfo
+{
+	const char *id;
+	bool		backup_mode;
+	int			protocol;
+	const char *watermark_sent;		/* last commit sent (or the requested one) */
+	const char *watermark_acked;	/* last commit acknowledged, "" if none */
+	int64		messages_sent;
+	int64		messages_acked;
+	const char *state;			/* "catching up", "live" or "failed" */
+} ZsSubscriberInfo;
+
+extern void zs_subscriber_describe(const ZsSubscriber *sub, const char *head,
+								   ZsSubscriberInfo *info);
 
 #endif							/* ZS_SUBSCRIBER_H */

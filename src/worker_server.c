@@ -72,6 +72,7 @@ typedef struct Client
 	bool		close_after_flush;
 	bool		closed;
 	bool		heard_since_ping;
+	TimestampTz connected_since;
 	TimestampTz last_ping;
 	int			event_pos;
 	bool		want_write;
@@ -395,6 +396,7 @@ accept_clients(pgsocket listener)
 		MemoryContextSwitchTo(old);
 		c->heard_since_ping = true;
 		c->last_ping = GetCurrentTimestamp();
+		c->connected_since = c->last_ping;
 		clients[nclients++] = c;
 		wait_set_dirty = true;
 	}
@@ -530,6 +532,50 @@ check_liveness(void)
 	}
 }
 
+/* Copy every connection's state to shared memory for zero_stream.subscribers(). */
+static void
+publish_subscribers(void)
+{
+	char		head[ZS_WATERMARK_MAXLEN];
+	int			n = 0;
+
+	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
+	strlcpy(head, zs_shared->last_watermark, sizeof(head));
+	for (int i = 0; i < nclients && n < zs_shared->max_subscribers; i++)
+	{
+		Client	   *c = clients[i];
+		ZsSubscriberSlot *slot = &zs_shared->subscribers[n];
+		ZsSubscriberInfo info;
+
+		if (c->closed)
+			continue;
+		memset(slot, 0, sizeof(*slot));
+		slot->in_use = true;
+		strlcpy(slot->address, c->address, sizeof(slot->address));
+		slot->backlog_bytes = c->out.len - c->out_pos;
+		slot->connected_since = c->connected_since;
+		if (c->sub != NULL)
+		{
+			zs_subscriber_describe(c->sub, head, &info);
+			strlcpy(slot->id, info.id, sizeof(slot->id));
+			strlcpy(slot->mode, info.backup_mode ? "backup" : "serving", sizeof(slot->mode));
+			slot->protocol = info.protocol;
+			strlcpy(slot->watermark_sent, info.watermark_sent, sizeof(slot->watermark_sent));
+			strlcpy(slot->watermark_acked, info.watermark_acked, sizeof(slot->watermark_acked));
+			slot->messages_sent = info.messages_sent;
+			slot->messages_acked = info.messages_acked;
+			strlcpy(slot->state, c->close_after_flush ? "closing" : info.state, sizeof(slot->state));
+		}
+		else
+			strlcpy(slot->state, c->state == CLIENT_HTTP ? "connecting" : "closing",
+					sizeof(slot->state));
+		n++;
+	}
+	for (int i = n; i < zs_shared->max_subscribers; i++)
+		zs_shared->subscribers[i].in_use = false;
+	LWLockRelease(zs_shared->lock);
+}
+
 /* ---------------------------------------------------------------- set-up */
 
 static bool
@@ -613,6 +659,8 @@ forget_server(int code, Datum arg)
 	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
 	zs_shared->server_pid = 0;
 	zs_shared->server_latch = NULL;
+	for (int i = 0; i < zs_shared->max_subscribers; i++)
+		zs_shared->subscribers[i].in_use = false;
 	LWLockRelease(zs_shared->lock);
 }
 
@@ -693,6 +741,7 @@ zs_server_main(Datum main_arg)
 				update_write_interest(clients[i]);
 		}
 		remove_closed_clients();
+		publish_subscribers();
 		MemoryContextSwitchTo(old);
 		MemoryContextReset(loop_context);
 		/* a committed read transaction leaves no resource owner behind */

@@ -66,3 +66,6 @@ SET zero_stream.no_such_setting = 1;
 SHOW zero_stream.app_id;
 SHOW zero_stream.changelog_batch_size;
 SET zero_stream.changelog_batch_size = 10;
+
+-- no subscriber server in this instance (zero_stream.port = 0): no connections
+SELECT count(*) AS connections FROM zero_stream.subscribers();

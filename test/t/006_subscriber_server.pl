@@ -269,6 +269,14 @@ sub masked
 	my $stalled = start_tail('--no-ack', '--idle', '6', url(id => 'stalled', watermark => $head));
 	load(1500);
 	zs_wait_catchup($node);
+	ok($node->poll_query_until('postgres', q{
+SELECT count(*) = 20 AND bool_and(protocol = 6 AND mode = 'serving')
+   AND count(*) FILTER (WHERE id = 'stalled' AND messages_acked = 0 AND messages_sent > 0
+                          AND watermark_acked IS NULL) = 1
+   AND count(*) FILTER (WHERE id LIKE 'sub%' AND state = 'live' AND messages_acked = messages_sent
+                          AND watermark_acked = watermark_sent) = 19
+  FROM zero_stream.subscribers()}), 'subscribers(): 19 live and acked, one stalled')
+	  or diag $node->safe_psql('postgres', 'SELECT * FROM zero_stream.subscribers()');
 	my $want = log_txns($head);
 	my $all_ok = 1;
 	for my $t (@tails)
@@ -279,6 +287,8 @@ sub masked
 	}
 	my ($rc, $out) = finish_tail($stalled);
 	my $n = () = $out =~ /\n/g;
+	$node->poll_query_until('postgres', 'SELECT count(*) = 0 FROM zero_stream.subscribers()');
+	pass('subscribers(): empty once everyone left');
 	cmp_ok($n, '<=', 2 * 2000 + 1, "the stalled subscriber was held at two pages ($n messages)");
 }
 
