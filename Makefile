@@ -79,8 +79,11 @@ test/unit/test_http: test/unit/test_http.c src/http.c test/unit/unit.h
 	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_http.c src/http.c $(UNIT_LIBS)
 
 .PHONY: unitcheck regresscheck tapcheck check-all
-unitcheck: $(UNIT_TESTS)
+unitcheck: $(UNIT_TESTS) all
 	@set -e; for t in $(UNIT_TESTS); do ./$$t; done
+	@# a shared library links with undefined symbols; none may be our own
+	@if nm -D --undefined-only $(MODULE_big)$(DLSUFFIX) | grep ' zs_'; then \
+		echo "$(MODULE_big)$(DLSUFFIX) references undefined zero_stream functions" >&2; exit 1; fi
 
 REGRESS_TESTS = install types dml identity
 regresscheck:

@@ -62,10 +62,10 @@ struct ZsSubscriber
 	int			npending;
 	int			pending_capacity;
 
-	StringInfoData scratch;
 };
 
 static SPIPlanPtr page_plan = NULL;
+static const char status_message[] = "[\"status\",{\"tag\":\"status\"}]";
 
 static char *
 param_error(const char *name)
@@ -154,7 +154,6 @@ zs_subscriber_create(const ZsHttpRequest *req, char **error)
 	sub->acked_id = 0;
 	sub->pending_capacity = 64;
 	sub->pending = palloc(sizeof(PendingCommit) * sub->pending_capacity);
-	initStringInfo(&sub->scratch);
 	return sub;
 }
 
@@ -192,15 +191,21 @@ zs_subscriber_wants_rows(const ZsSubscriber *sub, const char *head)
 		strcmp(sub->cursor_watermark, head) < 0;
 }
 
-/* {"id":n,"msg":<msg>} as one text frame */
+/*
+ * {"id":n,"msg":<msg>} as one text frame: the message bytes are shared,
+ * only the id prefix is the subscriber's own.
+ */
 static void
 send_message(ZsSubscriber *sub, StringInfo out, const char *msg, int len)
 {
-	resetStringInfo(&sub->scratch);
-	appendStringInfo(&sub->scratch, "{\"id\":" INT64_FORMAT ",\"msg\":", sub->next_id++);
-	appendBinaryStringInfo(&sub->scratch, msg, len);
-	appendStringInfoChar(&sub->scratch, '}');
-	zs_ws_append_frame(out, ZS_WS_OP_TEXT, sub->scratch.data, sub->scratch.len);
+	char		prefix[48];
+	int			prefix_len = snprintf(prefix, sizeof(prefix), "{\"id\":" INT64_FORMAT ",\"msg\":",
+									  sub->next_id++);
+
+	zs_ws_append_header(out, true, ZS_WS_OP_TEXT, (uint64) (prefix_len + len + 1), NULL);
+	appendBinaryStringInfo(out, prefix, prefix_len);
+	appendBinaryStringInfo(out, msg, len);
+	appendStringInfoChar(out, '}');
 }
 
 static void
@@ -230,30 +235,41 @@ remember_commit(ZsSubscriber *sub, int64 id, const char *watermark)
 	sub->npending++;
 }
 
-/* Rebuild the wire message around a stored change (zero-protocol.md §3.6). */
-static void
-send_change(ZsSubscriber *sub, StringInfo out, const char *watermark, const char *change)
+/*
+ * Rebuild the wire message around a stored change (zero-protocol.md §3.6):
+ * done once per row of a page, whatever the number of subscribers.
+ */
+static char *
+build_message(const char *watermark, const char *change, int change_len, bool *is_commit)
 {
 	StringInfoData msg;
-	const char *tag_begin = "{\"tag\":\"begin\"";
-	const char *tag_commit = "{\"tag\":\"commit\"";
-	const char *tag_rollback = "{\"tag\":\"rollback\"";
+	static const char tag_begin[] = "{\"tag\":\"begin\"";
+	static const char tag_commit[] = "{\"tag\":\"commit\"";
+	static const char tag_rollback[] = "{\"tag\":\"rollback\"";
 
 	initStringInfo(&msg);
-	if (strncmp(change, tag_begin, strlen(tag_begin)) == 0)
-		appendStringInfo(&msg, "[\"begin\",%s,{\"commitWatermark\":\"%s\"}]", change, watermark);
-	else if (strncmp(change, tag_commit, strlen(tag_commit)) == 0)
+	*is_commit = false;
+	if (strncmp(change, tag_begin, sizeof(tag_begin) - 1) == 0)
 	{
-		appendStringInfo(&msg, "[\"commit\",%s,{\"watermark\":\"%s\"}]", change, watermark);
-		remember_commit(sub, sub->next_id, watermark);
-		strlcpy(sub->watermark, watermark, sizeof(sub->watermark));
+		appendStringInfoString(&msg, "[\"begin\",");
+		appendBinaryStringInfo(&msg, change, change_len);
+		appendStringInfo(&msg, ",{\"commitWatermark\":\"%s\"}]", watermark);
 	}
-	else if (strncmp(change, tag_rollback, strlen(tag_rollback)) == 0)
-		appendStringInfo(&msg, "[\"rollback\",%s]", change);
+	else if (strncmp(change, tag_commit, sizeof(tag_commit) - 1) == 0)
+	{
+		appendStringInfoString(&msg, "[\"commit\",");
+		appendBinaryStringInfo(&msg, change, change_len);
+		appendStringInfo(&msg, ",{\"watermark\":\"%s\"}]", watermark);
+		*is_commit = true;
+	}
 	else
-		appendStringInfo(&msg, "[\"data\",%s]", change);
-	send_message(sub, out, msg.data, msg.len);
-	pfree(msg.data);
+	{
+		appendStringInfoString(&msg, strncmp(change, tag_rollback, sizeof(tag_rollback) - 1) == 0
+							   ? "[\"rollback\"," : "[\"data\",");
+		appendBinaryStringInfo(&msg, change, change_len);
+		appendStringInfoChar(&msg, ']');
+	}
+	return msg.data;
 }
 
 static void
@@ -282,39 +298,71 @@ zs_subscriber_is_finished(const ZsSubscriber *sub)
 }
 
 void
-zs_subscriber_read_page(ZsSubscriber *sub, const char *replica_version, StringInfo out)
+zs_subscriber_position(const ZsSubscriber *sub, char *watermark, int64 *pos)
 {
+	strlcpy(watermark, sub->cursor_watermark, ZS_WATERMARK_MAXLEN);
+	*pos = sub->cursor_pos;
+}
+
+ZsPage *
+zs_page_read(const char *after_watermark, int64 after_pos)
+{
+	ZsPage	   *page = palloc0(sizeof(ZsPage));
 	Datum		args[3];
 	int			rc;
 
+	prepare_page_plan();
+	args[0] = CStringGetTextDatum(after_watermark);
+	args[1] = Int64GetDatum(after_pos);
+	args[2] = Int64GetDatum(zs_catchup_page_rows);
+	rc = SPI_execute_plan(page_plan, args, NULL, true, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "zero_stream: change-log read failed: %s", SPI_result_code_string(rc));
+
+	strlcpy(page->after_watermark, after_watermark, sizeof(page->after_watermark));
+	page->after_pos = after_pos;
+	page->full = (SPI_processed == (uint64) zs_catchup_page_rows);
+	page->nrows = (int) SPI_processed;
+	page->rows = palloc(sizeof(ZsPageRow) * Max(page->nrows, 1));
+	for (int i = 0; i < page->nrows; i++)
+	{
+		HeapTuple	tuple = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		ZsPageRow  *row = &page->rows[i];
+		bool		isnull;
+		text	   *change = DatumGetTextPP(SPI_getbinval(tuple, desc, 3, &isnull));
+
+		strlcpy(row->watermark, TextDatumGetCString(SPI_getbinval(tuple, desc, 1, &isnull)),
+				sizeof(row->watermark));
+		row->pos = DatumGetInt64(SPI_getbinval(tuple, desc, 2, &isnull));
+		row->message = build_message(row->watermark, VARDATA_ANY(change),
+									 VARSIZE_ANY_EXHDR(change), &row->is_commit);
+		row->message_len = (int) strlen(row->message);
+	}
+	return page;
+}
+
+void
+zs_subscriber_consume_page(ZsSubscriber *sub, const ZsPage *page, const char *replica_version,
+						   StringInfo out)
+{
 	if (!sub->validated && strcmp(sub->replica_version, replica_version) != 0)
 	{
 		send_error(sub, out, 1, psprintf("current replica version is %s (requested %s)",
 										 replica_version, sub->replica_version));
 		return;
 	}
+	Assert(strcmp(page->after_watermark, sub->cursor_watermark) == 0 &&
+		   page->after_pos == sub->cursor_pos);
+	sub->last_page_full = page->full;
 
-	prepare_page_plan();
-	args[0] = CStringGetTextDatum(sub->cursor_watermark);
-	args[1] = Int64GetDatum(sub->cursor_pos);
-	args[2] = Int64GetDatum(zs_catchup_page_rows);
-	rc = SPI_execute_plan(page_plan, args, NULL, true, 0);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "zero_stream: change-log read failed: %s", SPI_result_code_string(rc));
-	sub->last_page_full = (SPI_processed == (uint64) zs_catchup_page_rows);
-
-	for (uint64 i = 0; i < SPI_processed; i++)
+	for (int i = 0; i < page->nrows; i++)
 	{
-		HeapTuple	tuple = SPI_tuptable->vals[i];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull;
-		char	   *watermark = TextDatumGetCString(SPI_getbinval(tuple, desc, 1, &isnull));
-		int64		pos = DatumGetInt64(SPI_getbinval(tuple, desc, 2, &isnull));
-		char	   *change = TextDatumGetCString(SPI_getbinval(tuple, desc, 3, &isnull));
-		int			cmp = strcmp(watermark, sub->watermark);
+		const ZsPageRow *row = &page->rows[i];
+		int			cmp = strcmp(row->watermark, sub->watermark);
 
-		strlcpy(sub->cursor_watermark, watermark, sizeof(sub->cursor_watermark));
-		sub->cursor_pos = pos;
+		strlcpy(sub->cursor_watermark, row->watermark, sizeof(sub->cursor_watermark));
+		sub->cursor_pos = row->pos;
 
 		if (!sub->validated)
 		{
@@ -324,17 +372,22 @@ zs_subscriber_read_page(ZsSubscriber *sub, const char *replica_version, StringIn
 			else if (cmp > 0 && !sub->found && strcmp(sub->watermark, replica_version) != 0)
 			{
 				send_error(sub, out, 2, psprintf("earliest supported watermark is %s (requested %s)",
-												 watermark, sub->watermark));
+												 row->watermark, sub->watermark));
 				return;
 			}
 			sub->validated = true;
 			if (sub->protocol >= 2)
-				send_message(sub, out, "[\"status\",{\"tag\":\"status\"}]", 27);
+				send_message(sub, out, status_message, sizeof(status_message) - 1);
 		}
 		/* the subscriber already has everything up to its watermark */
 		if (cmp <= 0)
 			continue;
-		send_change(sub, out, watermark, change);
+		if (row->is_commit)
+		{
+			remember_commit(sub, sub->next_id, row->watermark);
+			strlcpy(sub->watermark, row->watermark, sizeof(sub->watermark));
+		}
+		send_message(sub, out, row->message, row->message_len);
 	}
 
 	/* nothing at or after the watermark: the subscriber is at (or ahead of) the head */
@@ -342,7 +395,7 @@ zs_subscriber_read_page(ZsSubscriber *sub, const char *replica_version, StringIn
 	{
 		sub->validated = true;
 		if (sub->protocol >= 2)
-			send_message(sub, out, "[\"status\",{\"tag\":\"status\"}]", 27);
+			send_message(sub, out, status_message, sizeof(status_message) - 1);
 	}
 }
 

@@ -25,13 +25,41 @@ extern ZsSubscriber *zs_subscriber_create(const ZsHttpRequest *req, char **error
 extern bool zs_subscriber_wants_rows(const ZsSubscriber *sub, const char *head);
 
 /*
- * Read the next page of committed change-log rows after the subscriber's
- * position and append the WebSocket frames for them to out. Runs SPI in the
- * caller's transaction. A subscription that cannot be served gets an error
- * message instead (zero-protocol.md §2.4) and reads nothing more.
+ * A page of the committed change log after a (watermark, pos) key, with each
+ * row's wire message built once, to be shared by every subscriber at that
+ * position.
  */
-extern void zs_subscriber_read_page(ZsSubscriber *sub, const char *replica_version,
-									StringInfo out);
+typedef struct ZsPageRow
+{
+	char		watermark[ZS_WATERMARK_MAXLEN];
+	int64		pos;
+	bool		is_commit;
+	char	   *message;		/* ["begin"|"data"|"commit"|"rollback", ...] */
+	int			message_len;
+} ZsPageRow;
+
+typedef struct ZsPage
+{
+	char		after_watermark[ZS_WATERMARK_MAXLEN];
+	int64		after_pos;
+	bool		full;			/* more rows may follow */
+	int			nrows;
+	ZsPageRow  *rows;
+} ZsPage;
+
+/* The key after which the subscriber's next page starts. */
+extern void zs_subscriber_position(const ZsSubscriber *sub, char *watermark, int64 *pos);
+
+/* Read a page through SPI, in the caller's transaction. */
+extern ZsPage *zs_page_read(const char *after_watermark, int64 after_pos);
+
+/*
+ * Append the frames of a page read at the subscriber's position. A
+ * subscription that cannot be served gets an error message instead
+ * (zero-protocol.md §2.4) and reads nothing more.
+ */
+extern void zs_subscriber_consume_page(ZsSubscriber *sub, const ZsPage *page,
+									   const char *replica_version, StringInfo out);
 
 /* The error message was acknowledged: close the stream. */
 extern bool zs_subscriber_is_finished(const ZsSubscriber *sub);

@@ -466,6 +466,8 @@ serve_subscribers(void)
 	char		head[ZS_WATERMARK_MAXLEN];
 	char		replica_version[ZS_WATERMARK_MAXLEN];
 	bool		any = false;
+	ZsPage	  **pages;
+	int			npages = 0;
 
 	LWLockAcquire(zs_shared->lock, LW_SHARED);
 	strlcpy(head, zs_shared->last_watermark, sizeof(head));
@@ -489,14 +491,30 @@ serve_subscribers(void)
 	SPI_connect();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	pgstat_report_activity(STATE_RUNNING, "zero_stream: reading the change log");
+	pages = palloc(sizeof(ZsPage *) * nclients);
+	/* subscribers at the same position share one read and its messages */
 	for (int i = 0; i < nclients; i++)
 	{
 		Client	   *c = clients[i];
+		char		watermark[ZS_WATERMARK_MAXLEN];
+		int64		pos;
+		ZsPage	   *page = NULL;
 
 		if (c->closed || c->close_after_flush || c->sub == NULL ||
 			!zs_subscriber_wants_rows(c->sub, head))
 			continue;
-		zs_subscriber_read_page(c->sub, replica_version, &c->out);
+		zs_subscriber_position(c->sub, watermark, &pos);
+		for (int p = 0; p < npages && page == NULL; p++)
+		{
+			if (pages[p]->after_pos == pos && strcmp(pages[p]->after_watermark, watermark) == 0)
+				page = pages[p];
+		}
+		if (page == NULL)
+		{
+			page = zs_page_read(watermark, pos);
+			pages[npages++] = page;
+		}
+		zs_subscriber_consume_page(c->sub, page, replica_version, &c->out);
 	}
 	SPI_finish();
 	PopActiveSnapshot();
