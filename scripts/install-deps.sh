@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(build-essential postgresql-15 postgresql-server-dev-15 postgresql-client-15 libssl-dev
-	libcjson-dev libsqlite3-dev sqlite3 libipc-run-perl python3)
+	libcjson-dev libsqlite3-dev sqlite3 libipc-run-perl python3 bc)
 
 SUDO=()
 if [ "$(id -u)" -ne 0 ]; then

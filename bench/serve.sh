@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Benchmark of the subscriber server (not a test; prints figures):
+#   catch-up: one subscriber from replicaVersion through ROWS stored changes;
+#   fan-out:  1 and then 32 subscribers catching up through the same log,
+#             aggregate and per-subscriber rates, and the 32/1 ratio.
+# Subscribers are zero-stream-tail processes that print to /dev/null and
+# ack every message, so the client's own cost is part of the figures.
+#
+#   bench/serve.sh [rows]        (default 1000000)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROWS=${1:-1000000}
+. scripts/common.sh
+DIR=${ZS_BENCH_DIR:-/tmp/zero_stream-bench-serve}
+PORT=${ZS_BENCH_PORT:-54349}
+SPORT=${ZS_BENCH_SERVER_PORT:-54350}
+TAIL=$(pwd)/zero-stream-tail
+make -s zero-stream-tail
+
+sql() { run "$BIN/psql" -X -q -At -h "$DIR" -p "$PORT" -U postgres -d postgres -v ON_ERROR_STOP=1 "$@"; }
+now() { date +%s.%N; }
+
+init_cluster "$DIR" "$PORT" "zero_stream.database = 'postgres'
+zero_stream.port = $SPORT
+zero_stream.max_subscribers = 64
+shared_buffers = 512MB
+max_wal_size = 8GB"
+run "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w start >/dev/null
+sql -c "CREATE TABLE rows (id bigint PRIMARY KEY, n int, label text)" -c "CREATE EXTENSION zero_stream"
+until [ "$(sql -c "SELECT state FROM zero_stream.status()")" = streaming ]; do sleep 0.1; done
+sql -c "SET synchronous_commit = off" -c "
+DO \$\$ BEGIN
+  FOR t IN 0 .. $ROWS / 1000 - 1 LOOP
+    INSERT INTO rows SELECT t * 1000 + g, g, 'label ' || g FROM generate_series(1, 1000) g;
+    COMMIT;
+  END LOOP;
+END \$\$"
+sql -c "SELECT zero_stream.wait_for_catchup('600 s')" >/dev/null
+RV=$(sql -c "SELECT replica_version FROM zero_stream.status()")
+MSGS=$(sql -c "SELECT count(*) + 1 - 2 FROM \"zero_0/cdc\".\"changeLog\"")   # + status - seed rows
+URL="ws://127.0.0.1:$SPORT/replication/v6/changes?taskID=bench&replicaVersion=$RV&watermark=$RV"
+
+subscribe() {
+	local n=$1 t0 t1
+	t0=$(now)
+	for i in $(seq 1 "$n"); do "$TAIL" --count "$MSGS" "$URL&id=b$i" > /dev/null & done
+	wait
+	t1=$(now)
+	python3 -c "import sys; n,m,t=int(sys.argv[1]),int(sys.argv[2]),float(sys.argv[3]); print(f'{n:3d} subscriber(s): {m} messages each in {t:.2f}s: {m/t:10.0f} msg/s per subscriber, {n*m/t:10.0f} msg/s in all', file=sys.stderr); print(t)" "$n" "$MSGS" "$(echo "$t1 - $t0" | bc)"
+}
+
+echo "zero_stream serve benchmark: $ROWS rows in 1,000-row transactions, $MSGS messages per subscriber, $(nproc) cores"
+one=$(subscribe 1)
+many=$(subscribe 32)
+python3 -c "import sys; print(f'fan-out: per-subscriber rate with 32 = {float(sys.argv[1])/float(sys.argv[2]):.2f} x the rate with 1 (aggregate {32*float(sys.argv[1])/float(sys.argv[2]):.1f} x)')" "$one" "$many"
+run "$BIN/pg_ctl" -D "$DIR/data" stop -m fast >/dev/null
