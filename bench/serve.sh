@@ -39,18 +39,32 @@ sql -c "SELECT zero_stream.wait_for_catchup('600 s')" >/dev/null
 RV=$(sql -c "SELECT replica_version FROM zero_stream.status()")
 MSGS=$(sql -c "SELECT count(*) + 1 - 2 FROM \"zero_0/cdc\".\"changeLog\"")   # + status - seed rows
 URL="ws://127.0.0.1:$SPORT/replication/v6/changes?taskID=bench&replicaVersion=$RV&watermark=$RV"
+BATCHED="ws://127.0.0.1:$SPORT/replication/v7/changes?taskID=bench&wsBatched=true&replicaVersion=$RV&watermark=$RV"
 
+# subscribe N URL: N subscribers read the whole log; each ends after 1 s
+# without a message, which is taken off the elapsed time
 subscribe() {
-	local n=$1 t0 t1
+	local n=$1 url=$2 label=$3 t0 t1
 	t0=$(now)
-	for i in $(seq 1 "$n"); do "$TAIL" --count "$MSGS" "$URL&id=b$i" > /dev/null & done
+	for i in $(seq 1 "$n"); do "$TAIL" --idle 1 "$url&id=b$i" > /dev/null 2>&1 & done
 	wait
 	t1=$(now)
-	python3 -c "import sys; n,m,t=int(sys.argv[1]),int(sys.argv[2]),float(sys.argv[3]); print(f'{n:3d} subscriber(s): {m} messages each in {t:.2f}s: {m/t:10.0f} msg/s per subscriber, {n*m/t:10.0f} msg/s in all', file=sys.stderr); print(t)" "$n" "$MSGS" "$(echo "$t1 - $t0" | bc)"
+	python3 -c "
+import sys
+n, m, t, label = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]) - 1.0, sys.argv[4]
+print(f'{label:8s} {n:3d} subscriber(s): {m} messages each in {t:6.2f}s: {m/t:9.0f} msg/s per subscriber, {n*m/t:9.0f} msg/s in all', file=sys.stderr)
+print(t)" "$n" "$MSGS" "$(echo "$t1 - $t0" | bc)" "$label"
+}
+
+ratio() {
+	python3 -c "import sys; print(f'{sys.argv[3]:8s} fan-out: per-subscriber rate with 32 = {float(sys.argv[1])/float(sys.argv[2]):.2f} x the rate with 1')" "$1" "$2" "$3"
 }
 
 echo "zero_stream serve benchmark: $ROWS rows in 1,000-row transactions, $MSGS messages per subscriber, $(nproc) cores"
-one=$(subscribe 1)
-many=$(subscribe 32)
-python3 -c "import sys; print(f'fan-out: per-subscriber rate with 32 = {float(sys.argv[1])/float(sys.argv[2]):.2f} x the rate with 1 (aggregate {32*float(sys.argv[1])/float(sys.argv[2]):.1f} x)')" "$one" "$many"
+one=$(subscribe 1 "$URL" "v6")
+many=$(subscribe 32 "$URL" "v6")
+ratio "$one" "$many" v6
+one=$(subscribe 1 "$BATCHED" "v7-batch")
+many=$(subscribe 32 "$BATCHED" "v7-batch")
+ratio "$one" "$many" v7-batch
 run "$BIN/pg_ctl" -D "$DIR/data" stop -m fast >/dev/null

@@ -31,12 +31,16 @@
 #define MIN_PROTOCOL 4
 #define MAX_PROTOCOL 7
 
-/* commit messages sent but not yet acknowledged */
-typedef struct PendingCommit
+/* most messages in one {"id":n,"batch":[...]} frame, as zero-cache's maxBatchSize */
+#define MAX_BATCH 64
+
+/* a frame sent but not yet acknowledged */
+typedef struct PendingFrame
 {
 	int64		id;
-	char		watermark[ZS_WATERMARK_MAXLEN];
-} PendingCommit;
+	int			nmessages;
+	char		commit_watermark[ZS_WATERMARK_MAXLEN];	/* last commit in it, or "" */
+} PendingFrame;
 
 struct ZsSubscriber
 {
@@ -55,12 +59,20 @@ struct ZsSubscriber
 	bool		last_page_full;	/* more rows may follow without a new commit */
 	int64		error_id;		/* id of the error message that ends it, or 0 */
 
-	int64		next_id;		/* id of the next message */
-	int64		acked_id;		/* last acknowledged message id */
+	bool		batched;		/* {"id":n,"batch":[...]} frames (v7 wsBatched) */
+	int64		next_id;		/* id of the next frame */
+	int64		acked_id;		/* last acknowledged frame id */
+	int64		messages_sent;
+	int64		messages_acked;
 	char		acked_watermark[ZS_WATERMARK_MAXLEN];
-	PendingCommit *pending;
+	PendingFrame *pending;
 	int			npending;
 	int			pending_capacity;
+
+	/* the batch being filled */
+	StringInfoData batch;
+	int			batch_count;
+	char		batch_commit[ZS_WATERMARK_MAXLEN];
 
 };
 
@@ -150,10 +162,13 @@ zs_subscriber_create(const ZsHttpRequest *req, char **error)
 
 	strlcpy(sub->cursor_watermark, sub->watermark, sizeof(sub->cursor_watermark));
 	sub->cursor_pos = -1;
+	sub->batched = sub->protocol >= 7 && zs_http_query_param(req->query, "wsBatched", &v) &&
+		strcmp(v.data, "true") == 0;
 	sub->next_id = 1;
 	sub->acked_id = 0;
 	sub->pending_capacity = 64;
-	sub->pending = palloc(sizeof(PendingCommit) * sub->pending_capacity);
+	sub->pending = palloc(sizeof(PendingFrame) * sub->pending_capacity);
+	initStringInfo(&sub->batch);
 	return sub;
 }
 
@@ -171,8 +186,8 @@ zs_subscriber_describe(const ZsSubscriber *sub, const char *head, ZsSubscriberIn
 	info->protocol = sub->protocol;
 	info->watermark_sent = sub->watermark;
 	info->watermark_acked = sub->acked_watermark;
-	info->messages_sent = sub->next_id - 1;
-	info->messages_acked = sub->acked_id;
+	info->messages_sent = sub->messages_sent;
+	info->messages_acked = sub->messages_acked;
 	if (sub->error_id != 0)
 		info->state = "failed";
 	else if (!sub->validated || sub->last_page_full || strcmp(sub->cursor_watermark, head) < 0)
@@ -184,11 +199,28 @@ zs_subscriber_describe(const ZsSubscriber *sub, const char *head, ZsSubscriberIn
 bool
 zs_subscriber_wants_rows(const ZsSubscriber *sub, const char *head)
 {
-	if (sub->error_id != 0 || sub->next_id - 1 - sub->acked_id >= zs_catchup_page_rows)
+	if (sub->error_id != 0 || sub->messages_sent - sub->messages_acked >= zs_catchup_page_rows)
 		return false;
 	/* after a short page, rows can only follow once the head moves on */
 	return !sub->validated || sub->last_page_full ||
 		strcmp(sub->cursor_watermark, head) < 0;
+}
+
+static void
+remember_frame(ZsSubscriber *sub, int64 id, int nmessages, const char *commit_watermark)
+{
+	PendingFrame *f;
+
+	if (sub->npending == sub->pending_capacity)
+	{
+		sub->pending_capacity *= 2;
+		sub->pending = repalloc(sub->pending, sizeof(PendingFrame) * sub->pending_capacity);
+	}
+	f = &sub->pending[sub->npending++];
+	f->id = id;
+	f->nmessages = nmessages;
+	strlcpy(f->commit_watermark, commit_watermark, ZS_WATERMARK_MAXLEN);
+	sub->messages_sent += nmessages;
 }
 
 /*
@@ -196,16 +228,65 @@ zs_subscriber_wants_rows(const ZsSubscriber *sub, const char *head)
  * only the id prefix is the subscriber's own.
  */
 static void
-send_message(ZsSubscriber *sub, StringInfo out, const char *msg, int len)
+send_frame(ZsSubscriber *sub, StringInfo out, const char *msg, int len,
+		   const char *commit_watermark)
 {
 	char		prefix[48];
-	int			prefix_len = snprintf(prefix, sizeof(prefix), "{\"id\":" INT64_FORMAT ",\"msg\":",
-									  sub->next_id++);
+	int64		id = sub->next_id++;
+	int			prefix_len = snprintf(prefix, sizeof(prefix), "{\"id\":" INT64_FORMAT ",\"msg\":", id);
 
 	zs_ws_append_header(out, true, ZS_WS_OP_TEXT, (uint64) (prefix_len + len + 1), NULL);
 	appendBinaryStringInfo(out, prefix, prefix_len);
 	appendBinaryStringInfo(out, msg, len);
 	appendStringInfoChar(out, '}');
+	remember_frame(sub, id, 1, commit_watermark);
+}
+
+/* Send the batch being filled: {"id":n,"batch":[...]}, or a msg frame for one item. */
+static void
+flush_batch(ZsSubscriber *sub, StringInfo out)
+{
+	char		prefix[48];
+	int64		id;
+	int			prefix_len;
+
+	if (sub->batch_count == 0)
+		return;
+	if (sub->batch_count == 1)
+		send_frame(sub, out, sub->batch.data, sub->batch.len, sub->batch_commit);
+	else
+	{
+		id = sub->next_id++;
+		prefix_len = snprintf(prefix, sizeof(prefix), "{\"id\":" INT64_FORMAT ",\"batch\":[", id);
+		zs_ws_append_header(out, true, ZS_WS_OP_TEXT,
+							(uint64) (prefix_len + sub->batch.len + 2), NULL);
+		appendBinaryStringInfo(out, prefix, prefix_len);
+		appendBinaryStringInfo(out, sub->batch.data, sub->batch.len);
+		appendStringInfoString(out, "]}");
+		remember_frame(sub, id, sub->batch_count, sub->batch_commit);
+	}
+	resetStringInfo(&sub->batch);
+	sub->batch_count = 0;
+	sub->batch_commit[0] = '\0';
+}
+
+/* Queue one message: straight into a frame, or into the batch. */
+static void
+send_message(ZsSubscriber *sub, StringInfo out, const char *msg, int len,
+			 const char *commit_watermark)
+{
+	if (!sub->batched)
+	{
+		send_frame(sub, out, msg, len, commit_watermark);
+		return;
+	}
+	if (sub->batch_count > 0)
+		appendStringInfoChar(&sub->batch, ',');
+	appendBinaryStringInfo(&sub->batch, msg, len);
+	if (commit_watermark[0] != '\0')
+		strlcpy(sub->batch_commit, commit_watermark, sizeof(sub->batch_commit));
+	if (++sub->batch_count == MAX_BATCH)
+		flush_batch(sub, out);
 }
 
 static void
@@ -213,26 +294,14 @@ send_error(ZsSubscriber *sub, StringInfo out, int type, const char *message)
 {
 	StringInfoData msg;
 
+	flush_batch(sub, out);
 	sub->error_id = sub->next_id;
 	initStringInfo(&msg);
 	appendStringInfo(&msg, "[\"error\",{\"type\":%d,\"message\":", type);
 	zs_json_append_cstring(&msg, message);
 	appendStringInfoString(&msg, "}]");
-	send_message(sub, out, msg.data, msg.len);
+	send_frame(sub, out, msg.data, msg.len, "");
 	pfree(msg.data);
-}
-
-static void
-remember_commit(ZsSubscriber *sub, int64 id, const char *watermark)
-{
-	if (sub->npending == sub->pending_capacity)
-	{
-		sub->pending_capacity *= 2;
-		sub->pending = repalloc(sub->pending, sizeof(PendingCommit) * sub->pending_capacity);
-	}
-	sub->pending[sub->npending].id = id;
-	strlcpy(sub->pending[sub->npending].watermark, watermark, ZS_WATERMARK_MAXLEN);
-	sub->npending++;
 }
 
 /*
@@ -377,17 +446,15 @@ zs_subscriber_consume_page(ZsSubscriber *sub, const ZsPage *page, const char *re
 			}
 			sub->validated = true;
 			if (sub->protocol >= 2)
-				send_message(sub, out, status_message, sizeof(status_message) - 1);
+				send_message(sub, out, status_message, sizeof(status_message) - 1, "");
 		}
 		/* the subscriber already has everything up to its watermark */
 		if (cmp <= 0)
 			continue;
 		if (row->is_commit)
-		{
-			remember_commit(sub, sub->next_id, row->watermark);
 			strlcpy(sub->watermark, row->watermark, sizeof(sub->watermark));
-		}
-		send_message(sub, out, row->message, row->message_len);
+		send_message(sub, out, row->message, row->message_len,
+					 row->is_commit ? row->watermark : "");
 	}
 
 	/* nothing at or after the watermark: the subscriber is at (or ahead of) the head */
@@ -395,8 +462,10 @@ zs_subscriber_consume_page(ZsSubscriber *sub, const ZsPage *page, const char *re
 	{
 		sub->validated = true;
 		if (sub->protocol >= 2)
-			send_message(sub, out, status_message, sizeof(status_message) - 1);
+			send_message(sub, out, status_message, sizeof(status_message) - 1, "");
 	}
+	/* only what is already queued is batched: never hold messages back */
+	flush_batch(sub, out);
 }
 
 bool
@@ -424,12 +493,16 @@ zs_subscriber_handle_message(ZsSubscriber *sub, const char *text, int len, char 
 	sub->acked_id = id;
 	while (done < sub->npending && sub->pending[done].id <= id)
 	{
-		strlcpy(sub->acked_watermark, sub->pending[done].watermark, ZS_WATERMARK_MAXLEN);
+		PendingFrame *f = &sub->pending[done];
+
+		sub->messages_acked += f->nmessages;
+		if (f->commit_watermark[0] != '\0')
+			strlcpy(sub->acked_watermark, f->commit_watermark, ZS_WATERMARK_MAXLEN);
 		done++;
 	}
 	if (done > 0)
 	{
-		memmove(sub->pending, sub->pending + done, sizeof(PendingCommit) * (sub->npending - done));
+		memmove(sub->pending, sub->pending + done, sizeof(PendingFrame) * (sub->npending - done));
 		sub->npending -= done;
 	}
 	return true;

@@ -137,6 +137,29 @@ zs_wait_catchup($node);
 	is_deeply($got, $want, 'catch-up/live: every stored transaction received exactly once, in commit order');
 }
 
+# --- v7 batched framing: the same messages, up to 64 per {"id":n,"batch":[...]} frame
+{
+	my $from = $node->safe_psql('postgres', q{
+SELECT watermark FROM "zero_0/cdc"."changeLog" WHERE change->>'tag' = 'commit'
+ ORDER BY watermark DESC OFFSET 300 LIMIT 1});
+	my $json = JSON::PP->new->canonical;
+	my (undef, $plain) = tail('--idle', '2', url(watermark => $from));
+	my ($rc, $batched) = tail('--idle', '2',
+		url(path => '/replication/v7/changes', wsBatched => 'true', watermark => $from));
+	my (@a, @b, $max, $frames);
+	push @a, map { $json->encode(decode_json($_)->{msg}) } grep { length } split /\n/, $plain;
+	for my $line (grep { length } split /\n/, $batched)
+	{
+		my $f = decode_json($line);
+		my @items = exists $f->{batch} ? @{ $f->{batch} } : ($f->{msg});
+		$max = @items if !$max || @items > $max;
+		$frames++;
+		push @b, map { $json->encode($_) } @items;
+	}
+	is_deeply(\@b, \@a, "batched: the same " . scalar(@a) . " messages in $frames frames");
+	is($max, 64, 'batched: at most 64 messages per frame');
+}
+
 # --- a subscriber that arrives while a transaction is in progress
 {
 	my $head = $node->safe_psql('postgres', 'SELECT last_watermark FROM zero_stream.status()');
