@@ -65,7 +65,8 @@ struct ZsSubscriber
 	int64		messages_sent;
 	int64		messages_acked;
 	char		acked_watermark[ZS_WATERMARK_MAXLEN];
-	PendingFrame *pending;
+	PendingFrame *pending;		/* ring buffer: npending frames from pending_head */
+	int			pending_head;
 	int			npending;
 	int			pending_capacity;
 
@@ -213,10 +214,22 @@ remember_frame(ZsSubscriber *sub, int64 id, int nmessages, const char *commit_wa
 
 	if (sub->npending == sub->pending_capacity)
 	{
+		/*
+		 * Grow, unrolling the ring so that it starts at 0 again; in the
+		 * subscriber's own context, as this runs inside SPI.
+		 */
+		PendingFrame *grown = MemoryContextAlloc(GetMemoryChunkContext(sub->pending),
+												 sizeof(PendingFrame) * sub->pending_capacity * 2);
+
+		for (int i = 0; i < sub->npending; i++)
+			grown[i] = sub->pending[(sub->pending_head + i) % sub->pending_capacity];
+		pfree(sub->pending);
+		sub->pending = grown;
+		sub->pending_head = 0;
 		sub->pending_capacity *= 2;
-		sub->pending = repalloc(sub->pending, sizeof(PendingFrame) * sub->pending_capacity);
 	}
-	f = &sub->pending[sub->npending++];
+	f = &sub->pending[(sub->pending_head + sub->npending) % sub->pending_capacity];
+	sub->npending++;
 	f->id = id;
 	f->nmessages = nmessages;
 	strlcpy(f->commit_watermark, commit_watermark, ZS_WATERMARK_MAXLEN);
@@ -474,7 +487,6 @@ zs_subscriber_handle_message(ZsSubscriber *sub, const char *text, int len, char 
 	cJSON	   *json = cJSON_ParseWithLength(text, len);
 	cJSON	   *ack = json ? cJSON_GetObjectItemCaseSensitive(json, "ack") : NULL;
 	int64		id;
-	int			done = 0;
 
 	if (ack == NULL || !cJSON_IsNumber(ack) || cJSON_GetArraySize(json) != 1)
 	{
@@ -491,19 +503,15 @@ zs_subscriber_handle_message(ZsSubscriber *sub, const char *text, int len, char 
 		return false;
 	}
 	sub->acked_id = id;
-	while (done < sub->npending && sub->pending[done].id <= id)
+	while (sub->npending > 0 && sub->pending[sub->pending_head].id <= id)
 	{
-		PendingFrame *f = &sub->pending[done];
+		PendingFrame *f = &sub->pending[sub->pending_head];
 
 		sub->messages_acked += f->nmessages;
 		if (f->commit_watermark[0] != '\0')
 			strlcpy(sub->acked_watermark, f->commit_watermark, ZS_WATERMARK_MAXLEN);
-		done++;
-	}
-	if (done > 0)
-	{
-		memmove(sub->pending, sub->pending + done, sizeof(PendingFrame) * (sub->npending - done));
-		sub->npending -= done;
+		sub->pending_head = (sub->pending_head + 1) % sub->pending_capacity;
+		sub->npending--;
 	}
 	return true;
 }

@@ -235,7 +235,8 @@ main(int argc, char **argv)
 	}
 	if (i != argc - 1 || !parse_url(argv[i], &url))
 		usage();
-	setvbuf(stdout, NULL, _IOLBF, 0);
+	/* fully buffered, flushed whenever we are about to wait for the server */
+	setvbuf(stdout, NULL, _IOFBF, 1 << 20);
 
 	sock = connect_to(&url);
 	initStringInfo(&leftover);
@@ -258,10 +259,15 @@ main(int argc, char **argv)
 			char		buf[65536];
 			struct pollfd pfd = {.fd = sock,.events = POLLIN};
 			ssize_t		got;
-			int			rc = poll(&pfd, 1, idle_seconds >= 0 ? idle_seconds * 1000 : -1);
+			int			rc;
+
+			/* nothing left to print until the server sends more */
+			fflush(stdout);
+			rc = poll(&pfd, 1, idle_seconds >= 0 ? idle_seconds * 1000 : -1);
 
 			if (rc == 0)
 			{
+				fflush(stdout);
 				fprintf(stderr, "zero-stream-tail: no message for %d s\n", idle_seconds);
 				exit(4);
 			}
@@ -281,7 +287,13 @@ main(int argc, char **argv)
 					long long	id = 0;
 
 					fwrite(msg.payload.data, 1, msg.payload.len, stdout);
-					saw_error |= strstr(msg.payload.data, ",\"msg\":[\"error\",") != NULL;
+					{
+						/* errors come alone: {"id":n,"msg":["error",...]} */
+						const char *comma = strchr(msg.payload.data, ',');
+
+						saw_error |= comma != NULL &&
+							strncmp(comma, ",\"msg\":[\"error\",", 16) == 0;
+					}
 					fputc('\n', stdout);
 					if (ack && sscanf(msg.payload.data, "{\"id\":%lld", &id) == 1)
 					{
