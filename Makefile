@@ -42,8 +42,10 @@ CLIENT_CFLAGS = -O2 -g -Wall -Werror -DFRONTEND -I$(srcdir)/src \
 	-I$(shell $(PG_CONFIG) --includedir-server) -I$(shell $(PG_CONFIG) --includedir)
 CLIENT_LIBS = -L$(shell $(PG_CONFIG) --pkglibdir) -lpgcommon -lpgport -lcrypto -lm
 
-$(CLIENT): src/client/zero_stream_tail.c src/websocket.c src/websocket.h
-	$(CC) $(CLIENT_CFLAGS) -o $@ src/client/zero_stream_tail.c src/websocket.c $(CLIENT_LIBS)
+CLIENT_SRCS = src/client/zero_stream_tail.c src/websocket.c src/http.c src/json_out.c
+
+$(CLIENT): $(CLIENT_SRCS) $(wildcard $(srcdir)/src/*.h)
+	$(CC) $(CLIENT_CFLAGS) -o $@ $(CLIENT_SRCS) $(CLIENT_LIBS)
 
 all: $(CLIENT)
 install: install-client

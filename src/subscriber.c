@@ -80,27 +80,84 @@ struct ZsSubscriber
 static SPIPlanPtr page_plan = NULL;
 static const char status_message[] = "[\"status\",{\"tag\":\"status\"}]";
 
-static char *
-param_error(const char *name)
+/* The parameters of a subscription, from a query string or a start-subscription message. */
+typedef struct SubscribeParams
 {
-	return psprintf("invalid querystring - missing %s", name);
-}
+	const char *id;
+	const char *task_id;
+	const char *replica_version;
+	const char *watermark;
+	const char *mode;
+	bool		batched;
+} SubscribeParams;
 
 static bool
-required_param(const ZsHttpRequest *req, const char *name, StringInfo value)
+missing(const char *value)
 {
-	return zs_http_query_param(req->query, name, value) && value->len > 0;
+	return value == NULL || value[0] == '\0';
+}
+
+static ZsSubscriber *
+subscriber_start(const SubscribeParams *p, int protocol, char **error)
+{
+	ZsSubscriber *sub;
+	uint64		ignored;
+	const char *name = missing(p->id) ? "id" : missing(p->task_id) ? "taskID"
+		: missing(p->replica_version) ? "replicaVersion"
+		: missing(p->watermark) ? "watermark" : NULL;
+
+	if (name != NULL)
+	{
+		*error = psprintf("invalid querystring - missing %s", name);
+		return NULL;
+	}
+	if (strlen(p->watermark) >= ZS_WATERMARK_MAXLEN || !zs_watermark_decode(p->watermark, &ignored))
+	{
+		*error = psprintf("invalid watermark: %s", p->watermark);
+		return NULL;
+	}
+	sub = palloc0(sizeof(ZsSubscriber));
+	sub->protocol = protocol;
+	sub->id = pstrdup(p->id);
+	sub->task_id = pstrdup(p->task_id);
+	strlcpy(sub->replica_version, p->replica_version, sizeof(sub->replica_version));
+	strlcpy(sub->watermark, p->watermark, sizeof(sub->watermark));
+	sub->backup_mode = p->mode != NULL && strcmp(p->mode, "backup") == 0;
+	sub->batched = p->batched;
+	strlcpy(sub->cursor_watermark, sub->watermark, sizeof(sub->cursor_watermark));
+	sub->cursor_pos = -1;
+	sub->next_id = 1;
+	sub->acked_id = 0;
+	sub->pending_capacity = 64;
+	sub->pending = palloc(sizeof(PendingFrame) * sub->pending_capacity);
+	initStringInfo(&sub->batch);
+	return sub;
+}
+
+static const char *
+query_value(const ZsHttpRequest *req, const char *name)
+{
+	StringInfoData v;
+
+	initStringInfo(&v);
+	if (!zs_http_query_param(req->query, name, &v))
+	{
+		pfree(v.data);
+		return NULL;
+	}
+	return v.data;
 }
 
 ZsSubscriber *
-zs_subscriber_create(const ZsHttpRequest *req, char **error)
+zs_subscriber_create(const ZsHttpRequest *req, bool *awaiting_start, int *protocol, char **error)
 {
 	int			version = 0;
 	ZsRouteAction action = zs_http_route(req->path, &version);
-	StringInfoData v;
-	ZsSubscriber *sub;
-	uint64		ignored;
+	SubscribeParams params;
+	const char *batched;
 
+	*awaiting_start = false;
+	*error = NULL;
 	if (action == ZS_ROUTE_NONE)
 	{
 		*error = psprintf("invalid path: %s", req->path);
@@ -112,65 +169,150 @@ zs_subscriber_create(const ZsHttpRequest *req, char **error)
 						  version, MIN_PROTOCOL, MAX_PROTOCOL);
 		return NULL;
 	}
+	*protocol = version;
 	if (action == ZS_ROUTE_SUBSCRIBE)
 	{
-		*error = version < 7
-			? psprintf("the /subscribe endpoint requires protocol v7 (client is at v%d)", version)
-			: pstrdup("the /subscribe endpoint is not supported by this server yet");
+		if (version < 7)
+			*error = psprintf("the /subscribe endpoint requires protocol v7 (client is at v%d)", version);
+		else
+			*awaiting_start = true;
 		return NULL;
 	}
-	initStringInfo(&v);
 	if (action == ZS_ROUTE_SNAPSHOT)
 	{
-		*error = required_param(req, "taskID", &v)
-			? pstrdup("backups are not configured")
-			: pstrdup("Missing taskID in snapshot request");
+		*error = missing(query_value(req, "taskID"))
+			? pstrdup("Missing taskID in snapshot request")
+			: pstrdup("backups are not configured");
 		return NULL;
 	}
 
-	sub = palloc0(sizeof(ZsSubscriber));
-	sub->protocol = version;
-	if (!required_param(req, "id", &v))
-	{
-		*error = param_error("id");
-		return NULL;
-	}
-	sub->id = pstrdup(v.data);
-	if (!required_param(req, "taskID", &v))
-	{
-		*error = param_error("taskID");
-		return NULL;
-	}
-	sub->task_id = pstrdup(v.data);
-	if (!required_param(req, "replicaVersion", &v))
-	{
-		*error = param_error("replicaVersion");
-		return NULL;
-	}
-	strlcpy(sub->replica_version, v.data, sizeof(sub->replica_version));
-	if (!required_param(req, "watermark", &v))
-	{
-		*error = param_error("watermark");
-		return NULL;
-	}
-	if (v.len >= ZS_WATERMARK_MAXLEN || !zs_watermark_decode(v.data, &ignored))
-	{
-		*error = psprintf("invalid watermark: %s", v.data);
-		return NULL;
-	}
-	strlcpy(sub->watermark, v.data, sizeof(sub->watermark));
-	sub->backup_mode = zs_http_query_param(req->query, "mode", &v) && strcmp(v.data, "backup") == 0;
+	params.id = query_value(req, "id");
+	params.task_id = query_value(req, "taskID");
+	params.replica_version = query_value(req, "replicaVersion");
+	params.watermark = query_value(req, "watermark");
+	params.mode = query_value(req, "mode");
+	batched = query_value(req, "wsBatched");
+	params.batched = version >= 7 && batched != NULL && strcmp(batched, "true") == 0;
+	return subscriber_start(&params, version, error);
+}
 
-	strlcpy(sub->cursor_watermark, sub->watermark, sizeof(sub->cursor_watermark));
-	sub->cursor_pos = -1;
-	sub->batched = sub->protocol >= 7 && zs_http_query_param(req->query, "wsBatched", &v) &&
-		strcmp(v.data, "true") == 0;
-	sub->next_id = 1;
-	sub->acked_id = 0;
-	sub->pending_capacity = 64;
-	sub->pending = palloc(sizeof(PendingFrame) * sub->pending_capacity);
-	initStringInfo(&sub->batch);
-	return sub;
+static const char *
+json_string(const cJSON *object, const char *name)
+{
+	const cJSON *item = cJSON_GetObjectItemCaseSensitive(object, name);
+
+	return cJSON_IsString(item) ? item->valuestring : NULL;
+}
+
+/* {"ack":n} to the client, for an upstream frame (v7) */
+static void
+send_ack(StringInfo out, int64 id)
+{
+	char		ack[48];
+	int			len = snprintf(ack, sizeof(ack), "{\"ack\":" INT64_FORMAT "}", id);
+
+	zs_ws_append_frame(out, ZS_WS_OP_TEXT, ack, len);
+}
+
+/* One upstream application message of a /subscribe connection (§2.6). */
+static bool
+handle_upstream_message(ZsSubscriber **sub, int protocol, const cJSON *msg, char **error)
+{
+	const cJSON *type = cJSON_GetArrayItem(msg, 0);
+	const cJSON *body = cJSON_GetArrayItem(msg, 1);
+	SubscribeParams params;
+
+	if (!cJSON_IsArray(msg) || !cJSON_IsString(type) || !cJSON_IsObject(body))
+	{
+		*error = pstrdup("malformed upstream message");
+		return false;
+	}
+	if (strcmp(type->valuestring, "reserve-snapshot") == 0)
+	{
+		*error = pstrdup("backups are not configured");
+		return false;
+	}
+	if (strcmp(type->valuestring, "start-subscription") != 0)
+	{
+		*error = psprintf("unknown upstream message type: %s", type->valuestring);
+		return false;
+	}
+	if (*sub != NULL)
+	{
+		*error = pstrdup("start-subscription on a connection that is already subscribed");
+		return false;
+	}
+	params.id = json_string(body, "id");
+	params.task_id = json_string(body, "taskID");
+	params.replica_version = json_string(body, "replicaVersion");
+	params.watermark = json_string(body, "watermark");
+	params.mode = json_string(body, "mode");
+	params.batched = true;		/* always batched on /subscribe */
+	*sub = subscriber_start(&params, protocol, error);
+	return *sub != NULL;
+}
+
+bool
+zs_subscriber_handle_upstream(ZsSubscriber **sub, int protocol, int64 *upstream_id,
+							  const char *text, int len, StringInfo out, char **error)
+{
+	cJSON	   *json = cJSON_ParseWithLength(text, len);
+	const cJSON *id;
+	const cJSON *msg;
+	const cJSON *batch;
+	bool		ok = true;
+
+	if (json == NULL || !cJSON_IsObject(json))
+	{
+		cJSON_Delete(json);
+		*error = pstrdup("upstream frame is not a JSON object");
+		return false;
+	}
+	/* an ack of one of our frames */
+	if (cJSON_GetObjectItemCaseSensitive(json, "ack") != NULL)
+	{
+		cJSON_Delete(json);
+		if (*sub == NULL)
+		{
+			*error = pstrdup("ack before start-subscription");
+			return false;
+		}
+		return zs_subscriber_handle_message(*sub, text, len, error);
+	}
+	id = cJSON_GetObjectItemCaseSensitive(json, "id");
+	msg = cJSON_GetObjectItemCaseSensitive(json, "msg");
+	batch = cJSON_GetObjectItemCaseSensitive(json, "batch");
+	if (!cJSON_IsNumber(id) || (msg == NULL) == (batch == NULL) ||
+		(batch != NULL && !cJSON_IsArray(batch)))
+	{
+		ok = false;
+		*error = pstrdup("upstream frame needs an id and exactly one of msg or batch");
+	}
+	else if ((int64) id->valuedouble != *upstream_id + 1)
+	{
+		ok = false;
+		*error = psprintf("unexpected upstream frame id " INT64_FORMAT " (expected " INT64_FORMAT ")",
+						  (int64) id->valuedouble, *upstream_id + 1);
+	}
+	else if (msg != NULL)
+		ok = handle_upstream_message(sub, protocol, msg, error);
+	else
+	{
+		const cJSON *item;
+
+		cJSON_ArrayForEach(item, batch)
+		{
+			if (!(ok = handle_upstream_message(sub, protocol, item, error)))
+				break;
+		}
+	}
+	if (ok)
+	{
+		*upstream_id += 1;
+		send_ack(out, *upstream_id);
+	}
+	cJSON_Delete(json);
+	return ok;
 }
 
 const char *

@@ -17,9 +17,21 @@ typedef struct ZsSubscriber ZsSubscriber;
 /*
  * Validate a subscription request (zero-protocol.md §2.1-2.2). Returns
  * NULL with *error set (the text after "Error: ") if the request must be
- * refused with close code 1002.
+ * refused with close code 1002, or NULL with *awaiting_start for a v7
+ * /subscribe connection, whose subscription starts with a message.
  */
-extern ZsSubscriber *zs_subscriber_create(const ZsHttpRequest *req, char **error);
+extern ZsSubscriber *zs_subscriber_create(const ZsHttpRequest *req, bool *awaiting_start,
+										  int *protocol, char **error);
+
+/*
+ * A text frame from a v7 /subscribe client (§2.6): an ack of our frames, or
+ * {"id":n,"msg"|"batch":...} carrying start-subscription (which creates
+ * *sub) or reserve-snapshot. Upstream frames are acked into out. False with
+ * *error on anything else.
+ */
+extern bool zs_subscriber_handle_upstream(ZsSubscriber **sub, int protocol, int64 *upstream_id,
+										  const char *text, int len, StringInfo out,
+										  char **error);
 
 /* Does the subscriber have room for another page of messages? */
 extern bool zs_subscriber_wants_rows(const ZsSubscriber *sub, const char *head);

@@ -69,6 +69,9 @@ typedef struct Client
 	int			out_pos;
 	ZsWsReader ws;
 	ZsSubscriber *sub;
+	bool		v7_subscribe;	/* /subscribe: messages flow both ways */
+	int			protocol;
+	int64		upstream_id;	/* last upstream frame id acked */
 	bool		close_after_flush;
 	bool		closed;
 	bool		heard_since_ping;
@@ -220,9 +223,9 @@ handle_request(Client *c, const ZsHttpRequest *req)
 	c->state = CLIENT_WEBSOCKET;
 	old = MemoryContextSwitchTo(c->context);
 	zs_ws_reader_init(&c->ws, true, (uint64) zs_max_message_kb * 1024);
-	c->sub = zs_subscriber_create(req, &error);
+	c->sub = zs_subscriber_create(req, &c->v7_subscribe, &c->protocol, &error);
 	MemoryContextSwitchTo(old);
-	if (c->sub == NULL)
+	if (c->sub == NULL && !c->v7_subscribe)
 	{
 		ereport(LOG,
 				(errmsg("zero_stream: refused subscriber %s: %s", c->address, error)));
@@ -231,7 +234,8 @@ handle_request(Client *c, const ZsHttpRequest *req)
 	}
 	ereport(DEBUG1,
 			(errmsg("zero_stream: subscriber %s connected from %s",
-					zs_subscriber_id(c->sub), c->address)));
+					c->sub ? zs_subscriber_id(c->sub) : "(awaiting start-subscription)",
+					c->address)));
 }
 
 static void
@@ -286,13 +290,30 @@ process_frames(Client *c)
 		switch (msg.opcode)
 		{
 			case ZS_WS_OP_TEXT:
-				if (c->sub == NULL)
+				{
+					bool		ok;
+
+					if (c->v7_subscribe)
+					{
+						/* a start-subscription creates state the client owns */
+						MemoryContext old = MemoryContextSwitchTo(c->context);
+
+						ok = zs_subscriber_handle_upstream(&c->sub, c->protocol, &c->upstream_id,
+														   msg.payload.data, msg.payload.len,
+														   &c->out, &error);
+						MemoryContextSwitchTo(old);
+					}
+					else if (c->sub != NULL)
+						ok = zs_subscriber_handle_message(c->sub, msg.payload.data,
+														  msg.payload.len, &error);
+					else
+						break;
+					if (!ok)
+						send_close(c, ZS_WS_CLOSE_PROTOCOL_ERROR, psprintf("Error: %s", error));
+					else if (c->sub != NULL && zs_subscriber_is_finished(c->sub))
+						send_close(c, ZS_WS_CLOSE_NORMAL, NULL);
 					break;
-				if (!zs_subscriber_handle_message(c->sub, msg.payload.data, msg.payload.len, &error))
-					send_close(c, ZS_WS_CLOSE_PROTOCOL_ERROR, psprintf("Error: %s", error));
-				else if (zs_subscriber_is_finished(c->sub))
-					send_close(c, ZS_WS_CLOSE_NORMAL, NULL);
-				break;
+				}
 			case ZS_WS_OP_BINARY:
 				send_close(c, ZS_WS_CLOSE_UNSUPPORTED, "Error: binary messages are not accepted");
 				break;

@@ -8,6 +8,8 @@
  *	  --count N     exit 0 after N messages
  *	  --idle SECS   exit 4 after SECS seconds without a message
  *	  --no-ack      never ack (a stalled subscriber, for tests)
+ *	  --start       v7 /subscribe: send start-subscription built from the
+ *	                URL's taskID, id, mode, replicaVersion and watermark
  *
  * Exit status: 0 normal close or --count reached; 1 usage; 2 connection or
  * handshake failure (HTTP status on stderr); 3 an error message or a close
@@ -23,6 +25,8 @@
 
 #include "common/base64.h"
 
+#include "http.h"
+#include "json_out.h"
 #include "websocket.h"
 
 typedef struct Url
@@ -36,7 +40,7 @@ typedef struct Url
 static void
 usage(void)
 {
-	fprintf(stderr, "usage: zero-stream-tail [--count N] [--idle SECS] [--no-ack] ws://[user:password@]host:port/path?query\n");
+	fprintf(stderr, "usage: zero-stream-tail [--count N] [--idle SECS] [--no-ack] [--start] ws://[user:password@]host:port/path?query\n");
 	exit(1);
 }
 
@@ -139,6 +143,34 @@ send_frame(int sock, uint8 opcode, const char *payload, int len)
 	pfree(f.data);
 }
 
+/* {"id":1,"msg":["start-subscription",{...}]} from the URL's query (v7 /subscribe) */
+static void
+send_start_subscription(int sock, const Url *url)
+{
+	static const char *const fields[] = {"taskID", "id", "mode", "replicaVersion", "watermark"};
+	const char *query = strchr(url->target, '?');
+	StringInfoData msg;
+	StringInfoData value;
+	bool		first = true;
+
+	initStringInfo(&msg);
+	initStringInfo(&value);
+	appendStringInfoString(&msg, "{\"id\":1,\"msg\":[\"start-subscription\",{");
+	for (int i = 0; i < (int) lengthof(fields); i++)
+	{
+		if (query == NULL || !zs_http_query_param(query + 1, fields[i], &value))
+			continue;
+		if (!first)
+			appendStringInfoChar(&msg, ',');
+		first = false;
+		zs_json_append_cstring(&msg, fields[i]);
+		appendStringInfoChar(&msg, ':');
+		zs_json_append_string(&msg, value.data, value.len);
+	}
+	appendStringInfoString(&msg, "}]}");
+	send_frame(sock, ZS_WS_OP_TEXT, msg.data, msg.len);
+}
+
 /* Send the upgrade request; return bytes received after the response head. */
 static void
 handshake(int sock, const Url *url, StringInfo leftover)
@@ -220,6 +252,7 @@ main(int argc, char **argv)
 	StringInfoData leftover;
 	long		received = 0;
 	bool		saw_error = false;
+	bool		start = false;
 	int			i;
 
 	for (i = 1; i < argc && argv[i][0] == '-'; i++)
@@ -230,6 +263,8 @@ main(int argc, char **argv)
 			idle_seconds = atoi(argv[++i]);
 		else if (strcmp(argv[i], "--no-ack") == 0)
 			ack = false;
+		else if (strcmp(argv[i], "--start") == 0)
+			start = true;
 		else
 			usage();
 	}
@@ -241,6 +276,8 @@ main(int argc, char **argv)
 	sock = connect_to(&url);
 	initStringInfo(&leftover);
 	handshake(sock, &url, &leftover);
+	if (start)
+		send_start_subscription(sock, &url);
 	zs_ws_reader_init(&reader, false, (uint64) 1 << 30);
 	zs_ws_reader_feed(&reader, leftover.data, leftover.len);
 	initStringInfo(&msg.payload);
@@ -285,6 +322,10 @@ main(int argc, char **argv)
 			case ZS_WS_OP_TEXT:
 				{
 					long long	id = 0;
+
+					/* the server's acks of our own upstream frames */
+					if (strncmp(msg.payload.data, "{\"ack\":", 7) == 0)
+						break;
 
 					fwrite(msg.payload.data, 1, msg.payload.len, stdout);
 					{

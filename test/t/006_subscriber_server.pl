@@ -158,6 +158,17 @@ SELECT watermark FROM "zero_0/cdc"."changeLog" WHERE change->>'tag' = 'commit'
 	}
 	is_deeply(\@b, \@a, "batched: the same " . scalar(@a) . " messages in $frames frames");
 	is($max, 64, 'batched: at most 64 messages per frame');
+
+	# v7 /subscribe: the subscription starts with an upstream message, always batched
+	my ($rc2, $merged) = tail('--start', '--idle', '2',
+		url(path => '/replication/v7/subscribe', watermark => $from));
+	my @c;
+	for my $line (grep { length } split /\n/, $merged)
+	{
+		my $f = decode_json($line);
+		push @c, map { $json->encode($_) } (exists $f->{batch} ? @{ $f->{batch} } : ($f->{msg}));
+	}
+	is_deeply(\@c, \@a, 'v7 /subscribe with start-subscription: the same messages');
 }
 
 # --- a subscriber that arrives while a transaction is in progress
@@ -280,6 +291,27 @@ sub masked
 	print $s masked(1, 'not json');
 	($code, $reason) = read_close($s);
 	is($code, 1002, 'non-ack message: 1002');
+
+	# v7 /subscribe abuse
+	my $v7 = sub {
+		my ($payload) = @_;
+		my $sock = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port) or die $!;
+		print $sock "GET /replication/v7/subscribe?taskID=t HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
+		  . "Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n";
+		my $head = '';
+		$head .= getc($sock) while $head !~ /\r\n\r\n$/;
+		print $sock masked(1, $payload);
+		return join ' ', read_close($sock);
+	};
+	is($v7->('{"id":1,"msg":["reserve-snapshot",{"taskID":"t"}]}'),
+		'1002 Error: backups are not configured', 'v7 reserve-snapshot without backups: refused');
+	is($v7->('{"id":2,"msg":["start-subscription",{}]}'),
+		'1002 Error: unexpected upstream frame id 2 (expected 1)', 'v7 wrong upstream id: 1002');
+	is($v7->('{"ack":1}'), '1002 Error: ack before start-subscription', 'v7 ack before start: 1002');
+	is($v7->('{"id":1,"msg":["start-subscription",{"taskID":"t","id":"x","watermark":"00"}]}'),
+		'1002 Error: invalid querystring - missing replicaVersion', 'v7 start without replicaVersion: 1002');
+	is($v7->('{"id":1,"msg":{"not":"an array"}}'), '1002 Error: malformed upstream message',
+		'v7 malformed message: 1002');
 
 	my ($rc, $out) = tail('--count', '3', url());
 	is($rc, 0, 'the server still serves after the abuse');
