@@ -25,6 +25,7 @@
 #include "catalog/pg_type_d.h"
 
 #include "change_json.h"
+#include "hex.h"
 #include "json_out.h"
 
 #define MS_PER_DAY		INT64CONST(86400000)
@@ -304,18 +305,6 @@ append_time(StringInfo out, const char *text, int len, bool with_zone)
 	return true;
 }
 
-static int
-hex_value(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 static bool
 append_bytea(StringInfo out, const char *text, int len)
 {
@@ -324,8 +313,8 @@ append_bytea(StringInfo out, const char *text, int len)
 	appendStringInfoString(out, "{\"type\":\"Buffer\",\"data\":[");
 	for (int i = 2; i < len; i += 2)
 	{
-		int			hi = hex_value(text[i]);
-		int			lo = hex_value(text[i + 1]);
+		int			hi = zs_hex_value(text[i]);
+		int			lo = zs_hex_value(text[i + 1]);
 
 		if (hi < 0 || lo < 0)
 			return false;
@@ -453,7 +442,7 @@ parse_hex4(const char *p, unsigned int *cp)
 
 	for (int i = 0; i < 4; i++)
 	{
-		int			h = hex_value(p[i]);
+		int			h = zs_hex_value(p[i]);
 
 		if (h < 0)
 			return false;

@@ -15,6 +15,7 @@
 
 #include "common/base64.h"
 
+#include "hex.h"
 #include "http.h"
 
 static char *
@@ -179,18 +180,6 @@ zs_http_has_token(const char *value, const char *token)
 	return false;
 }
 
-static int
-hex_digit(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* append the percent-decoded text of s[0..len-1] ('+' is a space) */
 static void
 append_decoded(StringInfo out, const char *s, int len)
@@ -203,7 +192,7 @@ append_decoded(StringInfo out, const char *s, int len)
 		if (s[i] == '+')
 			appendStringInfoChar(out, ' ');
 		else if (s[i] == '%' && i + 2 < len &&
-				 (hi = hex_digit(s[i + 1])) >= 0 && (lo = hex_digit(s[i + 2])) >= 0)
+				 (hi = zs_hex_value(s[i + 1])) >= 0 && (lo = zs_hex_value(s[i + 2])) >= 0)
 		{
 			appendStringInfoChar(out, (char) (hi * 16 + lo));
 			i += 2;

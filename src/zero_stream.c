@@ -46,8 +46,9 @@ wake_decoder_at_commit(XactEvent event, void *arg)
 		SetLatch(latch);
 }
 
+/* A static worker connected to zero_stream.database, restarted 5 s after an error. */
 static void
-register_decoder(void)
+register_worker(const char *function, const char *name)
 {
 	BackgroundWorker worker;
 
@@ -56,25 +57,9 @@ register_decoder(void)
 	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
 	worker.bgw_restart_time = 5;
 	strlcpy(worker.bgw_library_name, "zero_stream", BGW_MAXLEN);
-	strlcpy(worker.bgw_function_name, "zs_decoder_main", BGW_MAXLEN);
-	strlcpy(worker.bgw_name, "zero_stream decoder", BGW_MAXLEN);
-	strlcpy(worker.bgw_type, "zero_stream decoder", BGW_MAXLEN);
-	RegisterBackgroundWorker(&worker);
-}
-
-static void
-register_server(void)
-{
-	BackgroundWorker worker;
-
-	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = 5;
-	strlcpy(worker.bgw_library_name, "zero_stream", BGW_MAXLEN);
-	strlcpy(worker.bgw_function_name, "zs_server_main", BGW_MAXLEN);
-	strlcpy(worker.bgw_name, "zero_stream server", BGW_MAXLEN);
-	strlcpy(worker.bgw_type, "zero_stream server", BGW_MAXLEN);
+	strlcpy(worker.bgw_function_name, function, BGW_MAXLEN);
+	strlcpy(worker.bgw_name, name, BGW_MAXLEN);
+	strlcpy(worker.bgw_type, name, BGW_MAXLEN);
 	RegisterBackgroundWorker(&worker);
 }
 
@@ -97,7 +82,7 @@ _PG_init(void)
 
 	zs_shared_state_install_hooks();
 	RegisterXactCallback(wake_decoder_at_commit, NULL);
-	register_decoder();
+	register_worker("zs_decoder_main", "zero_stream decoder");
 	if (zs_port > 0)
-		register_server();
+		register_worker("zs_server_main", "zero_stream server");
 }
