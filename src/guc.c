@@ -33,6 +33,7 @@ int			zs_max_subscribers = 64;
 int			zs_max_message_kb = 1024;
 char	   *zs_subscriber_password = NULL;
 int			zs_catchup_page_rows = 2000;
+int			zs_slow_subscriber_grace_ms = 30000;
 
 /*
  * A postgresql.conf value that fails validation is only a WARNING for an
@@ -209,6 +210,12 @@ zs_define_gucs(void)
 							"Change-log rows read per page for a subscriber.",
 							NULL,
 							&zs_catchup_page_rows, 2000, 1, 100000, PGC_SIGHUP, 0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("zero_stream.slow_subscriber_grace_period",
+							"How long a subscriber may lag behind the live stream before it is disconnected.",
+							"A subscriber that had caught up, then falls behind because it does not acknowledge fast enough while another subscriber keeps up, gets StreamTooFarBehind after this long (ZERO_CHANGE_STREAMER_FLOW_CONTROL_SLOW_SUBSCRIBER_GRACE_PERIOD_SECONDS). 0 disables it.",
+							&zs_slow_subscriber_grace_ms, 30000, 0, INT_MAX, PGC_SIGHUP, GUC_UNIT_MS,
 							NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("zero_stream");

@@ -24,6 +24,7 @@ extern int	zs_max_subscribers;
 extern int	zs_max_message_kb;
 extern char *zs_subscriber_password;
 extern int	zs_catchup_page_rows;
+extern int	zs_slow_subscriber_grace_ms;
 
 extern void zs_define_gucs(void);
 

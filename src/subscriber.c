@@ -57,6 +57,7 @@ struct ZsSubscriber
 	bool		validated;		/* first page checked, status sent */
 	bool		found;			/* requested watermark seen in the log */
 	bool		last_page_full;	/* more rows may follow without a new commit */
+	bool		reached_head;	/* has been live at least once */
 	int64		error_id;		/* id of the error message that ends it, or 0 */
 
 	bool		batched;		/* {"id":n,"batch":[...]} frames (v7 wsBatched) */
@@ -513,6 +514,32 @@ prepare_page_plan(void)
 		elog(ERROR, "zero_stream: SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
 	SPI_keepplan(plan);
 	page_plan = plan;
+}
+
+bool
+zs_subscriber_is_live(const ZsSubscriber *sub, const char *head)
+{
+	return sub->validated && sub->error_id == 0 && !sub->last_page_full &&
+		strcmp(sub->cursor_watermark, head) >= 0;
+}
+
+bool
+zs_subscriber_is_lagging(ZsSubscriber *sub, const char *head)
+{
+	if (zs_subscriber_is_live(sub, head))
+	{
+		sub->reached_head = true;
+		return false;
+	}
+	return sub->reached_head && sub->error_id == 0 &&
+		sub->messages_sent - sub->messages_acked >= zs_catchup_page_rows;
+}
+
+void
+zs_subscriber_fail_lagging(ZsSubscriber *sub, StringInfo out, int64 grace_ms, int64 lagging_ms)
+{
+	send_error(sub, out, 3, psprintf("lagging for over " INT64_FORMAT "ms (" INT64_FORMAT "ms)",
+									 grace_ms, lagging_ms));
 }
 
 bool

@@ -97,4 +97,15 @@ typedef struct ZsSubscriberInfo
 extern void zs_subscriber_describe(const ZsSubscriber *sub, const char *head,
 								   ZsSubscriberInfo *info);
 
+/*
+ * Is the subscriber lagging: it had caught up with the head, is behind it
+ * again, and waits for its own acks? (A first catch-up never counts.)
+ */
+extern bool zs_subscriber_is_lagging(ZsSubscriber *sub, const char *head);
+extern bool zs_subscriber_is_live(const ZsSubscriber *sub, const char *head);
+
+/* End the subscription with StreamTooFarBehind (error type 3). */
+extern void zs_subscriber_fail_lagging(ZsSubscriber *sub, StringInfo out, int64 grace_ms,
+									   int64 lagging_ms);
+
 #endif							/* ZS_SUBSCRIBER_H */

@@ -76,6 +76,7 @@ typedef struct Client
 	bool		closed;
 	bool		heard_since_ping;
 	TimestampTz connected_since;
+	TimestampTz lagging_since;	/* 0 unless lagging behind the live stream */
 	TimestampTz last_ping;
 	int			event_pos;
 	bool		want_write;
@@ -543,6 +544,57 @@ serve_subscribers(void)
 	pgstat_report_activity(STATE_IDLE, NULL);
 }
 
+/*
+ * Laggard disconnection (zero-protocol.md §5.3): a subscriber that had
+ * caught up and then lags, held back by its own acks, for longer than the
+ * grace period while another subscriber keeps up, is told
+ * StreamTooFarBehind and disconnected. Without an on-time subscriber to
+ * compare with, nobody is disconnected.
+ */
+static void
+check_laggards(void)
+{
+	char		head[ZS_WATERMARK_MAXLEN];
+	TimestampTz now = GetCurrentTimestamp();
+	bool		someone_live = false;
+
+	if (zs_slow_subscriber_grace_ms <= 0)
+		return;
+	LWLockAcquire(zs_shared->lock, LW_SHARED);
+	strlcpy(head, zs_shared->last_watermark, sizeof(head));
+	LWLockRelease(zs_shared->lock);
+
+	for (int i = 0; i < nclients && !someone_live; i++)
+		someone_live = !clients[i]->closed && clients[i]->sub != NULL &&
+			zs_subscriber_is_live(clients[i]->sub, head);
+	for (int i = 0; i < nclients; i++)
+	{
+		Client	   *c = clients[i];
+		long		secs;
+		int			usecs;
+
+		if (c->closed || c->close_after_flush || c->sub == NULL)
+			continue;
+		if (!zs_subscriber_is_lagging(c->sub, head))
+		{
+			c->lagging_since = 0;
+			continue;
+		}
+		if (c->lagging_since == 0)
+			c->lagging_since = now;
+		if (!someone_live ||
+			!TimestampDifferenceExceeds(c->lagging_since, now, zs_slow_subscriber_grace_ms))
+			continue;
+		TimestampDifference(c->lagging_since, now, &secs, &usecs);
+		ereport(LOG,
+				(errmsg("zero_stream: disconnecting subscriber %s (%s): it lagged behind the stream for %ld ms",
+						zs_subscriber_id(c->sub), c->address, secs * 1000 + usecs / 1000)));
+		zs_subscriber_fail_lagging(c->sub, &c->out, zs_slow_subscriber_grace_ms,
+								   secs * 1000 + usecs / 1000);
+		send_close(c, ZS_WS_CLOSE_NORMAL, NULL);
+	}
+}
+
 /* Ping every 30 s; a peer silent since the previous ping is gone. */
 static void
 check_liveness(void)
@@ -771,6 +823,7 @@ zs_server_main(Datum main_arg)
 			}
 		}
 		serve_subscribers();
+		check_laggards();
 		check_liveness();
 		for (int i = 0; i < nclients; i++)
 		{

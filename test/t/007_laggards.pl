@@ -1,0 +1,83 @@
+# Laggard disconnection (zero-protocol.md §5.3): a subscriber that had caught
+# up and then lags behind the live stream, held back by its own acks, for
+# longer than the grace period gets StreamTooFarBehind; one that is still
+# catching up from the change log is never disconnected.
+use strict;
+use warnings;
+
+use FindBin;
+use lib $FindBin::RealBin;
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(usleep);
+use ZeroStreamTest;
+
+my $TAIL = "$FindBin::RealBin/../../zero-stream-tail";
+my $node = zs_new_node('laggards',
+	extra_conf => "zero_stream.slow_subscriber_grace_period = 2s\nzero_stream.catchup_page_rows = 500\n",
+	before_extension => 'CREATE TABLE t (id bigserial PRIMARY KEY, v text)');
+my $port = $node->{zs_server_port};
+my $rv = $node->safe_psql('postgres', 'SELECT replica_version FROM zero_stream.status()');
+my $n = 0;
+
+sub url
+{
+	my ($id, $wm) = @_;
+	return "ws://127.0.0.1:$port/replication/v6/changes?id=$id&taskID=t&replicaVersion=$rv&watermark=$wm";
+}
+
+sub start_tail
+{
+	my (@args) = @_;
+	my $base = $node->basedir . '/tail' . $n++;
+	return { h => IPC::Run::start([ $TAIL, @args ], '>', "$base.out", '2>', "$base.err"), base => $base };
+}
+
+sub finish_tail
+{
+	my ($t) = @_;
+	$t->{h}->finish;
+	return ($? >> 8, slurp_file("$t->{base}.out"));
+}
+
+sub load
+{
+	my ($rows) = @_;
+	$node->safe_psql('postgres', qq{
+DO \$\$ BEGIN FOR i IN 1..$rows LOOP INSERT INTO t (v) VALUES ('x' || i); COMMIT; END LOOP; END \$\$});
+}
+
+# a backlog for the catching-up subscriber
+load(1000);
+zs_wait_catchup($node);
+my $head = $node->safe_psql('postgres', 'SELECT last_watermark FROM zero_stream.status()');
+
+my $live = start_tail('--idle', '6', url('live', $head));
+my $laggard = start_tail('--no-ack', '--idle', '20', url('laggard', $head));
+my $catching_up = start_tail('--no-ack', '--idle', '20', url('catching-up', $rv));
+$node->poll_query_until('postgres', q{
+SELECT count(*) = 2 FROM zero_stream.subscribers() WHERE id IN ('live', 'laggard') AND state = 'live'})
+  or die 'subscribers did not become live';
+
+load(1000);
+zs_wait_catchup($node);
+
+my ($rc, $out) = finish_tail($laggard);
+is($rc, 3, 'the laggard was ended with an error');
+like((split /\n/, $out)[-1], qr/^\{"id":\d+,"msg":\["error",\{"type":3,"message":"lagging for over 2000ms \(\d+ms\)"\}\]\}$/,
+	'the laggard got StreamTooFarBehind');
+ok($node->log_contains('disconnecting subscriber laggard'), 'the disconnection is logged');
+
+($rc, $out) = finish_tail($live);
+my $commits = () = $out =~ /\["commit",/g;
+is($commits, 1000, 'the live subscriber received every transaction');
+
+is($node->safe_psql('postgres',
+	q{SELECT count(*) FROM zero_stream.subscribers() WHERE id = 'catching-up'}),
+	'1', 'a subscriber still catching up is not disconnected');
+$catching_up->{h}->kill_kill;
+
+$node->stop;
+done_testing();
