@@ -34,6 +34,7 @@ int			zs_max_message_kb = 1024;
 char	   *zs_subscriber_password = NULL;
 int			zs_catchup_page_rows = 2000;
 int			zs_slow_subscriber_grace_ms = 30000;
+int			zs_backlog_limit_kb = 16384;
 
 /*
  * A postgresql.conf value that fails validation is only a WARNING for an
@@ -216,6 +217,12 @@ zs_define_gucs(void)
 							"How long a subscriber may lag behind the live stream before it is disconnected.",
 							"A subscriber that had caught up, then falls behind because it does not acknowledge fast enough while another subscriber keeps up, gets StreamTooFarBehind after this long (ZERO_CHANGE_STREAMER_FLOW_CONTROL_SLOW_SUBSCRIBER_GRACE_PERIOD_SECONDS). 0 disables it.",
 							&zs_slow_subscriber_grace_ms, 30000, 0, INT_MAX, PGC_SIGHUP, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("zero_stream.subscriber_backlog_limit",
+							"Output queued for one subscriber beyond which no more change-log rows are read for it.",
+							"The per-subscriber high-water mark (zero-cache: 16 MiB); reading resumes when the subscriber has taken the output below it.",
+							&zs_backlog_limit_kb, 16384, 64, 1048576, PGC_SIGHUP, GUC_UNIT_KB,
 							NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("zero_stream");

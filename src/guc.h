@@ -25,6 +25,7 @@ extern int	zs_max_message_kb;
 extern char *zs_subscriber_password;
 extern int	zs_catchup_page_rows;
 extern int	zs_slow_subscriber_grace_ms;
+extern int	zs_backlog_limit_kb;
 
 extern void zs_define_gucs(void);
 

@@ -595,8 +595,10 @@ zs_page_read(const char *after_watermark, int64 after_pos)
 
 void
 zs_subscriber_consume_page(ZsSubscriber *sub, const ZsPage *page, const char *replica_version,
-						   StringInfo out)
+						   StringInfo out, Size room)
 {
+	int			start_len = out->len;
+
 	if (!sub->validated && strcmp(sub->replica_version, replica_version) != 0)
 	{
 		send_error(sub, out, 1, psprintf("current replica version is %s (requested %s)",
@@ -610,7 +612,15 @@ zs_subscriber_consume_page(ZsSubscriber *sub, const ZsPage *page, const char *re
 	for (int i = 0; i < page->nrows; i++)
 	{
 		const ZsPageRow *row = &page->rows[i];
-		int			cmp = strcmp(row->watermark, sub->watermark);
+		int			cmp;
+
+		/* the backlog is full: continue from here once it drains */
+		if ((Size) (out->len - start_len) + sub->batch.len >= room)
+		{
+			sub->last_page_full = true;
+			break;
+		}
+		cmp = strcmp(row->watermark, sub->watermark);
 
 		strlcpy(sub->cursor_watermark, row->watermark, sizeof(sub->cursor_watermark));
 		sub->cursor_pos = row->pos;

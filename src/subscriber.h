@@ -66,12 +66,15 @@ extern void zs_subscriber_position(const ZsSubscriber *sub, char *watermark, int
 extern ZsPage *zs_page_read(const char *after_watermark, int64 after_pos);
 
 /*
- * Append the frames of a page read at the subscriber's position. A
+ * Append the frames of a page read at the subscriber's position, stopping at
+ * a row boundary once about room bytes were added (the rest is read again
+ * later). A
  * subscription that cannot be served gets an error message instead
  * (zero-protocol.md §2.4) and reads nothing more.
  */
 extern void zs_subscriber_consume_page(ZsSubscriber *sub, const ZsPage *page,
-									   const char *replica_version, StringInfo out);
+									   const char *replica_version, StringInfo out,
+									   Size room);
 
 /* The error message was acknowledged: close the stream. */
 extern bool zs_subscriber_is_finished(const ZsSubscriber *sub);

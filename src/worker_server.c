@@ -77,6 +77,7 @@ typedef struct Client
 	bool		heard_since_ping;
 	TimestampTz connected_since;
 	TimestampTz lagging_since;	/* 0 unless lagging behind the live stream */
+	bool		backlog_blocked;	/* above the high-water mark, not yet below the low */
 	TimestampTz last_ping;
 	int			event_pos;
 	bool		want_write;
@@ -102,6 +103,18 @@ close_client(Client *c)
 	wait_set_dirty = true;
 }
 
+/* keep a slow reader's buffer from creeping: move the unsent part down */
+static void
+compact_output(Client *c)
+{
+	if (c->out_pos <= 1024 * 1024 || c->out_pos <= c->out.len / 2)
+		return;
+	memmove(c->out.data, c->out.data + c->out_pos, c->out.len - c->out_pos);
+	c->out.len -= c->out_pos;
+	c->out.data[c->out.len] = '\0';
+	c->out_pos = 0;
+}
+
 static void
 flush_client(Client *c)
 {
@@ -114,8 +127,9 @@ flush_client(Client *c)
 			if (errno == EINTR)
 				continue;
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				return;
-			close_client(c);
+				compact_output(c);
+			else
+				close_client(c);
 			return;
 		}
 		c->out_pos += (int) n;
@@ -482,6 +496,28 @@ update_write_interest(Client *c)
 
 /* ---------------------------------------------------------------- serving */
 
+static Size
+backlog_limit(void)
+{
+	return (Size) zs_backlog_limit_kb * 1024;
+}
+
+/*
+ * Above the high-water mark nothing more is read for a subscriber until it
+ * has taken its output below the low-water mark, 80% (zero-cache's ratio).
+ */
+static bool
+backlog_full(Client *c)
+{
+	Size		pending = c->out.len - c->out_pos;
+
+	if (pending >= backlog_limit())
+		c->backlog_blocked = true;
+	else if (pending <= backlog_limit() / 10 * 8)
+		c->backlog_blocked = false;
+	return c->backlog_blocked;
+}
+
 static void
 serve_subscribers(void)
 {
@@ -503,7 +539,7 @@ serve_subscribers(void)
 		Client	   *c = clients[i];
 
 		any = !c->closed && !c->close_after_flush && c->sub != NULL &&
-			zs_subscriber_wants_rows(c->sub, head);
+			zs_subscriber_wants_rows(c->sub, head) && !backlog_full(c);
 	}
 	if (!any)
 		return;
@@ -523,7 +559,7 @@ serve_subscribers(void)
 		ZsPage	   *page = NULL;
 
 		if (c->closed || c->close_after_flush || c->sub == NULL ||
-			!zs_subscriber_wants_rows(c->sub, head))
+			!zs_subscriber_wants_rows(c->sub, head) || backlog_full(c))
 			continue;
 		zs_subscriber_position(c->sub, watermark, &pos);
 		for (int p = 0; p < npages && page == NULL; p++)
@@ -536,7 +572,8 @@ serve_subscribers(void)
 			page = zs_page_read(watermark, pos);
 			pages[npages++] = page;
 		}
-		zs_subscriber_consume_page(c->sub, page, replica_version, &c->out);
+		zs_subscriber_consume_page(c->sub, page, replica_version, &c->out,
+								   backlog_limit() - (c->out.len - c->out_pos));
 	}
 	SPI_finish();
 	PopActiveSnapshot();

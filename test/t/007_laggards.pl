@@ -7,7 +7,9 @@ use warnings;
 
 use FindBin;
 use lib $FindBin::RealBin;
+use IO::Socket::INET;
 use IPC::Run;
+use Socket qw(SOL_SOCKET SO_RCVBUF);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -78,6 +80,32 @@ is($node->safe_psql('postgres',
 	q{SELECT count(*) FROM zero_stream.subscribers() WHERE id = 'catching-up'}),
 	'1', 'a subscriber still catching up is not disconnected');
 $catching_up->{h}->kill_kill;
+
+# a subscriber that never reads its socket: its queued output stops at the
+# backlog limit (1 MB here) plus at most one message
+{
+	$node->safe_psql('postgres', "ALTER SYSTEM SET zero_stream.subscriber_backlog_limit = '1MB'");
+	$node->reload;
+	usleep(1_500_000);
+	my $from = $node->safe_psql('postgres', 'SELECT last_watermark FROM zero_stream.status()');
+	my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port) or die $!;
+	setsockopt($s, SOL_SOCKET, SO_RCVBUF, 4096);
+	print $s "GET /replication/v6/changes?id=deaf&taskID=t&replicaVersion=$rv&watermark=$from HTTP/1.1\r\n"
+	  . "Host: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+	  . "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n";
+	$node->safe_psql('postgres', q{
+DO $$ BEGIN FOR i IN 1..60 LOOP INSERT INTO t (v) VALUES (repeat(md5(i::text), 8000)); COMMIT; END LOOP; END $$});
+	zs_wait_catchup($node);
+	ok($node->poll_query_until('postgres', q{
+SELECT backlog_bytes > 512 * 1024 FROM zero_stream.subscribers() WHERE id = 'deaf'}),
+		'the deaf subscriber has a backlog');
+	sleep 1;
+	my $backlog = $node->safe_psql('postgres',
+		q{SELECT backlog_bytes FROM zero_stream.subscribers() WHERE id = 'deaf'});
+	cmp_ok($backlog, '<=', 1024 * 1024 + 300 * 1024,
+		"its backlog stops at the limit plus one message ($backlog bytes)");
+	close $s;
+}
 
 $node->stop;
 done_testing();
