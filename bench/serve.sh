@@ -2,7 +2,9 @@
 # Benchmark of the subscriber server (not a test; prints figures):
 #   catch-up: one subscriber from replicaVersion through ROWS stored changes;
 #   fan-out:  1 and then 32 subscribers catching up through the same log,
-#             aggregate and per-subscriber rates, and the 32/1 ratio.
+#             aggregate and per-subscriber rates, and the 32/1 ratio;
+#   latency:  commit -> subscriber received, p50/p99, at 1,000 single-row
+#             transactions/s for 10 s (pgbench -R), one live subscriber.
 # Subscribers are zero-stream-tail processes that print to /dev/null and
 # ack every message, so the client's own cost is part of the figures.
 #
@@ -67,4 +69,26 @@ ratio "$one" "$many" v6
 one=$(subscribe 1 "$BATCHED" "v7-batch")
 many=$(subscribe 32 "$BATCHED" "v7-batch")
 ratio "$one" "$many" v7-batch
+# latency of live streaming at a steady 1,000 tx/s
+HEAD=$(sql -c "SELECT last_watermark FROM zero_stream.status()")
+"$TAIL" --timestamps --idle 3 "ws://127.0.0.1:$SPORT/replication/v6/changes?taskID=bench&id=lat&replicaVersion=$RV&watermark=$HEAD" > "$DIR/latency.out" 2>/dev/null &
+sleep 0.5
+echo "INSERT INTO rows VALUES (1000000000 + :client_id * 100000000 + nextval('lat_seq'), 1, 'l');" > "$DIR/lat.sql"
+sql -c "CREATE SEQUENCE IF NOT EXISTS lat_seq"
+run "$BIN/pgbench" -n -c 2 -j 2 -R 1000 -T 10 -f "$DIR/lat.sql" -h "$DIR" -p "$PORT" -U postgres postgres > "$DIR/pgbench.out" 2>&1
+wait
+python3 - "$DIR/latency.out" <<'PY'
+import json, sys
+lat = []
+for line in open(sys.argv[1]):
+    recv, frame = line.split(' ', 1)
+    msg = json.loads(frame).get('msg')
+    if msg and msg[0] == 'commit':
+        lat.append((int(recv) - msg[1]['commitTime']) / 1000.0)
+lat.sort()
+if lat:
+    pick = lambda q: lat[min(len(lat) - 1, int(q * len(lat)))]
+    print(f'latency: {len(lat)} transactions at ~1000 tx/s: commit -> received p50 {pick(0.5):.2f} ms, p99 {pick(0.99):.2f} ms, max {lat[-1]:.2f} ms')
+PY
+
 run "$BIN/pg_ctl" -D "$DIR/data" stop -m fast >/dev/null

@@ -8,6 +8,7 @@
  *	  --count N     exit 0 after N messages
  *	  --idle SECS   exit 4 after SECS seconds without a message
  *	  --no-ack      never ack (a stalled subscriber, for tests)
+ *	  --timestamps  prefix each line with its receive time (µs since the Unix epoch)
  *	  --start       v7 /subscribe: send start-subscription built from the
  *	                URL's taskID, id, mode, replicaVersion and watermark
  *
@@ -21,6 +22,7 @@
 #include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "common/base64.h"
@@ -40,7 +42,7 @@ typedef struct Url
 static void
 usage(void)
 {
-	fprintf(stderr, "usage: zero-stream-tail [--count N] [--idle SECS] [--no-ack] [--start] ws://[user:password@]host:port/path?query\n");
+	fprintf(stderr, "usage: zero-stream-tail [--count N] [--idle SECS] [--no-ack] [--start] [--timestamps] ws://[user:password@]host:port/path?query\n");
 	exit(1);
 }
 
@@ -253,6 +255,7 @@ main(int argc, char **argv)
 	long		received = 0;
 	bool		saw_error = false;
 	bool		start = false;
+	bool		timestamps = false;
 	int			i;
 
 	for (i = 1; i < argc && argv[i][0] == '-'; i++)
@@ -265,6 +268,8 @@ main(int argc, char **argv)
 			ack = false;
 		else if (strcmp(argv[i], "--start") == 0)
 			start = true;
+		else if (strcmp(argv[i], "--timestamps") == 0)
+			timestamps = true;
 		else
 			usage();
 	}
@@ -327,6 +332,13 @@ main(int argc, char **argv)
 					if (strncmp(msg.payload.data, "{\"ack\":", 7) == 0)
 						break;
 
+					if (timestamps)
+					{
+						struct timeval tv;
+
+						gettimeofday(&tv, NULL);
+						printf("%lld ", (long long) tv.tv_sec * 1000000 + tv.tv_usec);
+					}
 					fwrite(msg.payload.data, 1, msg.payload.len, stdout);
 					{
 						/* errors come alone: {"id":n,"msg":["error",...]} */
