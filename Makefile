@@ -17,6 +17,7 @@ OBJS = \
 	src/watermark.o \
 	src/websocket.o \
 	src/http.o \
+	src/change_log_codec.o \
 	src/subscriber.o \
 	src/worker_server.o
 
@@ -60,7 +61,7 @@ PG_REGRESS_BIN = $(dir $(PGXS))../../src/test/regress/pg_regress
 PG_PERL_LIB = $(dir $(PGXS))../../src/test/perl
 
 UNIT_TESTS = test/unit/test_watermark test/unit/test_json test/unit/test_pgoutput \
-	test/unit/test_websocket test/unit/test_http
+	test/unit/test_websocket test/unit/test_http test/unit/test_codec
 UNIT_CFLAGS = -O2 -g -Wall -Werror -DFRONTEND -I$(srcdir)/src -I$(PG_INCLUDEDIR) \
 	-I$(shell $(PG_CONFIG) --includedir)
 UNIT_LIBS = -L$(PG_LIBDIR) -lpgcommon -lpgport -lcrypto -lm
@@ -79,6 +80,9 @@ test/unit/test_websocket: test/unit/test_websocket.c src/websocket.c test/unit/u
 
 test/unit/test_http: test/unit/test_http.c src/http.c test/unit/unit.h
 	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_http.c src/http.c $(UNIT_LIBS)
+
+test/unit/test_codec: test/unit/test_codec.c src/change_log_codec.c test/unit/unit.h
+	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_codec.c src/change_log_codec.c $(UNIT_LIBS)
 
 .PHONY: unitcheck regresscheck tapcheck check-all
 unitcheck: $(UNIT_TESTS) all

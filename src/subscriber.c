@@ -23,6 +23,7 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
+#include "change_log_codec.h"
 #include "guc.h"
 #include "json_out.h"
 #include "subscriber.h"
@@ -460,40 +461,14 @@ send_error(ZsSubscriber *sub, StringInfo out, int type, const char *message)
 	pfree(msg.data);
 }
 
-/*
- * Rebuild the wire message around a stored change (zero-protocol.md §3.6):
- * done once per row of a page, whatever the number of subscribers.
- */
+/* The wire message of a stored change: built once per row of a page. */
 static char *
 build_message(const char *watermark, const char *change, int change_len, bool *is_commit)
 {
 	StringInfoData msg;
-	static const char tag_begin[] = "{\"tag\":\"begin\"";
-	static const char tag_commit[] = "{\"tag\":\"commit\"";
-	static const char tag_rollback[] = "{\"tag\":\"rollback\"";
 
 	initStringInfo(&msg);
-	*is_commit = false;
-	if (strncmp(change, tag_begin, sizeof(tag_begin) - 1) == 0)
-	{
-		appendStringInfoString(&msg, "[\"begin\",");
-		appendBinaryStringInfo(&msg, change, change_len);
-		appendStringInfo(&msg, ",{\"commitWatermark\":\"%s\"}]", watermark);
-	}
-	else if (strncmp(change, tag_commit, sizeof(tag_commit) - 1) == 0)
-	{
-		appendStringInfoString(&msg, "[\"commit\",");
-		appendBinaryStringInfo(&msg, change, change_len);
-		appendStringInfo(&msg, ",{\"watermark\":\"%s\"}]", watermark);
-		*is_commit = true;
-	}
-	else
-	{
-		appendStringInfoString(&msg, strncmp(change, tag_rollback, sizeof(tag_rollback) - 1) == 0
-							   ? "[\"rollback\"," : "[\"data\",");
-		appendBinaryStringInfo(&msg, change, change_len);
-		appendStringInfoChar(&msg, ']');
-	}
+	*is_commit = zs_append_change_message(&msg, watermark, change, change_len) == ZS_MSG_COMMIT;
 	return msg.data;
 }
 
