@@ -11,6 +11,8 @@
 #      second slot, timed;
 #   3. zero_stream: restart with the real database; time from "streaming" to
 #      the change log holding the last transaction.
+#   4. end to end: a subscriber (zero-stream-tail) follows the stream during
+#      step 3; time from "streaming" to its receiving the last transaction.
 # ratio = raw time / zero_stream time (1.0 = as fast as decoding alone).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,7 +30,9 @@ set_database() {
 }
 restart() { run "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w restart -m fast >/dev/null; }
 
-init_cluster "$DIR" "$PORT" "shared_buffers = 512MB
+SPORT=${ZS_BENCH_SERVER_PORT:-54340}
+init_cluster "$DIR" "$PORT" "zero_stream.port = $SPORT
+shared_buffers = 512MB
 max_wal_size = 8GB
 checkpoint_timeout = 30min"
 set_database bench
@@ -49,10 +53,24 @@ BEGIN
   END LOOP;
 END \$\$"
 
+TAIL=$(pwd)/zero-stream-tail
+make -s zero-stream-tail
+
+# start_subscriber FROM OUT: follow the stream from watermark FROM, once the server is up
+start_subscriber() {
+	local rv; rv=$(sql -d bench -c "SELECT replica_version FROM zero_stream.status()")
+	for _ in $(seq 1 100); do
+		"$TAIL" --timestamps --idle 3 "ws://127.0.0.1:$SPORT/replication/v7/changes?wsBatched=true&taskID=b&id=e2e&replicaVersion=$rv&watermark=$1" > "$2" 2>/dev/null &
+		sleep 0.1
+		kill -0 $! 2>/dev/null && return
+	done
+}
+
 measure() {
 	local name=$1 call=$2 rows=$3
 	# hold the decoder back while the workload writes WAL; the raw slot starts
 	# where the workload starts (not at our own change-log writes of the last phase)
+	local from; from=$(sql -d bench -c "SELECT last_watermark FROM zero_stream.status()")
 	set_database postgres; restart
 	sql -d bench -c "SELECT pg_replication_slot_advance('bench_raw', pg_current_wal_lsn())" >/dev/null
 	sql -d bench -c "SET synchronous_commit = off" -c "$call"
@@ -66,18 +84,25 @@ measure() {
 	t1=$(now)
 
 	set_database bench; restart
+	start_subscriber "$from" "$DIR/e2e.out"
 	until [ "$(sql -d bench -c "SELECT state FROM zero_stream.status()")" = streaming ]; do sleep 0.01; done
 	t2=$(now)
 	until [ "$(sql -d bench -c "SELECT count(*) FROM \"zero_0/cdc\".\"changeLog\" WHERE watermark = (SELECT last_watermark FROM zero_stream.status()) AND change->'new'->>'id' = '$target'")" = 1 ]; do sleep 0.01; done
 	t3=$(now)
-	python3 - "$name" "$rows" "$msgs" "$wal_mb" "$t0" "$t1" "$t2" "$t3" <<'PY'
-import sys
+	wait
+	python3 - "$name" "$rows" "$msgs" "$wal_mb" "$t0" "$t1" "$t2" "$t3" "$DIR/e2e.out" <<'PY'
+import json, sys
 name, rows, msgs, wal = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 t0, t1, t2, t3 = map(float, sys.argv[5:9])
+last = None
+for line in open(sys.argv[9]):
+    recv, frame = line.split(' ', 1)
+    last = int(recv) / 1e6
 raw, zs = t1 - t0, t3 - t2
+e2e = (last - t2) if last else float('nan')
 print(f"{name:7s} rows={rows:>8d} wal={wal:>5s}MB pgoutput_msgs={msgs:>8d}  "
       f"raw={raw:6.2f}s ({rows/raw:9.0f} rows/s)  zero_stream={zs:6.2f}s ({rows/zs:9.0f} rows/s)  "
-      f"ratio={raw/zs:.2f}")
+      f"ratio={raw/zs:.2f}  end-to-end={e2e:6.2f}s ({rows/e2e:9.0f} rows/s, ratio {raw/e2e:.2f})")
 PY
 }
 
