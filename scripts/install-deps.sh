@@ -19,6 +19,8 @@ done
 if [ ${#missing[@]} -gt 0 ]; then
 	echo "install-deps: installing ${missing[*]}"
 	"${SUDO[@]}" apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
+	# the whole list, so that an older preinstalled postgresql-15 is upgraded
+	# to the minor version of the server headers we build against
+	DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y -qq "${packages[@]}" >/dev/null
 fi
 # Debian's postgresql package starts a cluster of its own; we never use it
