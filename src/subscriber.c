@@ -76,7 +76,6 @@ struct ZsSubscriber
 	StringInfoData batch;
 	int			batch_count;
 	char		batch_commit[ZS_WATERMARK_MAXLEN];
-
 };
 
 static SPIPlanPtr page_plan = NULL;
