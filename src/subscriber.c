@@ -253,6 +253,39 @@ handle_upstream_message(ZsSubscriber **sub, int protocol, const cJSON *msg, char
 	return *sub != NULL;
 }
 
+/* Apply a parsed {"ack":n}: acks must come in order and name a frame sent. */
+static bool
+apply_ack(ZsSubscriber *sub, const cJSON *json, char **error)
+{
+	const cJSON *ack = json ? cJSON_GetObjectItemCaseSensitive(json, "ack") : NULL;
+	int64		id;
+
+	if (ack == NULL || !cJSON_IsNumber(ack) || cJSON_GetArraySize(json) != 1)
+	{
+		*error = pstrdup("unexpected message from subscriber (only {\"ack\":n} is accepted)");
+		return false;
+	}
+	id = (int64) ack->valuedouble;
+	if (id != sub->acked_id + 1 || id >= sub->next_id)
+	{
+		*error = psprintf("Unexpected ack for " INT64_FORMAT ": " INT64_FORMAT,
+						  sub->acked_id + 1, id);
+		return false;
+	}
+	sub->acked_id = id;
+	while (sub->npending > 0 && sub->pending[sub->pending_head].id <= id)
+	{
+		PendingFrame *f = &sub->pending[sub->pending_head];
+
+		sub->messages_acked += f->nmessages;
+		if (f->commit_watermark[0] != '\0')
+			strlcpy(sub->acked_watermark, f->commit_watermark, ZS_WATERMARK_MAXLEN);
+		sub->pending_head = (sub->pending_head + 1) % sub->pending_capacity;
+		sub->npending--;
+	}
+	return true;
+}
+
 bool
 zs_subscriber_handle_upstream(ZsSubscriber **sub, int protocol, int64 *upstream_id,
 							  const char *text, int len, StringInfo out, char **error)
@@ -272,13 +305,15 @@ zs_subscriber_handle_upstream(ZsSubscriber **sub, int protocol, int64 *upstream_
 	/* an ack of one of our frames */
 	if (cJSON_GetObjectItemCaseSensitive(json, "ack") != NULL)
 	{
-		cJSON_Delete(json);
 		if (*sub == NULL)
 		{
 			*error = pstrdup("ack before start-subscription");
-			return false;
+			ok = false;
 		}
-		return zs_subscriber_handle_message(*sub, text, len, error);
+		else
+			ok = apply_ack(*sub, json, error);
+		cJSON_Delete(json);
+		return ok;
 	}
 	id = cJSON_GetObjectItemCaseSensitive(json, "id");
 	msg = cJSON_GetObjectItemCaseSensitive(json, "msg");
@@ -567,6 +602,15 @@ zs_page_read(const char *after_watermark, int64 after_pos)
 	return page;
 }
 
+/* The subscription is accepted: its first message is the status (protocol >= 2). */
+static void
+mark_validated(ZsSubscriber *sub, StringInfo out)
+{
+	sub->validated = true;
+	if (sub->protocol >= 2)
+		send_message(sub, out, status_message, sizeof(status_message) - 1, "");
+}
+
 void
 zs_subscriber_consume_page(ZsSubscriber *sub, const ZsPage *page, const char *replica_version,
 						   StringInfo out, Size room)
@@ -610,9 +654,7 @@ zs_subscriber_consume_page(ZsSubscriber *sub, const ZsPage *page, const char *re
 												 row->watermark, sub->watermark));
 				return;
 			}
-			sub->validated = true;
-			if (sub->protocol >= 2)
-				send_message(sub, out, status_message, sizeof(status_message) - 1, "");
+			mark_validated(sub, out);
 		}
 		/* the subscriber already has everything up to its watermark */
 		if (cmp <= 0)
@@ -625,11 +667,7 @@ zs_subscriber_consume_page(ZsSubscriber *sub, const ZsPage *page, const char *re
 
 	/* nothing at or after the watermark: the subscriber is at (or ahead of) the head */
 	if (!sub->validated)
-	{
-		sub->validated = true;
-		if (sub->protocol >= 2)
-			send_message(sub, out, status_message, sizeof(status_message) - 1, "");
-	}
+		mark_validated(sub, out);
 	/* only what is already queued is batched: never hold messages back */
 	flush_batch(sub, out);
 }
@@ -638,33 +676,8 @@ bool
 zs_subscriber_handle_message(ZsSubscriber *sub, const char *text, int len, char **error)
 {
 	cJSON	   *json = cJSON_ParseWithLength(text, len);
-	cJSON	   *ack = json ? cJSON_GetObjectItemCaseSensitive(json, "ack") : NULL;
-	int64		id;
+	bool		ok = apply_ack(sub, json, error);
 
-	if (ack == NULL || !cJSON_IsNumber(ack) || cJSON_GetArraySize(json) != 1)
-	{
-		cJSON_Delete(json);
-		*error = pstrdup("unexpected message from subscriber (only {\"ack\":n} is accepted)");
-		return false;
-	}
-	id = (int64) ack->valuedouble;
 	cJSON_Delete(json);
-	if (id != sub->acked_id + 1 || id >= sub->next_id)
-	{
-		*error = psprintf("Unexpected ack for " INT64_FORMAT ": " INT64_FORMAT,
-						  sub->acked_id + 1, id);
-		return false;
-	}
-	sub->acked_id = id;
-	while (sub->npending > 0 && sub->pending[sub->pending_head].id <= id)
-	{
-		PendingFrame *f = &sub->pending[sub->pending_head];
-
-		sub->messages_acked += f->nmessages;
-		if (f->commit_watermark[0] != '\0')
-			strlcpy(sub->acked_watermark, f->commit_watermark, ZS_WATERMARK_MAXLEN);
-		sub->pending_head = (sub->pending_head + 1) % sub->pending_capacity;
-		sub->npending--;
-	}
-	return true;
+	return ok;
 }
