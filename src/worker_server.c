@@ -519,18 +519,12 @@ backlog_full(Client *c)
 }
 
 static void
-serve_subscribers(void)
+serve_subscribers(const char *head, const char *replica_version)
 {
-	char		head[ZS_WATERMARK_MAXLEN];
-	char		replica_version[ZS_WATERMARK_MAXLEN];
 	bool		any = false;
 	ZsPage	  **pages;
 	int			npages = 0;
 
-	LWLockAcquire(zs_shared->lock, LW_SHARED);
-	strlcpy(head, zs_shared->last_watermark, sizeof(head));
-	strlcpy(replica_version, zs_shared->replica_version, sizeof(replica_version));
-	LWLockRelease(zs_shared->lock);
 	if (replica_version[0] == '\0')
 		return;					/* the decoder has not started the log yet */
 
@@ -589,17 +583,13 @@ serve_subscribers(void)
  * compare with, nobody is disconnected.
  */
 static void
-check_laggards(void)
+check_laggards(const char *head)
 {
-	char		head[ZS_WATERMARK_MAXLEN];
 	TimestampTz now = GetCurrentTimestamp();
 	bool		someone_live = false;
 
 	if (zs_slow_subscriber_grace_ms <= 0)
 		return;
-	LWLockAcquire(zs_shared->lock, LW_SHARED);
-	strlcpy(head, zs_shared->last_watermark, sizeof(head));
-	LWLockRelease(zs_shared->lock);
 
 	for (int i = 0; i < nclients && !someone_live; i++)
 		someone_live = !clients[i]->closed && clients[i]->sub != NULL &&
@@ -662,13 +652,11 @@ check_liveness(void)
 
 /* Copy every connection's state to shared memory for zero_stream.subscribers(). */
 static void
-publish_subscribers(void)
+publish_subscribers(const char *head)
 {
-	char		head[ZS_WATERMARK_MAXLEN];
 	int			n = 0;
 
 	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
-	strlcpy(head, zs_shared->last_watermark, sizeof(head));
 	for (int i = 0; i < nclients && n < zs_shared->max_subscribers; i++)
 	{
 		Client	   *c = clients[i];
@@ -798,6 +786,8 @@ zs_server_main(Datum main_arg)
 	WaitEvent  *events;
 	MemoryContext loop_context;
 	ResourceOwner owner;
+	char		head[ZS_WATERMARK_MAXLEN];
+	char		replica_version[ZS_WATERMARK_MAXLEN];
 
 	pqsignal(SIGTERM, die);
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
@@ -859,8 +849,14 @@ zs_server_main(Datum main_arg)
 					flush_client(c);
 			}
 		}
-		serve_subscribers();
-		check_laggards();
+		/* the log's head and lineage, as the decoder last published them */
+		LWLockAcquire(zs_shared->lock, LW_SHARED);
+		strlcpy(head, zs_shared->last_watermark, sizeof(head));
+		strlcpy(replica_version, zs_shared->replica_version, sizeof(replica_version));
+		LWLockRelease(zs_shared->lock);
+
+		serve_subscribers(head, replica_version);
+		check_laggards(head);
 		check_liveness();
 		for (int i = 0; i < nclients; i++)
 		{
@@ -870,7 +866,7 @@ zs_server_main(Datum main_arg)
 				update_write_interest(clients[i]);
 		}
 		remove_closed_clients();
-		publish_subscribers();
+		publish_subscribers(head);
 		MemoryContextSwitchTo(old);
 		MemoryContextReset(loop_context);
 		/* a committed read transaction leaves no resource owner behind */
