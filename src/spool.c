@@ -70,12 +70,6 @@ zs_spool_bytes(ZsSpool *spool)
 	return spool->bytes;
 }
 
-bool
-zs_spool_is_spilled(ZsSpool *spool)
-{
-	return spool->file != NULL;
-}
-
 void
 zs_spool_start_read(ZsSpool *spool)
 {

@@ -28,7 +28,6 @@ typedef struct ZsSpool ZsSpool;
 extern ZsSpool *zs_spool_create(MemoryContext context, Size memory_limit);
 extern void zs_spool_append(ZsSpool *spool, const ZsSpoolRecord *header, const char *data);
 extern Size zs_spool_bytes(ZsSpool *spool);
-extern bool zs_spool_is_spilled(ZsSpool *spool);
 extern void zs_spool_start_read(ZsSpool *spool);
 extern bool zs_spool_read(ZsSpool *spool, ZsSpoolRecord *header, StringInfo data);
 extern void zs_spool_clear(ZsSpool *spool);
