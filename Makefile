@@ -61,7 +61,8 @@ PG_REGRESS_BIN = $(dir $(PGXS))../../src/test/regress/pg_regress
 PG_PERL_LIB = $(dir $(PGXS))../../src/test/perl
 
 UNIT_TESTS = test/unit/test_watermark test/unit/test_json test/unit/test_pgoutput \
-	test/unit/test_websocket test/unit/test_http test/unit/test_codec
+	test/unit/test_websocket test/unit/test_http test/unit/test_codec \
+	test/unit/test_replica
 UNIT_CFLAGS = -O2 -g -Wall -Werror -DFRONTEND -I$(srcdir)/src -I$(PG_INCLUDEDIR) \
 	-I$(shell $(PG_CONFIG) --includedir)
 UNIT_LIBS = -L$(PG_LIBDIR) -lpgcommon -lpgport -lcrypto -lm
@@ -83,6 +84,9 @@ test/unit/test_http: test/unit/test_http.c src/http.c test/unit/unit.h
 
 test/unit/test_codec: test/unit/test_codec.c src/change_log_codec.c test/unit/unit.h
 	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_codec.c src/change_log_codec.c $(UNIT_LIBS)
+
+test/unit/test_replica: test/unit/test_replica.c src/replica.c src/json_read.c src/json_out.c test/unit/unit.h
+	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_replica.c src/replica.c src/json_read.c src/json_out.c $(UNIT_LIBS) -lsqlite3
 
 .PHONY: unitcheck regresscheck tapcheck check-all
 unitcheck: $(UNIT_TESTS) all
