@@ -39,13 +39,13 @@ $(OBJS): $(wildcard $(srcdir)/src/*.h)
 
 # ---------------------------------------------------------------- client
 CLIENT = zero-stream-tail
-CLIENT_CFLAGS = -O2 -g -Wall -Werror -DFRONTEND -I$(srcdir)/src \
+CLIENT_CFLAGS = -O2 -g -Wall -Werror -DFRONTEND -I$(srcdir)/src -I$(srcdir)/src/client \
 	-I$(shell $(PG_CONFIG) --includedir-server) -I$(shell $(PG_CONFIG) --includedir)
 CLIENT_LIBS = -L$(shell $(PG_CONFIG) --pkglibdir) -lpgcommon -lpgport -lcrypto -lm
 
-CLIENT_SRCS = src/client/zero_stream_tail.c src/websocket.c src/http.c src/json_out.c
+CLIENT_SRCS = src/client/zero_stream_tail.c src/client/ws_client.c src/websocket.c src/http.c src/json_out.c
 
-$(CLIENT): $(CLIENT_SRCS) $(wildcard $(srcdir)/src/*.h)
+$(CLIENT): $(CLIENT_SRCS) $(wildcard $(srcdir)/src/*.h $(srcdir)/src/client/*.h)
 	$(CC) $(CLIENT_CFLAGS) -o $@ $(CLIENT_SRCS) $(CLIENT_LIBS)
 
 all: $(CLIENT)

@@ -19,25 +19,15 @@
  */
 #include "postgres_fe.h"
 
-#include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "common/base64.h"
-
 #include "http.h"
 #include "json_out.h"
 #include "websocket.h"
-
-typedef struct Url
-{
-	char	   *host;
-	char	   *port;
-	char	   *target;
-	char	   *userinfo;		/* "user:password" or NULL */
-} Url;
+#include "ws_client.h"
 
 static void
 usage(void)
@@ -46,108 +36,25 @@ usage(void)
 	exit(1);
 }
 
-static bool
-parse_url(const char *text, Url *url)
-{
-	const char *p;
-	const char *slash;
-	const char *at;
-	const char *colon;
-	char	   *hostport;
-
-	if (strncmp(text, "ws://", 5) != 0)
-		return false;
-	p = text + 5;
-	slash = strchr(p, '/');
-	if (slash == NULL)
-		slash = p + strlen(p);
-	hostport = pnstrdup(p, slash - p);
-	at = strrchr(hostport, '@');
-	url->userinfo = at ? pnstrdup(hostport, at - hostport) : NULL;
-	if (at)
-		hostport = (char *) at + 1;
-	colon = strrchr(hostport, ':');
-	url->host = colon ? pnstrdup(hostport, colon - hostport) : pstrdup(hostport);
-	url->port = colon ? pstrdup(colon + 1) : pstrdup("80");
-	url->target = *slash ? pstrdup(slash) : pstrdup("/");
-	return url->host[0] != '\0';
-}
-
-static int
-connect_to(const Url *url)
-{
-	struct addrinfo hints = {0};
-	struct addrinfo *res;
-	int			rc;
-	int			sock = -1;
-
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	rc = getaddrinfo(url->host, url->port, &hints, &res);
-	if (rc != 0)
-	{
-		fprintf(stderr, "zero-stream-tail: could not resolve %s: %s\n", url->host, gai_strerror(rc));
-		exit(2);
-	}
-	for (struct addrinfo *ai = res; ai != NULL; ai = ai->ai_next)
-	{
-		sock = socket(ai->ai_family, SOCK_STREAM, 0);
-		if (sock >= 0 && connect(sock, ai->ai_addr, ai->ai_addrlen) == 0)
-			break;
-		if (sock >= 0)
-			close(sock);
-		sock = -1;
-	}
-	freeaddrinfo(res);
-	if (sock < 0)
-	{
-		fprintf(stderr, "zero-stream-tail: could not connect to %s:%s: %m\n", url->host, url->port);
-		exit(2);
-	}
-	return sock;
-}
+static char err[ZS_CLIENT_ERR_LEN];
 
 static void
-write_all(int sock, const char *data, size_t len)
+fail(void)
 {
-	while (len > 0)
-	{
-		ssize_t		n = send(sock, data, len, MSG_NOSIGNAL);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-		{
-			fprintf(stderr, "zero-stream-tail: connection lost while sending: %m\n");
-			exit(2);
-		}
-		data += n;
-		len -= n;
-	}
+	fprintf(stderr, "zero-stream-tail: %s\n", err);
+	exit(2);
 }
 
-/* a masked client frame */
 static void
 send_frame(int sock, uint8 opcode, const char *payload, int len)
 {
-	StringInfoData f;
-	uint8		mask[4];
-	int			start;
-
-	if (!pg_strong_random(mask, sizeof(mask)))
-		memset(mask, 0x5a, sizeof(mask));
-	initStringInfo(&f);
-	zs_ws_append_header(&f, true, opcode, (uint64) len, mask);
-	start = f.len;
-	appendBinaryStringInfo(&f, payload, len);
-	zs_ws_mask(f.data + start, len, mask, 0);
-	write_all(sock, f.data, f.len);
-	pfree(f.data);
+	if (!zs_client_send_frame(sock, opcode, payload, len, err))
+		fail();
 }
 
 /* {"id":1,"msg":["start-subscription",{...}]} from the URL's query (v7 /subscribe) */
 static void
-send_start_subscription(int sock, const Url *url)
+send_start_subscription(int sock, const ZsUrl *url)
 {
 	static const char *const fields[] = {"taskID", "id", "mode", "replicaVersion", "watermark"};
 	const char *query = strchr(url->target, '?');
@@ -173,78 +80,10 @@ send_start_subscription(int sock, const Url *url)
 	send_frame(sock, ZS_WS_OP_TEXT, msg.data, msg.len);
 }
 
-/* Send the upgrade request; return bytes received after the response head. */
-static void
-handshake(int sock, const Url *url, StringInfo leftover)
-{
-	uint8		nonce[16];
-	char		key[32];
-	char		accept[ZS_WS_ACCEPT_KEY_LEN + 1];
-	StringInfoData req;
-	StringInfoData resp;
-	char	   *end;
-	int			n;
-
-	if (!pg_strong_random(nonce, sizeof(nonce)))
-	{
-		fprintf(stderr, "zero-stream-tail: no random source\n");
-		exit(2);
-	}
-	n = pg_b64_encode((const char *) nonce, sizeof(nonce), key, sizeof(key));
-	key[n] = '\0';
-	initStringInfo(&req);
-	appendStringInfo(&req, "GET %s HTTP/1.1\r\nHost: %s:%s\r\nUpgrade: websocket\r\n"
-					 "Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: %s\r\n",
-					 url->target, url->host, url->port, key);
-	if (url->userinfo)
-	{
-		char	   *b64 = palloc(pg_b64_enc_len(strlen(url->userinfo)) + 1);
-		int			len = pg_b64_encode(url->userinfo, strlen(url->userinfo), b64,
-										pg_b64_enc_len(strlen(url->userinfo)));
-
-		b64[len] = '\0';
-		appendStringInfo(&req, "Authorization: Basic %s\r\n", b64);
-	}
-	appendStringInfoString(&req, "\r\n");
-	write_all(sock, req.data, req.len);
-
-	initStringInfo(&resp);
-	while ((end = strstr(resp.data, "\r\n\r\n")) == NULL)
-	{
-		char		buf[4096];
-		ssize_t		got = recv(sock, buf, sizeof(buf), 0);
-
-		if (got <= 0)
-		{
-			fprintf(stderr, "zero-stream-tail: connection closed during the handshake\n");
-			exit(2);
-		}
-		appendBinaryStringInfo(&resp, buf, (int) got);
-		if (resp.len > 65536)
-		{
-			fprintf(stderr, "zero-stream-tail: oversized handshake response\n");
-			exit(2);
-		}
-	}
-	if (strncmp(resp.data, "HTTP/1.1 101", 12) != 0)
-	{
-		fprintf(stderr, "zero-stream-tail: server refused the upgrade: %.*s\n",
-				(int) (strchr(resp.data, '\r') - resp.data), resp.data);
-		exit(2);
-	}
-	if (!zs_ws_accept_key(key, accept) || strstr(resp.data, accept) == NULL)
-	{
-		fprintf(stderr, "zero-stream-tail: wrong Sec-WebSocket-Accept in the response\n");
-		exit(2);
-	}
-	end += 4;
-	appendBinaryStringInfo(leftover, end, resp.len - (int) (end - resp.data));
-}
-
 int
 main(int argc, char **argv)
 {
-	Url			url;
+	ZsUrl		url;
 	long		count = -1;
 	int			idle_seconds = -1;
 	bool		ack = true;
@@ -256,6 +95,7 @@ main(int argc, char **argv)
 	bool		saw_error = false;
 	bool		start = false;
 	bool		timestamps = false;
+	int			http_status;
 	int			i;
 
 	for (i = 1; i < argc && argv[i][0] == '-'; i++)
@@ -273,14 +113,17 @@ main(int argc, char **argv)
 		else
 			usage();
 	}
-	if (i != argc - 1 || !parse_url(argv[i], &url))
+	if (i != argc - 1 || !zs_url_parse(argv[i], &url) || strcmp(url.scheme, "ws") != 0)
 		usage();
 	/* fully buffered, flushed whenever we are about to wait for the server */
 	setvbuf(stdout, NULL, _IOFBF, 1 << 20);
 
-	sock = connect_to(&url);
+	sock = zs_client_connect(&url, err);
+	if (sock < 0)
+		fail();
 	initStringInfo(&leftover);
-	handshake(sock, &url, &leftover);
+	if (!zs_client_ws_handshake(sock, &url, NULL, &leftover, &http_status, err))
+		fail();
 	if (start)
 		send_start_subscription(sock, &url);
 	zs_ws_reader_init(&reader, false, (uint64) 1 << 30);
