@@ -19,11 +19,15 @@ OBJS = \
 	src/http.o \
 	src/change_log_codec.o \
 	src/subscriber.o \
-	src/worker_server.o
+	src/worker_server.o \
+	src/json_read.o \
+	src/replica.o \
+	src/initial_copy.o \
+	src/worker_replicator.o
 
 EXTENSION = zero_stream
 DATA = sql/zero_stream--0.1.0.sql
-SHLIB_LINK = -lcjson
+SHLIB_LINK = -lcjson -lsqlite3
 PGFILEDESC = "zero_stream - in-server Zero change streamer"
 
 PG_CONFIG ?= pg_config

@@ -23,6 +23,9 @@ CREATE FUNCTION status(
     OUT last_upstream_commit_time timestamptz,
     OUT lag interval,
     OUT change_log_schema text,
+    OUT initial_copy text,
+    OUT backup_state text,
+    OUT backup_watermark text,
     OUT last_error text,
     OUT last_error_time timestamptz)
 RETURNS record

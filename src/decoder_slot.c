@@ -7,9 +7,11 @@
  * change log is only continuous as long as the same slot feeds it. So:
  *   slot exists and log initialized -> resume;
  *   anything else -> new slot, new lineage (replicaVersion), seed row.
- * The slot is created ephemeral and persisted only after the lineage has
- * committed, so a crash in between leaves no slot and the next start
- * simply begins again (pg-internals.md §3).
+ * The slot is created ephemeral with a full snapshot (USE_SNAPSHOT): the
+ * initial copy of the published tables into the backup replica runs on the
+ * slot's own consistent snapshot, then the lineage commits, and only then
+ * is the slot persisted. A crash anywhere before that leaves no slot, and
+ * the next start simply begins again (pg-internals.md §3).
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -21,12 +23,15 @@
 #include "replication/logical.h"
 #include "replication/origin.h"
 #include "replication/slot.h"
+#include "replication/snapbuild.h"
 #include "storage/proc.h"
+#include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
 #include "changelog.h"
 #include "decoder_slot.h"
 #include "guc.h"
+#include "initial_copy.h"
 #include "output_plugin.h"
 #include "shared_state.h"
 #include "watermark.h"
@@ -101,26 +106,58 @@ check_slot_not_in_use(const char *slot_name)
 				 errhint("zero_stream's decoder must be the slot's only consumer; stop the other one or set zero_stream.slot_name.")));
 }
 
-/* Create the slot and a new lineage at its consistent point. */
+/*
+ * Copy the published tables on the slot's consistent snapshot: the
+ * walsender's USE_SNAPSHOT, in this process (pg-internals.md §3).
+ */
+static void
+copy_at_slot_snapshot(LogicalDecodingContext *ctx, const char *replica_version,
+					  List *publications)
+{
+	Snapshot	snap;
+
+	zs_set_decoder_state("initial copy");
+	StartTransactionCommand();
+	XactIsoLevel = XACT_REPEATABLE_READ;
+	snap = SnapBuildInitialSnapshot(ctx->snapshot_builder);
+	RestoreTransactionSnapshot(snap, MyProc);
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	zs_initial_copy(replica_version, publications);
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+}
+
+/* Create the slot, copy the tables, and start a new lineage at its consistent point. */
 static void
 create_slot_and_lineage(const char *slot_name, List *publications, char *replica_version)
 {
 	LogicalDecodingContext *ctx;
 	XLogRecPtr	consistent;
+	MemoryContext old;
 
 	zs_set_decoder_state("creating replication slot");
 	ReplicationSlotCreate(slot_name, true, RS_EPHEMERAL, false);
 
-	/* inside a transaction, so this backend's xmin keeps counting (fact 3) */
+	/*
+	 * Inside a transaction, so this backend's xmin keeps counting (fact 3).
+	 * need_full_snapshot holds back the data xmin too, until the slot is
+	 * released below, so the copy's snapshot stays valid.
+	 */
 	StartTransactionCommand();
-	ctx = CreateInitDecodingContext(ZS_OUTPUT_PLUGIN_NAME, NIL, false, InvalidXLogRecPtr,
+	/* the context and its WAL reader's buffers outlive this transaction */
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	ctx = CreateInitDecodingContext(ZS_OUTPUT_PLUGIN_NAME, NIL, true, InvalidXLogRecPtr,
 									&wal_reader_routine, NULL, NULL, NULL);
 	DecodingContextFindStartpoint(ctx);
+	MemoryContextSwitchTo(old);
 	consistent = MyReplicationSlot->data.confirmed_flush;
-	FreeDecodingContext(ctx);
 	CommitTransactionCommand();
 
 	zs_watermark_encode(consistent, replica_version);
+	copy_at_slot_snapshot(ctx, replica_version, publications);
+	FreeDecodingContext(ctx);
 
 	StartTransactionCommand();
 	SPI_connect();
@@ -137,6 +174,9 @@ create_slot_and_lineage(const char *slot_name, List *publications, char *replica
 	ReplicationSlotMarkDirty();
 	ReplicationSlotSave();
 	ReplicationSlotPersist();
+	/* as the walsender does: release drops the copy's data xmin; take it back */
+	ReplicationSlotRelease();
+	ReplicationSlotAcquire(slot_name, true);
 
 	ereport(LOG,
 			(errmsg("zero_stream created replication slot \"%s\" at %X/%X; change log %s starts at replicaVersion %s",

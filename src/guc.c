@@ -35,6 +35,7 @@ char	   *zs_subscriber_password = NULL;
 int			zs_catchup_page_rows = 2000;
 int			zs_slow_subscriber_grace_ms = 30000;
 int			zs_backlog_limit_kb = 16384;
+char	   *zs_replica_file = NULL;
 
 /*
  * A postgresql.conf value that fails validation is only a WARNING for an
@@ -224,6 +225,12 @@ zs_define_gucs(void)
 							"The per-subscriber high-water mark (zero-cache: 16 MiB); reading resumes when the subscriber has taken the output below it.",
 							&zs_backlog_limit_kb, 16384, 64, 1048576, PGC_SIGHUP, GUC_UNIT_KB,
 							NULL, NULL, NULL);
+
+	DefineCustomStringVariable("zero_stream.replica_file",
+							   "SQLite file of the backup replica (relative paths are under the data directory).",
+							   "Written by the initial copy when the slot is created, kept current by the replicator worker, and served to new subscribers as their snapshot. Empty disables the copy, the replicator and snapshots.",
+							   &zs_replica_file, "zero_stream/replica.db", PGC_POSTMASTER, 0,
+							   NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("zero_stream");
 }

@@ -26,6 +26,7 @@ extern char *zs_subscriber_password;
 extern int	zs_catchup_page_rows;
 extern int	zs_slow_subscriber_grace_ms;
 extern int	zs_backlog_limit_kb;
+extern char *zs_replica_file;
 
 extern void zs_define_gucs(void);
 

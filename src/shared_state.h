@@ -58,6 +58,18 @@ typedef struct ZsSharedState
 	TimestampTz last_store_time;	/* our last change-log commit */
 	TimestampTz last_upstream_commit_time;	/* of the newest stored txn */
 
+	/* initial copy: "table 2 of 5, public.t: 1200 of ~5000 rows", or empty */
+	char		copy_progress[256];
+
+	/* replicator process and the backup replica */
+	int			replicator_pid;
+	Latch	   *replicator_latch;	/* set by the decoder after each stored batch */
+	uint32		backup_generation;	/* bumped before the decoder replaces the file */
+	uint32		backup_released;	/* generation whose file the replicator closed */
+	char		backup_state[128];
+	char		backup_watermark[ZS_WATERMARK_MAXLEN];	/* replica's stateVersion */
+	uint64		backup_rows_applied;
+
 	/* most recent error, kept until the next successful store */
 	char		last_error[ZS_ERROR_LEN];
 	TimestampTz last_error_time;

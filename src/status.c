@@ -20,7 +20,7 @@
 PG_FUNCTION_INFO_V1(zs_status);
 PG_FUNCTION_INFO_V1(zs_subscribers);
 
-#define STATUS_COLUMNS 19
+#define STATUS_COLUMNS 22
 
 static Datum
 text_or_null(const char *s, bool *isnull)
@@ -130,6 +130,12 @@ zs_status(PG_FUNCTION_ARGS)
 	else
 		nulls[i++] = true;
 	values[i] = text_or_null(zs_cdc_schema_name(), &nulls[i]);
+	i++;
+	values[i] = text_or_null(snap.copy_progress, &nulls[i]);
+	i++;
+	values[i] = text_or_null(snap.backup_state, &nulls[i]);
+	i++;
+	values[i] = text_or_null(snap.backup_watermark, &nulls[i]);
 	i++;
 	values[i] = text_or_null(snap.last_error, &nulls[i]);
 	i++;

@@ -227,6 +227,7 @@ store_batch(void)
 	StringInfoData text;
 	TimestampTz now;
 	Latch	   *server_latch;
+	Latch	   *replicator_latch;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
@@ -261,11 +262,14 @@ store_batch(void)
 	strlcpy(zs_shared->last_watermark, stored_head, sizeof(zs_shared->last_watermark));
 	zs_shared->last_error[0] = '\0';
 	server_latch = zs_shared->server_latch;
+	replicator_latch = zs_shared->replicator_latch;
 	LWLockRelease(zs_shared->lock);
 
-	/* the new rows are committed: subscribers may read them */
+	/* the new rows are committed: subscribers and the replicator may read them */
 	if (server_latch != NULL)
 		SetLatch(server_latch);
+	if (replicator_latch != NULL)
+		SetLatch(replicator_latch);
 }
 
 static void
@@ -550,12 +554,13 @@ run_decoder(MemoryContext worker_context)
 	set_up_origin();
 	prepare_change_log();
 	ensure_publications(publications, default_publication);
+	/* the initial copy encodes rows through the relation cache */
+	zs_relcache_init(worker_context, zs_cdc_schema_name());
 	zs_acquire_slot(slot_name, publications, replica_version);
 	claim_change_log();
 
 	message_context = AllocSetContextCreate(worker_context, "zero_stream message",
 											ALLOCSET_DEFAULT_SIZES);
-	zs_relcache_init(worker_context, zs_cdc_schema_name());
 	batch.spool = zs_spool_create(worker_context, SPOOL_MEMORY_LIMIT);
 	initStringInfo(&change_text);
 	decoding_owner = ResourceOwnerCreate(NULL, "zero_stream decoding");

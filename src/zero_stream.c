@@ -85,4 +85,6 @@ _PG_init(void)
 	register_worker("zs_decoder_main", "zero_stream decoder");
 	if (zs_port > 0)
 		register_worker("zs_server_main", "zero_stream server");
+	if (zs_replica_file[0] != '\0')
+		register_worker("zs_replicator_main", "zero_stream replicator");
 }

@@ -1,0 +1,21 @@
+/*-------------------------------------------------------------------------
+ * initial_copy.h
+ *	  Copy the published tables into a new backup replica, as of the slot's
+ *	  consistent snapshot.
+ *-------------------------------------------------------------------------
+ */
+#ifndef ZS_INITIAL_COPY_H
+#define ZS_INITIAL_COPY_H
+
+#include "nodes/pg_list.h"
+
+/* zero_stream.replica_file resolved against the data directory; NULL if disabled */
+extern char *zs_replica_file_path(void);
+
+/*
+ * Runs in the caller's transaction, on the slot's snapshot, with SPI
+ * connected. Does nothing if zero_stream.replica_file is empty.
+ */
+extern void zs_initial_copy(const char *replica_version, List *publications);
+
+#endif							/* ZS_INITIAL_COPY_H */

@@ -1,0 +1,340 @@
+/*-------------------------------------------------------------------------
+ * worker_replicator.c
+ *	  The replicator background worker: keeps the backup replica current
+ *	  from the change log.
+ *
+ * It is a subscriber in "backup" mode that reads committed change-log rows
+ * directly (keyset pages after the replica's stateVersion), applies them
+ * with the replica library, and commits each page's whole transactions in
+ * one SQLite transaction. The replica's stateVersion is the backup
+ * watermark, published in shared memory for status() and snapshots.
+ *
+ * It only applies to a replica whose replicaVersion is the change log's;
+ * a replica of an older lineage waits for the decoder's initial copy to
+ * replace it. Before replacing the file the decoder bumps
+ * backup_generation and waits (zs_backup_replica_release) until this
+ * worker has closed it, so no connection ever sees the file swapped
+ * under it. On any error the worker exits and restarts from the
+ * replica's committed stateVersion: a transaction is applied at most once
+ * because its rows and the stateVersion commit together.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <sys/stat.h>
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "tcop/tcopprot.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+
+#include "guc.h"
+#include "initial_copy.h"
+#include "json_read.h"
+#include "replica.h"
+#include "shared_state.h"
+#include "worker_replicator.h"
+
+PGDLLEXPORT void zs_replicator_main(Datum main_arg);
+
+#define REPLICATOR_PAGE_ROWS 5000
+#define REPLICATOR_IDLE_MS 1000
+
+typedef struct Replicator
+{
+	ZsReplica  *replica;
+	char	   *path;
+	uint32		generation;		/* of the open file */
+	char		replica_version[ZS_WATERMARK_MAXLEN];
+	/* keyset position: the last row applied */
+	char		watermark[ZS_WATERMARK_MAXLEN];
+	int64		pos;
+	ZsJsonDoc	doc;
+	SPIPlanPtr	page_plan;
+} Replicator;
+
+static void
+set_backup_state(const char *state, const char *watermark)
+{
+	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
+	strlcpy(zs_shared->backup_state, state, sizeof(zs_shared->backup_state));
+	if (watermark != NULL)
+		strlcpy(zs_shared->backup_watermark, watermark, sizeof(zs_shared->backup_watermark));
+	LWLockRelease(zs_shared->lock);
+}
+
+/* Decoder side: make the replicator close the replica file, and wait for it. */
+void
+zs_backup_replica_release(void)
+{
+	uint32		generation;
+
+	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
+	generation = ++zs_shared->backup_generation;
+	if (zs_shared->replicator_latch != NULL)
+		SetLatch(zs_shared->replicator_latch);
+	LWLockRelease(zs_shared->lock);
+
+	for (;;)
+	{
+		bool		done;
+
+		LWLockAcquire(zs_shared->lock, LW_SHARED);
+		done = zs_shared->replicator_pid == 0 || zs_shared->backup_released == generation;
+		LWLockRelease(zs_shared->lock);
+		if (done)
+			return;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 50L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+static void
+close_replica(Replicator *rep)
+{
+	if (rep->replica != NULL)
+	{
+		zs_replica_close(rep->replica);
+		rep->replica = NULL;
+	}
+}
+
+/* Close the file if the decoder asked for it; true if it did. */
+static bool
+honour_release(Replicator *rep)
+{
+	uint32		generation;
+
+	LWLockAcquire(zs_shared->lock, LW_SHARED);
+	generation = zs_shared->backup_generation;
+	LWLockRelease(zs_shared->lock);
+	if (generation == rep->generation)
+		return false;
+	close_replica(rep);
+	rep->generation = generation;
+	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
+	zs_shared->backup_released = generation;
+	zs_shared->backup_watermark[0] = '\0';
+	LWLockRelease(zs_shared->lock);
+	set_backup_state("replaced by a new initial copy", NULL);
+	return true;
+}
+
+/*
+ * Open the replica if it belongs to the change log's lineage. False (with
+ * the reason in backup_state) if there is nothing to follow yet.
+ */
+static bool
+open_replica(Replicator *rep)
+{
+	char		log_version[ZS_WATERMARK_MAXLEN];
+	char		decoder_state[64];
+	char		state_version[ZS_WATERMARK_MAXLEN];
+	char		err[512];
+	struct stat st;
+	MemoryContext old;
+
+	LWLockAcquire(zs_shared->lock, LW_SHARED);
+	strlcpy(log_version, zs_shared->replica_version, sizeof(log_version));
+	strlcpy(decoder_state, zs_shared->decoder_state, sizeof(decoder_state));
+	rep->generation = zs_shared->backup_generation;
+	LWLockRelease(zs_shared->lock);
+
+	if (strcmp(decoder_state, "streaming") != 0 || log_version[0] == '\0')
+	{
+		set_backup_state("waiting for the decoder", NULL);
+		return false;
+	}
+	if (stat(rep->path, &st) != 0)
+	{
+		set_backup_state("missing: the replica file does not exist (it is written when the slot is created)", NULL);
+		return false;
+	}
+	/* the handle outlives the loop's memory context */
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	rep->replica = zs_replica_open(rep->path, 0, err, sizeof(err));
+	MemoryContextSwitchTo(old);
+	if (rep->replica == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
+				 errmsg("zero_stream replicator: %s", err)));
+	if (!zs_replica_read_state(rep->replica, rep->replica_version, state_version))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("zero_stream replicator: \"%s\" is not a usable replica: %s",
+						rep->path, zs_replica_error(rep->replica))));
+	if (strcmp(rep->replica_version, log_version) != 0)
+	{
+		char	   *state = psprintf("stale: replicaVersion %s, change log %s", rep->replica_version, log_version);
+
+		set_backup_state(state, NULL);
+		close_replica(rep);
+		return false;
+	}
+	strlcpy(rep->watermark, state_version, sizeof(rep->watermark));
+	rep->pos = PG_INT64_MAX;	/* the stateVersion transaction is applied */
+	set_backup_state("following", state_version);
+	ereport(LOG,
+			(errmsg("zero_stream replicator: following \"%s\" from %s", rep->path, state_version)));
+	return true;
+}
+
+static void
+apply_row(Replicator *rep, const char *watermark, int64 pos, const char *change)
+{
+	ZsReplica  *r = rep->replica;
+	int			tag;
+	bool		ok;
+
+	if (!zs_json_parse(&rep->doc, change, strlen(change)))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("zero_stream replicator: change %s/" INT64_FORMAT " is not JSON: %s",
+						watermark, pos, rep->doc.error)));
+	tag = zs_json_get(&rep->doc, 0, "tag");
+	if (zs_json_str_eq(&rep->doc, tag, "begin"))
+		ok = zs_replica_begin(r, watermark);
+	else if (zs_json_str_eq(&rep->doc, tag, "commit"))
+		ok = zs_replica_commit(r, watermark);
+	else if (zs_json_str_eq(&rep->doc, tag, "rollback"))
+		ok = zs_replica_rollback(r);
+	else
+		ok = zs_replica_apply_change(r, &rep->doc, 0);
+	if (!ok)
+		ereport(ERROR,
+				(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
+				 errmsg("zero_stream replicator: could not apply change %s/" INT64_FORMAT ": %s",
+						watermark, pos, zs_replica_error(r))));
+	strlcpy(rep->watermark, watermark, sizeof(rep->watermark));
+	rep->pos = pos;
+}
+
+/* Apply one page of change-log rows; returns the number of rows read. */
+static uint64
+apply_page(Replicator *rep)
+{
+	Datum		args[3];
+	uint64		n;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	pgstat_report_activity(STATE_RUNNING, "zero_stream: applying the change log to the backup replica");
+	if (rep->page_plan == NULL)
+	{
+		Oid			types[3] = {TEXTOID, INT8OID, INT8OID};
+		char	   *sql = psprintf("SELECT \"watermark\", \"pos\", \"change\"::text FROM %s.\"changeLog\" "
+								   " WHERE (\"watermark\", \"pos\") > ($1, $2) "
+								   " ORDER BY \"watermark\", \"pos\" LIMIT $3",
+								   quote_identifier(zs_cdc_schema_name()));
+
+		rep->page_plan = SPI_prepare(sql, 3, types);
+		if (rep->page_plan == NULL || SPI_keepplan(rep->page_plan) != 0)
+			elog(ERROR, "zero_stream replicator: could not prepare the page query");
+	}
+	args[0] = CStringGetTextDatum(rep->watermark);
+	args[1] = Int64GetDatum(rep->pos);
+	args[2] = Int64GetDatum(REPLICATOR_PAGE_ROWS);
+	if (SPI_execute_plan(rep->page_plan, args, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "zero_stream replicator: could not read the change log");
+	n = SPI_processed;
+	for (uint64 i = 0; i < n; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		char	   *watermark = SPI_getvalue(tup, desc, 1);
+		int64		pos = DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull));
+
+		apply_row(rep, watermark, pos, SPI_getvalue(tup, desc, 3));
+	}
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	pgstat_report_activity(STATE_IDLE, NULL);
+
+	/* whole transactions only: a page never ends inside one for long */
+	if (n > 0 && strcmp(zs_replica_state_version(rep->replica), rep->watermark) == 0)
+	{
+		if (!zs_replica_flush(rep->replica))
+			ereport(ERROR,
+					(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
+					 errmsg("zero_stream replicator: could not commit to \"%s\": %s",
+							rep->path, zs_replica_error(rep->replica))));
+		LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
+		strlcpy(zs_shared->backup_watermark, rep->watermark, sizeof(zs_shared->backup_watermark));
+		zs_shared->backup_rows_applied = zs_replica_rows_applied(rep->replica);
+		LWLockRelease(zs_shared->lock);
+	}
+	return n;
+}
+
+static void
+forget_replicator(int code, Datum arg)
+{
+	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
+	zs_shared->replicator_pid = 0;
+	zs_shared->replicator_latch = NULL;
+	LWLockRelease(zs_shared->lock);
+}
+
+void
+zs_replicator_main(Datum main_arg)
+{
+	Replicator	rep;
+	MemoryContext loop_context;
+
+	pqsignal(SIGTERM, die);
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnection(zs_database, NULL, 0);
+	pgstat_report_appname("zero_stream replicator");
+
+	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
+	zs_shared->replicator_pid = MyProcPid;
+	zs_shared->replicator_latch = MyLatch;
+	LWLockRelease(zs_shared->lock);
+	before_shmem_exit(forget_replicator, (Datum) 0);
+
+	memset(&rep, 0, sizeof(rep));
+	rep.path = zs_replica_file_path();
+	zs_json_doc_init(&rep.doc);
+	loop_context = AllocSetContextCreate(TopMemoryContext, "zero_stream replicator loop",
+										 ALLOCSET_DEFAULT_SIZES);
+
+	for (;;)
+	{
+		MemoryContext old;
+		bool		busy = false;
+
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+		old = MemoryContextSwitchTo(loop_context);
+		if (!honour_release(&rep) && (rep.replica != NULL || open_replica(&rep)))
+			busy = apply_page(&rep) == REPLICATOR_PAGE_ROWS;
+		MemoryContextSwitchTo(old);
+		MemoryContextReset(loop_context);
+		if (busy)
+			continue;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 REPLICATOR_IDLE_MS, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+}
