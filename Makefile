@@ -23,7 +23,8 @@ OBJS = \
 	src/json_read.o \
 	src/replica.o \
 	src/initial_copy.o \
-	src/worker_replicator.o
+	src/worker_replicator.o \
+	src/snapshot.o
 
 EXTENSION = zero_stream
 DATA = sql/zero_stream--0.1.0.sql

@@ -26,6 +26,7 @@
 #include "change_log_codec.h"
 #include "guc.h"
 #include "json_out.h"
+#include "snapshot.h"
 #include "subscriber.h"
 #include "websocket.h"
 
@@ -150,7 +151,8 @@ query_value(const ZsHttpRequest *req, const char *name)
 }
 
 ZsSubscriber *
-zs_subscriber_create(const ZsHttpRequest *req, bool *awaiting_start, int *protocol, char **error)
+zs_subscriber_create(const ZsHttpRequest *req, bool *awaiting_start, char **snapshot_task,
+					 int *protocol, char **error)
 {
 	int			version = 0;
 	ZsRouteAction action = zs_http_route(req->path, &version);
@@ -158,6 +160,7 @@ zs_subscriber_create(const ZsHttpRequest *req, bool *awaiting_start, int *protoc
 	const char *batched;
 
 	*awaiting_start = false;
+	*snapshot_task = NULL;
 	*error = NULL;
 	if (action == ZS_ROUTE_NONE)
 	{
@@ -181,9 +184,12 @@ zs_subscriber_create(const ZsHttpRequest *req, bool *awaiting_start, int *protoc
 	}
 	if (action == ZS_ROUTE_SNAPSHOT)
 	{
-		*error = missing(query_value(req, "taskID"))
-			? pstrdup("Missing taskID in snapshot request")
-			: pstrdup("backups are not configured");
+		const char *task = query_value(req, "taskID");
+
+		if (missing(task))
+			*error = pstrdup("Missing taskID in snapshot request");
+		else
+			*snapshot_task = pstrdup(task);
 		return NULL;
 	}
 
@@ -215,9 +221,36 @@ send_ack(StringInfo out, int64 id)
 	zs_ws_append_frame(out, ZS_WS_OP_TEXT, ack, len);
 }
 
+/* ["reserved",{"tag":"snapshot",...}] in a frame of its own, before any subscription */
+static bool
+reserve_snapshot(ZsUpstream *up, const cJSON *body, StringInfo out, char **error)
+{
+	const char *task = json_string(body, "taskID");
+	StringInfoData frame;
+	StringInfoData status;
+
+	if (missing(task))
+	{
+		*error = pstrdup("Missing taskID in snapshot request");
+		return false;
+	}
+	initStringInfo(&status);
+	if (!zs_snapshot_reserve(up->host, task, "snapshot", &status, up->reserved_watermark, error))
+		return false;
+	up->reserved_task = pstrdup(task);
+	initStringInfo(&frame);
+	appendStringInfo(&frame, "{\"id\":" INT64_FORMAT ",\"batch\":[[\"reserved\",%s]]}",
+					 ++up->sent, status.data);
+	zs_ws_append_frame(out, ZS_WS_OP_TEXT, frame.data, frame.len);
+	pfree(frame.data);
+	pfree(status.data);
+	return true;
+}
+
 /* One upstream application message of a /subscribe connection (§2.6). */
 static bool
-handle_upstream_message(ZsSubscriber **sub, int protocol, const cJSON *msg, char **error)
+handle_upstream_message(ZsSubscriber **sub, int protocol, ZsUpstream *up, const cJSON *msg,
+						StringInfo out, char **error)
 {
 	const cJSON *type = cJSON_GetArrayItem(msg, 0);
 	const cJSON *body = cJSON_GetArrayItem(msg, 1);
@@ -230,8 +263,12 @@ handle_upstream_message(ZsSubscriber **sub, int protocol, const cJSON *msg, char
 	}
 	if (strcmp(type->valuestring, "reserve-snapshot") == 0)
 	{
-		*error = pstrdup("backups are not configured");
-		return false;
+		if (*sub != NULL || up->reserved_task != NULL)
+		{
+			*error = pstrdup("reserve-snapshot after a reservation or subscription on this connection");
+			return false;
+		}
+		return reserve_snapshot(up, body, out, error);
 	}
 	if (strcmp(type->valuestring, "start-subscription") != 0)
 	{
@@ -250,7 +287,14 @@ handle_upstream_message(ZsSubscriber **sub, int protocol, const cJSON *msg, char
 	params.mode = json_string(body, "mode");
 	params.batched = true;		/* always batched on /subscribe */
 	*sub = subscriber_start(&params, protocol, error);
-	return *sub != NULL;
+	if (*sub == NULL)
+		return false;
+	/* frame ids continue after the reservation's; the subscription releases it */
+	(*sub)->next_id = up->sent + 1;
+	(*sub)->acked_id = up->acked;
+	up->reserved_task = NULL;
+	up->started_task = (*sub)->task_id;
+	return true;
 }
 
 /* Apply a parsed {"ack":n}: acks must come in order and name a frame sent. */
@@ -287,7 +331,7 @@ apply_ack(ZsSubscriber *sub, const cJSON *json, char **error)
 }
 
 bool
-zs_subscriber_handle_upstream(ZsSubscriber **sub, int protocol, int64 *upstream_id,
+zs_subscriber_handle_upstream(ZsSubscriber **sub, int protocol, ZsUpstream *up,
 							  const char *text, int len, StringInfo out, char **error)
 {
 	cJSON	   *json = cJSON_ParseWithLength(text, len);
@@ -307,8 +351,15 @@ zs_subscriber_handle_upstream(ZsSubscriber **sub, int protocol, int64 *upstream_
 	{
 		if (*sub == NULL)
 		{
-			*error = pstrdup("ack before start-subscription");
-			ok = false;
+			const cJSON *ack = cJSON_GetObjectItemCaseSensitive(json, "ack");
+
+			/* only the reservation's frames can be acked before a subscription */
+			ok = cJSON_IsNumber(ack) && (int64) ack->valuedouble == up->acked + 1 &&
+				up->acked < up->sent;
+			if (ok)
+				up->acked++;
+			else
+				*error = pstrdup("ack before start-subscription");
 		}
 		else
 			ok = apply_ack(*sub, json, error);
@@ -324,28 +375,28 @@ zs_subscriber_handle_upstream(ZsSubscriber **sub, int protocol, int64 *upstream_
 		ok = false;
 		*error = pstrdup("upstream frame needs an id and exactly one of msg or batch");
 	}
-	else if ((int64) id->valuedouble != *upstream_id + 1)
+	else if ((int64) id->valuedouble != up->upstream_id + 1)
 	{
 		ok = false;
 		*error = psprintf("unexpected upstream frame id " INT64_FORMAT " (expected " INT64_FORMAT ")",
-						  (int64) id->valuedouble, *upstream_id + 1);
+						  (int64) id->valuedouble, up->upstream_id + 1);
 	}
 	else if (msg != NULL)
-		ok = handle_upstream_message(sub, protocol, msg, error);
+		ok = handle_upstream_message(sub, protocol, up, msg, out, error);
 	else
 	{
 		const cJSON *item;
 
 		cJSON_ArrayForEach(item, batch)
 		{
-			if (!(ok = handle_upstream_message(sub, protocol, item, error)))
+			if (!(ok = handle_upstream_message(sub, protocol, up, item, out, error)))
 				break;
 		}
 	}
 	if (ok)
 	{
-		*upstream_id += 1;
-		send_ack(out, *upstream_id);
+		up->upstream_id += 1;
+		send_ack(out, up->upstream_id);
 	}
 	cJSON_Delete(json);
 	return ok;
@@ -355,6 +406,12 @@ const char *
 zs_subscriber_id(const ZsSubscriber *sub)
 {
 	return sub->id;
+}
+
+const char *
+zs_subscriber_task(const ZsSubscriber *sub)
+{
+	return sub->task_id;
 }
 
 void

@@ -17,19 +17,37 @@ typedef struct ZsSubscriber ZsSubscriber;
 /*
  * Validate a subscription request (zero-protocol.md §2.1-2.2). Returns
  * NULL with *error set (the text after "Error: ") if the request must be
- * refused with close code 1002, or NULL with *awaiting_start for a v7
- * /subscribe connection, whose subscription starts with a message.
+ * refused with close code 1002, NULL with *awaiting_start for a v7
+ * /subscribe connection, whose subscription starts with a message, or NULL
+ * with *snapshot_task for a legacy /snapshot reservation.
  */
 extern ZsSubscriber *zs_subscriber_create(const ZsHttpRequest *req, bool *awaiting_start,
-										  int *protocol, char **error);
+										  char **snapshot_task, int *protocol, char **error);
+
+/*
+ * A v7 /subscribe connection: its upstream frame ids, the downstream frames
+ * sent before the subscription existed (a reservation), and the snapshot
+ * reservation it holds.
+ */
+typedef struct ZsUpstream
+{
+	const char *host;			/* Host header, for the backupURL */
+	int64		upstream_id;	/* last upstream frame acked */
+	int64		sent;			/* downstream frames sent before the subscription */
+	int64		acked;			/* ... and acknowledged */
+	char	   *reserved_task;	/* taskID of the open reservation, or NULL */
+	char		reserved_watermark[ZS_WATERMARK_MAXLEN];
+	char	   *started_task;	/* set when a start-subscription was just accepted */
+} ZsUpstream;
 
 /*
  * A text frame from a v7 /subscribe client (§2.6): an ack of our frames, or
  * {"id":n,"msg"|"batch":...} carrying start-subscription (which creates
- * *sub) or reserve-snapshot. Upstream frames are acked into out. False with
+ * *sub and releases the reservation) or reserve-snapshot (answered with a
+ * "reserved" message). Upstream frames are acked into out. False with
  * *error on anything else.
  */
-extern bool zs_subscriber_handle_upstream(ZsSubscriber **sub, int protocol, int64 *upstream_id,
+extern bool zs_subscriber_handle_upstream(ZsSubscriber **sub, int protocol, ZsUpstream *up,
 										  const char *text, int len, StringInfo out,
 										  char **error);
 
@@ -84,6 +102,7 @@ extern bool zs_subscriber_handle_message(ZsSubscriber *sub, const char *text, in
 										 char **error);
 
 extern const char *zs_subscriber_id(const ZsSubscriber *sub);
+extern const char *zs_subscriber_task(const ZsSubscriber *sub);
 
 typedef struct ZsSubscriberInfo
 {

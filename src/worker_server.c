@@ -41,6 +41,7 @@
 #include "guc.h"
 #include "http.h"
 #include "shared_state.h"
+#include "snapshot.h"
 #include "subscriber.h"
 #include "websocket.h"
 
@@ -51,6 +52,7 @@ PGDLLEXPORT void zs_server_main(Datum main_arg);
 #define PING_INTERVAL_MS	30000
 #define TICK_MS				1000
 #define READ_CHUNK			65536
+#define FILE_CHUNK			(256 * 1024)
 
 typedef enum ClientState
 {
@@ -71,7 +73,9 @@ typedef struct Client
 	ZsSubscriber *sub;
 	bool		v7_subscribe;	/* /subscribe: messages flow both ways */
 	int			protocol;
-	int64		upstream_id;	/* last upstream frame id acked */
+	ZsUpstream	up;				/* upstream ids and the snapshot reservation */
+	int			file_fd;		/* a snapshot being sent, or -1 */
+	off_t		file_remaining;
 	bool		close_after_flush;
 	bool		closed;
 	bool		heard_since_ping;
@@ -99,6 +103,12 @@ close_client(Client *c)
 		return;
 	closesocket(c->sock);
 	ReleaseExternalFD();
+	if (c->file_fd >= 0)
+	{
+		close(c->file_fd);
+		ReleaseExternalFD();
+		c->file_fd = -1;
+	}
 	c->closed = true;
 	wait_set_dirty = true;
 }
@@ -115,10 +125,35 @@ compact_output(Client *c)
 	c->out_pos = 0;
 }
 
+/* Move the next chunk of a snapshot file into the output; false at its end. */
+static bool
+refill_from_file(Client *c)
+{
+	ssize_t		n;
+
+	if (c->file_fd < 0 || c->file_remaining <= 0)
+		return false;
+	resetStringInfo(&c->out);
+	c->out_pos = 0;
+	enlargeStringInfo(&c->out, FILE_CHUNK);
+	n = read(c->file_fd, c->out.data, Min(FILE_CHUNK, c->file_remaining));
+	if (n <= 0)
+	{
+		ereport(LOG,
+				(errcode_for_file_access(),
+				 errmsg("zero_stream: could not read the snapshot sent to %s: %m", c->address)));
+		close_client(c);
+		return false;
+	}
+	c->out.len = (int) n;
+	c->file_remaining -= n;
+	return true;
+}
+
 static void
 flush_client(Client *c)
 {
-	while (c->out_pos < c->out.len)
+	while (c->out_pos < c->out.len || refill_from_file(c))
 	{
 		ssize_t		n = send(c->sock, c->out.data + c->out_pos, c->out.len - c->out_pos, 0);
 
@@ -134,6 +169,8 @@ flush_client(Client *c)
 		}
 		c->out_pos += (int) n;
 	}
+	if (c->closed)
+		return;
 	resetStringInfo(&c->out);
 	c->out_pos = 0;
 	if (c->close_after_flush)
@@ -191,11 +228,111 @@ authorized(const ZsHttpRequest *req)
 }
 
 static void
+send_unauthorized(Client *c)
+{
+	send_http(c, "401 Unauthorized", "WWW-Authenticate: Basic realm=\"zero_stream\"\r\n",
+			  "authentication required\n");
+}
+
+/*
+ * GET /replica/<taskID>: a consistent copy of the backup replica, for a
+ * task that holds a reservation (which pins the change log meanwhile).
+ */
+static void
+serve_snapshot(Client *c, const ZsHttpRequest *req, const char *task)
+{
+	bool		reserved = false;
+	char	   *error = NULL;
+	char		replica_version[ZS_WATERMARK_MAXLEN];
+	char		watermark[ZS_WATERMARK_MAXLEN];
+	off_t		size;
+	int			fd;
+
+	if (!authorized(req))
+	{
+		send_unauthorized(c);
+		return;
+	}
+	for (int i = 0; i < nclients && !reserved; i++)
+		reserved = !clients[i]->closed && clients[i]->up.reserved_task != NULL &&
+			strcmp(clients[i]->up.reserved_task, task) == 0;
+	if (!reserved)
+	{
+		send_http(c, "404 Not Found", NULL,
+				  psprintf("no snapshot reservation is open for task \"%s\"\n", task));
+		return;
+	}
+	AcquireExternalFD();
+	fd = zs_snapshot_open_copy(&size, replica_version, watermark, &error);
+	if (fd < 0)
+	{
+		ReleaseExternalFD();
+		ereport(LOG,
+				(errmsg("zero_stream: could not serve a snapshot to %s: %s", c->address, error)));
+		send_http(c, "503 Service Unavailable", NULL, psprintf("%s\n", error));
+		return;
+	}
+	appendStringInfo(&c->out,
+					 "HTTP/1.1 200 OK\r\nContent-Type: application/vnd.sqlite3\r\n"
+					 "Content-Length: " INT64_FORMAT "\r\nX-Replica-Version: %s\r\n"
+					 "X-Replica-Watermark: %s\r\nConnection: close\r\n\r\n",
+					 (int64) size, replica_version, watermark);
+	c->file_fd = fd;
+	c->file_remaining = size;
+	c->close_after_flush = true;
+	ereport(LOG,
+			(errmsg("zero_stream: sending snapshot of replicaVersion %s at %s (" INT64_FORMAT " bytes) to %s for task %s",
+					replica_version, watermark, (int64) size, c->address, task)));
+}
+
+/* A subscription for this task started: other connections' reservations for it end. */
+static void
+release_reservations(const char *task, Client *except)
+{
+	for (int i = 0; i < nclients; i++)
+	{
+		Client	   *other = clients[i];
+
+		if (other == except || other->closed || other->up.reserved_task == NULL ||
+			strcmp(other->up.reserved_task, task) != 0)
+			continue;
+		other->up.reserved_task = NULL;
+		send_close(other, ZS_WS_CLOSE_NORMAL, NULL);
+	}
+}
+
+/* A legacy /snapshot connection: one status message, then held open. */
+static void
+open_reservation(Client *c, const char *task)
+{
+	StringInfoData body;
+	StringInfoData frame;
+	char	   *error = NULL;
+	MemoryContext old = MemoryContextSwitchTo(c->context);
+
+	initStringInfo(&body);
+	if (!zs_snapshot_reserve(c->up.host, task, "status", &body, c->up.reserved_watermark, &error))
+	{
+		MemoryContextSwitchTo(old);
+		send_close(c, ZS_WS_CLOSE_PROTOCOL_ERROR, psprintf("Error: %s", error));
+		return;
+	}
+	release_reservations(task, c);
+	c->up.reserved_task = pstrdup(task);
+	MemoryContextSwitchTo(old);
+	initStringInfo(&frame);
+	appendStringInfo(&frame, "{\"id\":%d,\"msg\":[\"status\",%s]}", (int) ++c->up.sent, body.data);
+	zs_ws_append_frame(&c->out, ZS_WS_OP_TEXT, frame.data, frame.len);
+}
+
+static void
 handle_request(Client *c, const ZsHttpRequest *req)
 {
 	const char *key = zs_http_header(req, "Sec-WebSocket-Key");
 	char		accept[ZS_WS_ACCEPT_KEY_LEN + 1];
 	char	   *error = NULL;
+	char	   *snapshot_task = NULL;
+	char	   *task;
 	MemoryContext old;
 
 	if (strcmp(req->method, "GET") != 0)
@@ -207,14 +344,15 @@ handle_request(Client *c, const ZsHttpRequest *req)
 	{
 		if (strcmp(req->path, "/") == 0 || strcmp(req->path, "/keepalive") == 0)
 			send_http(c, "200 OK", NULL, "OK");
+		else if ((task = zs_snapshot_request_task(req->path)) != NULL)
+			serve_snapshot(c, req, task);
 		else
 			send_http(c, "404 Not Found", NULL, "not found\n");
 		return;
 	}
 	if (!authorized(req))
 	{
-		send_http(c, "401 Unauthorized", "WWW-Authenticate: Basic realm=\"zero_stream\"\r\n",
-				  "authentication required\n");
+		send_unauthorized(c);
 		return;
 	}
 	if (!zs_http_has_token(zs_http_header(req, "Connection"), "upgrade") || key == NULL ||
@@ -238,8 +376,17 @@ handle_request(Client *c, const ZsHttpRequest *req)
 	c->state = CLIENT_WEBSOCKET;
 	old = MemoryContextSwitchTo(c->context);
 	zs_ws_reader_init(&c->ws, true, (uint64) zs_max_message_kb * 1024);
-	c->sub = zs_subscriber_create(req, &c->v7_subscribe, &c->protocol, &error);
+	if (zs_http_header(req, "Host") != NULL)
+		c->up.host = pstrdup(zs_http_header(req, "Host"));
+	c->sub = zs_subscriber_create(req, &c->v7_subscribe, &snapshot_task, &c->protocol, &error);
 	MemoryContextSwitchTo(old);
+	if (snapshot_task != NULL)
+	{
+		open_reservation(c, snapshot_task);
+		return;
+	}
+	if (c->sub != NULL)
+		release_reservations(zs_subscriber_task(c->sub), c);
 	if (c->sub == NULL && !c->v7_subscribe)
 	{
 		ereport(LOG,
@@ -313,10 +460,17 @@ process_frames(Client *c)
 						/* a start-subscription creates state the client owns */
 						MemoryContext old = MemoryContextSwitchTo(c->context);
 
-						ok = zs_subscriber_handle_upstream(&c->sub, c->protocol, &c->upstream_id,
+						ok = zs_subscriber_handle_upstream(&c->sub, c->protocol, &c->up,
 														   msg.payload.data, msg.payload.len,
 														   &c->out, &error);
 						MemoryContextSwitchTo(old);
+						if (c->up.reserved_task != NULL)
+							release_reservations(c->up.reserved_task, c);
+						if (c->up.started_task != NULL)
+						{
+							release_reservations(c->up.started_task, c);
+							c->up.started_task = NULL;
+						}
 					}
 					else if (c->sub != NULL)
 						ok = zs_subscriber_handle_message(c->sub, msg.payload.data,
@@ -425,6 +579,7 @@ accept_clients(pgsocket listener)
 		c = palloc0(sizeof(Client));
 		c->context = context;
 		c->sock = sock;
+		c->file_fd = -1;
 		snprintf(c->address, sizeof(c->address), "%s:%s", host, port);
 		c->state = CLIENT_HTTP;
 		initStringInfo(&c->in);
@@ -682,8 +837,19 @@ publish_subscribers(const char *head)
 			slot->messages_acked = info.messages_acked;
 			strlcpy(slot->state, c->close_after_flush ? "closing" : info.state, sizeof(slot->state));
 		}
+		else if (c->up.reserved_task != NULL)
+		{
+			/* a reservation pins the change log at its watermark */
+			strlcpy(slot->id, c->up.reserved_task, sizeof(slot->id));
+			strlcpy(slot->mode, "snapshot", sizeof(slot->mode));
+			slot->protocol = c->protocol;
+			strlcpy(slot->state, "reserved", sizeof(slot->state));
+			strlcpy(slot->watermark_sent, c->up.reserved_watermark, sizeof(slot->watermark_sent));
+			strlcpy(slot->watermark_acked, c->up.reserved_watermark, sizeof(slot->watermark_acked));
+		}
 		else
-			strlcpy(slot->state, c->state == CLIENT_HTTP ? "connecting" : "closing",
+			strlcpy(slot->state, c->file_fd >= 0 ? "sending snapshot" :
+					c->state == CLIENT_HTTP ? "connecting" : "closing",
 					sizeof(slot->state));
 		n++;
 	}

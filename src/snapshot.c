@@ -1,0 +1,200 @@
+/*-------------------------------------------------------------------------
+ * snapshot.c
+ *	  Snapshot reservations and consistent copies of the backup replica.
+ *
+ * A reservation answers "where do I restore from": a backupURL on this
+ * server, the replicaVersion, and minWatermark, the backup watermark at the
+ * time of the reservation. The copy itself is made on request with
+ * SQLite's online-backup API in a single step, which reads the whole file
+ * inside one read transaction: with the replica in WAL mode the replicator
+ * keeps writing meanwhile, and the copy is one committed state, never a
+ * torn file. Its stateVersion, read from the copy, is at least the
+ * reservation's minWatermark because the backup only moves forward.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "miscadmin.h"
+#include "storage/fd.h"
+
+#include "guc.h"
+#include "initial_copy.h"
+#include "json_out.h"
+#include "shared_state.h"
+#include "snapshot.h"
+
+#define REPLICA_PATH_PREFIX "/replica/"
+
+bool
+zs_snapshot_reserve(const char *host, const char *task_id, const char *tag,
+					StringInfo body, char *watermark, char **error)
+{
+	char	   *path = zs_replica_file_path();
+	char		state[128];
+	char		replica_version[ZS_WATERMARK_MAXLEN];
+	struct stat st;
+
+	if (path == NULL)
+	{
+		*error = pstrdup("backups are not configured");
+		return false;
+	}
+	LWLockAcquire(zs_shared->lock, LW_SHARED);
+	strlcpy(state, zs_shared->backup_state, sizeof(state));
+	strlcpy(watermark, zs_shared->backup_watermark, ZS_WATERMARK_MAXLEN);
+	strlcpy(replica_version, zs_shared->replica_version, sizeof(replica_version));
+	LWLockRelease(zs_shared->lock);
+	if (strcmp(state, "following") != 0 || watermark[0] == '\0' || stat(path, &st) != 0)
+	{
+		*error = psprintf("the backup replica is not ready (%s)", state[0] ? state : "replicator not running");
+		return false;
+	}
+
+	appendStringInfoString(body, "{\"tag\":");
+	zs_json_append_cstring(body, tag);
+	appendStringInfoString(body, ",\"backupURL\":");
+	{
+		StringInfoData url;
+
+		initStringInfo(&url);
+		appendStringInfo(&url, "http://%s" REPLICA_PATH_PREFIX,
+						 host ? host : psprintf("127.0.0.1:%d", zs_port));
+		for (const char *p = task_id; *p; p++)
+		{
+			if (isalnum((unsigned char) *p) || strchr("-_.~", *p))
+				appendStringInfoChar(&url, *p);
+			else
+				appendStringInfo(&url, "%%%02X", (unsigned char) *p);
+		}
+		zs_json_append_cstring(body, url.data);
+	}
+	appendStringInfoString(body, ",\"replicaVersion\":");
+	zs_json_append_cstring(body, replica_version);
+	appendStringInfoString(body, ",\"minWatermark\":");
+	zs_json_append_cstring(body, watermark);
+	appendStringInfo(body, ",\"replicaSize\":" INT64_FORMAT "}", (int64) st.st_size);
+	return true;
+}
+
+char *
+zs_snapshot_request_task(const char *path)
+{
+	const char *p;
+	StringInfoData task;
+
+	if (strncmp(path, REPLICA_PATH_PREFIX, strlen(REPLICA_PATH_PREFIX)) != 0)
+		return NULL;
+	p = path + strlen(REPLICA_PATH_PREFIX);
+	initStringInfo(&task);
+	/* the path is not percent-decoded by the parser: do it here */
+	while (*p)
+	{
+		if (*p == '%' && isxdigit((unsigned char) p[1]) && isxdigit((unsigned char) p[2]))
+		{
+			char		hex[3] = {p[1], p[2], '\0'};
+
+			appendStringInfoChar(&task, (char) strtol(hex, NULL, 16));
+			p += 3;
+		}
+		else
+			appendStringInfoChar(&task, *p++);
+	}
+	return task.len > 0 ? task.data : NULL;
+}
+
+static bool
+read_copy_state(sqlite3 *db, char *replica_version, char *watermark)
+{
+	sqlite3_stmt *stmt;
+	bool		ok = false;
+
+	if (sqlite3_prepare_v2(db, "SELECT c.replicaVersion, s.stateVersion FROM \"_zero.replicationConfig\" c, \"_zero.replicationState\" s",
+						   -1, &stmt, NULL) != SQLITE_OK)
+		return false;
+	if (sqlite3_step(stmt) == SQLITE_ROW)
+	{
+		strlcpy(replica_version, (const char *) sqlite3_column_text(stmt, 0), ZS_WATERMARK_MAXLEN);
+		strlcpy(watermark, (const char *) sqlite3_column_text(stmt, 1), ZS_WATERMARK_MAXLEN);
+		ok = true;
+	}
+	sqlite3_finalize(stmt);
+	return ok;
+}
+
+int
+zs_snapshot_open_copy(off_t *size, char *replica_version, char *watermark, char **error)
+{
+	static uint32 counter = 0;
+	char	   *path = zs_replica_file_path();
+	char	   *copy;
+	sqlite3    *src = NULL;
+	sqlite3    *dst = NULL;
+	sqlite3_backup *backup;
+	int			rc;
+	int			fd = -1;
+	struct stat st;
+
+	if (path == NULL)
+	{
+		*error = pstrdup("backups are not configured");
+		return -1;
+	}
+	copy = psprintf("%s.snapshot.%d.%u", path, MyProcPid, ++counter);
+	if (sqlite3_open_v2(path, &src, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
+		sqlite3_open_v2(copy, &dst, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK)
+	{
+		*error = psprintf("could not open the backup replica: %s",
+						  sqlite3_errmsg(dst ? dst : src));
+		goto done;
+	}
+	sqlite3_busy_timeout(src, 10000);
+	backup = sqlite3_backup_init(dst, "main", src, "main");
+	if (backup == NULL)
+	{
+		*error = psprintf("could not copy the backup replica: %s", sqlite3_errmsg(dst));
+		goto done;
+	}
+	rc = sqlite3_backup_step(backup, -1);
+	sqlite3_backup_finish(backup);
+	if (rc != SQLITE_DONE)
+	{
+		*error = psprintf("could not copy the backup replica: %s", sqlite3_errstr(rc));
+		goto done;
+	}
+	if (!read_copy_state(dst, replica_version, watermark))
+	{
+		*error = psprintf("the copy of the backup replica has no replication state: %s",
+						  sqlite3_errmsg(dst));
+		goto done;
+	}
+	sqlite3_close(dst);
+	dst = NULL;
+	fd = open(copy, O_RDONLY | PG_BINARY, 0);
+	if (fd < 0 || fstat(fd, &st) != 0)
+	{
+		*error = psprintf("could not open \"%s\": %m", copy);
+		if (fd >= 0)
+			close(fd);
+		fd = -1;
+		goto done;
+	}
+	*size = st.st_size;
+
+done:
+	if (dst != NULL)
+		sqlite3_close(dst);
+	if (src != NULL)
+		sqlite3_close(src);
+	/* the open descriptor keeps the data; nothing is left behind on disk */
+	unlink(copy);
+	unlink(psprintf("%s-wal", copy));
+	unlink(psprintf("%s-shm", copy));
+	unlink(psprintf("%s-journal", copy));
+	pfree(copy);
+	return fd;
+}

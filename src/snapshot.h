@@ -1,0 +1,37 @@
+/*-------------------------------------------------------------------------
+ * snapshot.h
+ *	  Snapshot reservations and consistent copies of the backup replica,
+ *	  for subscribers that start without a usable replica
+ *	  (zero-protocol.md §2.5-2.6).
+ *-------------------------------------------------------------------------
+ */
+#ifndef ZS_SNAPSHOT_H
+#define ZS_SNAPSHOT_H
+
+#include "lib/stringinfo.h"
+
+#include "watermark.h"
+
+/*
+ * The body of a reservation's status: {"tag":<tag>,"backupURL":...,
+ * "replicaVersion":...,"minWatermark":...,"replicaSize":n}. backupURL
+ * points at this server (host as the client addressed it). minWatermark,
+ * the backup watermark now, is returned in *watermark: the reservation
+ * pins the change log there. False with *error if there is no backup
+ * replica to serve.
+ */
+extern bool zs_snapshot_reserve(const char *host, const char *task_id, const char *tag,
+								StringInfo body, char *watermark, char **error);
+
+/* "/replica/<taskID>": the task, or NULL for another path */
+extern char *zs_snapshot_request_task(const char *path);
+
+/*
+ * A consistent copy of the backup replica (SQLite online backup), as an
+ * open file descriptor of an already unlinked file, with its size,
+ * replicaVersion and stateVersion. -1 with *error on failure.
+ */
+extern int	zs_snapshot_open_copy(off_t *size, char *replica_version, char *watermark,
+								  char **error);
+
+#endif							/* ZS_SNAPSHOT_H */
