@@ -53,10 +53,18 @@ CLIENT_SRCS = src/client/zero_stream_tail.c src/client/ws_client.c src/websocket
 $(CLIENT): $(CLIENT_SRCS) $(wildcard $(srcdir)/src/*.h $(srcdir)/src/client/*.h)
 	$(CC) $(CLIENT_CFLAGS) -o $@ $(CLIENT_SRCS) $(CLIENT_LIBS)
 
-all: $(CLIENT)
+REPLICA_CLIENT = zero-stream-replica
+REPLICA_CLIENT_SRCS = src/client/zero_stream_replica.c src/client/ws_client.c src/websocket.c \
+	src/json_out.c src/json_read.c src/replica.c
+
+$(REPLICA_CLIENT): $(REPLICA_CLIENT_SRCS) $(wildcard $(srcdir)/src/*.h $(srcdir)/src/client/*.h)
+	$(CC) $(CLIENT_CFLAGS) -o $@ $(REPLICA_CLIENT_SRCS) $(CLIENT_LIBS) -lsqlite3
+
+all: $(CLIENT) $(REPLICA_CLIENT)
 install: install-client
-install-client: $(CLIENT)
+install-client: $(CLIENT) $(REPLICA_CLIENT)
 	$(INSTALL_PROGRAM) $(CLIENT) '$(DESTDIR)$(bindir)/$(CLIENT)'
+	$(INSTALL_PROGRAM) $(REPLICA_CLIENT) '$(DESTDIR)$(bindir)/$(REPLICA_CLIENT)'
 
 # ---------------------------------------------------------------- tests
 PG_BINDIR := $(shell $(PG_CONFIG) --bindir)
@@ -112,4 +120,4 @@ tapcheck:
 
 check-all: unitcheck regresscheck tapcheck
 
-EXTRA_CLEAN = $(CLIENT) $(UNIT_TESTS) tmp_check test/results test/tmp_check test/log
+EXTRA_CLEAN = $(CLIENT) $(REPLICA_CLIENT) $(UNIT_TESTS) tmp_check test/results test/tmp_check test/log

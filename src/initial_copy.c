@@ -208,7 +208,7 @@ describe_table(const CopyTable *t, List *publications, ZsReplicaTable *spec, ZsP
 
 	/* the key index, and which columns pgoutput flags as key */
 	if (SPI_execute_with_args(
-							  "SELECT ic.relname, i.indkey::int2[]::text, i.indisprimary, i.indisreplident "
+							  "SELECT ic.relname, array_to_string(i.indkey::int2[], ','), i.indisprimary, i.indisreplident "
 							  "  FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid "
 							  " WHERE i.indrelid = $1 AND i.indisunique AND i.indisvalid "
 							  "   AND (i.indisprimary OR i.indisreplident) "
@@ -222,11 +222,11 @@ describe_table(const CopyTable *t, List *publications, ZsReplicaTable *spec, ZsP
 		bool		isnull;
 		bool		primary = DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull));
 		bool		replident = DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull));
-		char	   *attnums = SPI_getvalue(tup, desc, 2);	/* "{1,2}" */
+		char	   *attnums = SPI_getvalue(tup, desc, 2);	/* "1,2" */
 		int16	   *keys = palloc(sizeof(int16) * ZS_MAX_KEY_COLUMNS);
 		int			nkeys = 0;
 
-		for (char *p = strtok(attnums + 1, ",}"); p && nkeys < ZS_MAX_KEY_COLUMNS; p = strtok(NULL, ",}"))
+		for (char *p = strtok(attnums, ","); p && nkeys < ZS_MAX_KEY_COLUMNS; p = strtok(NULL, ","))
 			keys[nkeys++] = (int16) atoi(p);
 		if (i == 0)
 		{

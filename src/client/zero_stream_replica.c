@@ -1,0 +1,864 @@
+/*-------------------------------------------------------------------------
+ * zero_stream_replica.c
+ *	  zero-stream-replica: keep a SQLite replica in zero-cache's format
+ *	  current from a zero_stream server (or print a replica's state).
+ *
+ *	  zero-stream-replica sync [options] ws://[user:password@]host:port FILE
+ *	  zero-stream-replica status FILE
+ *
+ * sync reserves a snapshot on /replication/v7/subscribe; when FILE is
+ * missing, of another replicaVersion, or older than the server's
+ * minWatermark, it downloads the backup replica the reservation points at
+ * (replacing FILE atomically), then subscribes from FILE's stateVersion on
+ * the same connection and applies every transaction, committing to SQLite
+ * at frame boundaries and acking each frame once applied. Interrupt it
+ * (SIGINT/SIGTERM) and start it again: it resumes from the stateVersion
+ * committed in FILE, so no transaction is applied twice or skipped. A lost
+ * connection is retried; WrongReplicaVersion or WatermarkTooOld leads to a
+ * fresh restore.
+ *
+ * Options of sync:
+ *	  --task-id ID     reservation and subscription task (default zero-stream-replica)
+ *	  --id ID          subscriber id (default <task-id>-<pid>)
+ *	  --no-change-log  do not keep "_zero.changeLog2" (a backup-style replica)
+ *	  --idle SECS      exit 0 once no message arrived for SECS seconds
+ *
+ * Exit status: 0 stopped by a signal or --idle; 1 usage; 2 server
+ * unreachable, refused (e.g. wrong password) or a protocol error; 3 FILE
+ * is not a usable replica or cannot be written.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres_fe.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "json_out.h"
+#include "json_read.h"
+#include "replica.h"
+#include "websocket.h"
+#include "ws_client.h"
+
+#define PROGRESS_INTERVAL_S 2.0
+#define RECONNECT_MAX_S 10
+
+typedef struct Options
+{
+	const char *task_id;
+	const char *id;
+	bool		change_log;
+	int			idle_seconds;
+} Options;
+
+typedef struct Connection
+{
+	int			sock;
+	ZsWsReader	reader;
+	ZsWsMessage msg;
+	int64		next_upstream_id;
+	int64		last_frame;		/* downstream frame ids processed */
+	int64		last_acked;
+} Connection;
+
+/* the reservation's answer */
+typedef struct Reservation
+{
+	char	   *backup_url;
+	char		replica_version[ZS_WATERMARK_MAXLEN];
+	char		min_watermark[ZS_WATERMARK_MAXLEN];
+	int64		replica_size;
+} Reservation;
+
+typedef enum SyncResult
+{
+	SYNC_STOPPED,				/* signal or --idle: exit 0 */
+	SYNC_RECONNECT,				/* connection lost: try again */
+	SYNC_RESTORE				/* the server says the replica cannot continue */
+} SyncResult;
+
+static volatile sig_atomic_t stop_requested = 0;
+static char err[ZS_CLIENT_ERR_LEN];
+static ZsJsonDoc doc;
+
+static void
+handle_stop(int signo)
+{
+	stop_requested = 1;
+}
+
+static void
+usage(void)
+{
+	fprintf(stderr,
+			"usage: zero-stream-replica sync [--task-id ID] [--id ID] [--no-change-log] [--idle SECS] ws://[user:password@]host:port FILE\n"
+			"       zero-stream-replica status FILE\n");
+	exit(1);
+}
+
+static void pg_attribute_noreturn()
+die_with(int code, const char *fmt,...) pg_attribute_printf(2, 3);
+
+static void
+die_with(int code, const char *fmt,...)
+{
+	va_list		args;
+
+	fputs("zero-stream-replica: ", stderr);
+	va_start(args, fmt);
+	vfprintf(stderr, fmt, args);
+	va_end(args);
+	fputc('\n', stderr);
+	exit(code);
+}
+
+static void
+note(const char *fmt,...) pg_attribute_printf(1, 2);
+
+static void
+note(const char *fmt,...)
+{
+	va_list		args;
+
+	fputs("zero-stream-replica: ", stderr);
+	va_start(args, fmt);
+	vfprintf(stderr, fmt, args);
+	va_end(args);
+	fputc('\n', stderr);
+}
+
+static double
+now_seconds(void)
+{
+	struct timeval tv;
+
+	gettimeofday(&tv, NULL);
+	return tv.tv_sec + tv.tv_usec / 1e6;
+}
+
+/* ---------------------------------------------------------------- connection */
+
+static bool
+send_text(Connection *conn, const char *text)
+{
+	return zs_client_send_frame(conn->sock, ZS_WS_OP_TEXT, text, (int) strlen(text), err);
+}
+
+static bool
+send_upstream(Connection *conn, const char *type, const char *body)
+{
+	char	   *frame = psprintf("{\"id\":" INT64_FORMAT ",\"msg\":[\"%s\",%s]}",
+								 conn->next_upstream_id++, type, body);
+	bool		ok = send_text(conn, frame);
+
+	pfree(frame);
+	return ok;
+}
+
+/* ack every processed frame, in order, in one write */
+static bool
+send_acks(Connection *conn)
+{
+	StringInfoData frames;
+	bool		ok;
+
+	if (conn->last_acked >= conn->last_frame)
+		return true;
+	initStringInfo(&frames);
+	while (conn->last_acked < conn->last_frame)
+	{
+		char		ack[48];
+		uint8		mask[4] = {0x12, 0x34, 0x56, 0x78};
+		int			len = snprintf(ack, sizeof(ack), "{\"ack\":" INT64_FORMAT "}", ++conn->last_acked);
+		int			start;
+
+		zs_ws_append_header(&frames, true, ZS_WS_OP_TEXT, (uint64) len, mask);
+		start = frames.len;
+		appendBinaryStringInfo(&frames, ack, len);
+		zs_ws_mask(frames.data + start, len, mask, 0);
+	}
+	ok = zs_client_write_all(conn->sock, frames.data, frames.len, err);
+	pfree(frames.data);
+	return ok;
+}
+
+/*
+ * Open /replication/v7/subscribe. A refusal (unreachable, 401, ...) is
+ * fatal on the first attempt and retried afterwards.
+ */
+static bool
+connect_subscribe(Connection *conn, const ZsUrl *url, const Options *opt, bool fatal)
+{
+	StringInfoData leftover;
+	StringInfoData target;
+	int			http_status;
+
+	conn->sock = zs_client_connect(url, err);
+	if (conn->sock < 0)
+	{
+		if (fatal)
+			die_with(2, "%s", err);
+		return false;
+	}
+	initStringInfo(&leftover);
+	initStringInfo(&target);
+	appendStringInfoString(&target, "/replication/v7/subscribe?taskID=");
+	for (const char *p = opt->task_id; *p; p++)
+		appendStringInfo(&target, isalnum((unsigned char) *p) || strchr("-_.~", *p) ? "%c" : "%%%02X",
+						 (unsigned char) *p);
+	if (!zs_client_ws_handshake(conn->sock, url, target.data, &leftover, &http_status, err))
+	{
+		close(conn->sock);
+		if (http_status == 401)
+			die_with(2, "the server refused the credentials (HTTP 401): check the password in the URL");
+		if (fatal)
+			die_with(2, "%s", err);
+		return false;
+	}
+	zs_ws_reader_init(&conn->reader, false, (uint64) 1 << 30);
+	zs_ws_reader_feed(&conn->reader, leftover.data, leftover.len);
+	initStringInfo(&conn->msg.payload);
+	conn->next_upstream_id = 1;
+	conn->last_frame = 0;
+	conn->last_acked = 0;
+	pfree(leftover.data);
+	pfree(target.data);
+	return true;
+}
+
+static void
+disconnect(Connection *conn)
+{
+	if (conn->sock >= 0)
+	{
+		(void) zs_client_send_frame(conn->sock, ZS_WS_OP_CLOSE, "\x03\xe8", 2, err);
+		close(conn->sock);
+	}
+	conn->sock = -1;
+	zs_ws_reader_free(&conn->reader);
+	pfree(conn->msg.payload.data);
+}
+
+typedef enum NextResult
+{
+	NEXT_TEXT,					/* conn->msg holds a text message */
+	NEXT_TIMEOUT,				/* nothing within the timeout (or a signal) */
+	NEXT_CLOSED					/* closed; err says how */
+} NextResult;
+
+/* The next text message; control frames are answered on the way. */
+static NextResult
+next_message(Connection *conn, int timeout_ms)
+{
+	for (;;)
+	{
+		ZsWsReadResult r = zs_ws_reader_next(&conn->reader, &conn->msg);
+
+		if (r == ZS_WS_ERROR)
+		{
+			snprintf(err, sizeof(err), "protocol error from the server: %s", conn->reader.error);
+			return NEXT_CLOSED;
+		}
+		if (r == ZS_WS_NEED_MORE)
+		{
+			char		buf[65536];
+			struct pollfd pfd = {.fd = conn->sock,.events = POLLIN};
+			ssize_t		got;
+			int			rc;
+
+			if (stop_requested)
+				return NEXT_TIMEOUT;
+			rc = poll(&pfd, 1, timeout_ms);
+			if (rc <= 0)
+				return NEXT_TIMEOUT;
+			got = recv(conn->sock, buf, sizeof(buf), 0);
+			if (got < 0 && errno == EINTR)
+				continue;
+			if (got <= 0)
+			{
+				snprintf(err, sizeof(err), "the server closed the connection without a close frame");
+				return NEXT_CLOSED;
+			}
+			zs_ws_reader_feed(&conn->reader, buf, (int) got);
+			continue;
+		}
+		switch (conn->msg.opcode)
+		{
+			case ZS_WS_OP_TEXT:
+				return NEXT_TEXT;
+			case ZS_WS_OP_PING:
+				(void) zs_client_send_frame(conn->sock, ZS_WS_OP_PONG, conn->msg.payload.data,
+											conn->msg.payload.len, err);
+				break;
+			case ZS_WS_OP_CLOSE:
+				{
+					int			code = conn->msg.payload.len >= 2
+						? ((uint8) conn->msg.payload.data[0] << 8) | (uint8) conn->msg.payload.data[1]
+						: 1005;
+
+					snprintf(err, sizeof(err), "the server closed the connection (%d%s%.*s)", code,
+							 conn->msg.payload.len > 2 ? ": " : "",
+							 Max(conn->msg.payload.len - 2, 0), conn->msg.payload.data + 2);
+					return NEXT_CLOSED;
+				}
+			default:
+				break;
+		}
+	}
+}
+
+/* ---------------------------------------------------------------- reservation */
+
+static const char *
+string_member(const ZsJsonDoc *d, int obj, const char *key)
+{
+	int			n = zs_json_get(d, obj, key);
+
+	return n >= 0 && d->nodes[n].type == ZS_JSON_STRING ? zs_json_str(d, n) : NULL;
+}
+
+/* reserve-snapshot, then wait for ["reserved", {...}]; false with err if refused */
+static bool
+reserve(Connection *conn, const Options *opt, Reservation *res)
+{
+	StringInfoData task;
+	char	   *body;
+
+	initStringInfo(&task);
+	zs_json_append_cstring(&task, opt->task_id);
+	body = psprintf("{\"taskID\":%s}", task.data);
+	if (!send_upstream(conn, "reserve-snapshot", body))
+		return false;
+	for (;;)
+	{
+		int			id,
+					batch,
+					msg,
+					status;
+
+		switch (next_message(conn, 30000))
+		{
+			case NEXT_TIMEOUT:
+				snprintf(err, sizeof(err), stop_requested ? "interrupted" : "no answer to reserve-snapshot within 30 s");
+				return false;
+			case NEXT_CLOSED:
+				return false;
+			case NEXT_TEXT:
+				break;
+		}
+		if (!zs_json_parse(&doc, conn->msg.payload.data, conn->msg.payload.len))
+		{
+			snprintf(err, sizeof(err), "invalid JSON from the server: %s", doc.error);
+			return false;
+		}
+		if (zs_json_get(&doc, 0, "ack") >= 0)
+			continue;			/* the server acked our upstream frame */
+		id = zs_json_get(&doc, 0, "id");
+		batch = zs_json_get(&doc, 0, "batch");
+		msg = zs_json_at(&doc, batch, 0);
+		status = zs_json_at(&doc, msg, 1);
+		if (id < 0 || !zs_json_str_eq(&doc, zs_json_at(&doc, msg, 0), "reserved") ||
+			string_member(&doc, status, "backupURL") == NULL ||
+			string_member(&doc, status, "replicaVersion") == NULL ||
+			string_member(&doc, status, "minWatermark") == NULL)
+		{
+			snprintf(err, sizeof(err), "unexpected answer to reserve-snapshot: %.200s", conn->msg.payload.data);
+			return false;
+		}
+		res->backup_url = pstrdup(string_member(&doc, status, "backupURL"));
+		strlcpy(res->replica_version, string_member(&doc, status, "replicaVersion"), ZS_WATERMARK_MAXLEN);
+		strlcpy(res->min_watermark, string_member(&doc, status, "minWatermark"), ZS_WATERMARK_MAXLEN);
+		res->replica_size = -1;
+		{
+			int64		size;
+			int			n = zs_json_get(&doc, status, "replicaSize");
+
+			if (n >= 0 && zs_json_int64(&doc, n, &size))
+				res->replica_size = size;
+		}
+		conn->last_frame = (int64) zs_json_double(&doc, id);
+		return send_acks(conn);
+	}
+}
+
+/* ---------------------------------------------------------------- restore */
+
+static void
+remove_replica_files(const char *path)
+{
+	static const char *const suffixes[] = {"", "-wal", "-shm", "-journal"};
+
+	for (int i = 0; i < (int) lengthof(suffixes); i++)
+	{
+		char	   *file = psprintf("%s%s", path, suffixes[i]);
+
+		if (unlink(file) != 0 && errno != ENOENT)
+			die_with(3, "could not remove \"%s\": %m", file);
+		pfree(file);
+	}
+}
+
+static void
+progress(double done, double total, double started, bool final)
+{
+	static double last = 0;
+	double		now = now_seconds();
+	double		rate = done / 1048576.0 / Max(now - started, 1e-6);
+
+	if (!final && now - last < (isatty(2) ? 0.2 : PROGRESS_INTERVAL_S))
+		return;
+	last = now;
+	if (isatty(2))
+		fprintf(stderr, "\rrestoring snapshot: %.1f of %.1f MB (%3.0f%%), %.1f MB/s%s",
+				done / 1048576.0, total / 1048576.0, total > 0 ? 100.0 * done / total : 100.0,
+				rate, final ? "\n" : "");
+	else if (!final)
+		fprintf(stderr, "zero-stream-replica: restoring snapshot: %.1f of %.1f MB (%.0f%%)\n",
+				done / 1048576.0, total / 1048576.0, total > 0 ? 100.0 * done / total : 100.0);
+}
+
+/*
+ * Download the reservation's backup into FILE.tmp, check it, and move it
+ * over FILE. The URL's credentials are those of the server URL.
+ */
+static void
+restore(const ZsUrl *server, const Reservation *res, const char *file)
+{
+	ZsUrl		url;
+	int			sock;
+	int			http_status;
+	StringInfoData head;
+	StringInfoData body;
+	StringInfoData value;
+	char	   *tmp = psprintf("%s.tmp", file);
+	int			fd;
+	int64		length,
+				done = 0;
+	double		started = now_seconds();
+	char		rv[ZS_WATERMARK_MAXLEN],
+				sv[ZS_WATERMARK_MAXLEN];
+	ZsReplica  *check;
+
+	if (!zs_url_parse(res->backup_url, &url) || strcmp(url.scheme, "http") != 0)
+		die_with(2, "unsupported backupURL \"%s\"", res->backup_url);
+	url.userinfo = server->userinfo;
+	sock = zs_client_connect(&url, err);
+	if (sock < 0)
+		die_with(2, "could not download the snapshot: %s", err);
+	initStringInfo(&head);
+	initStringInfo(&body);
+	initStringInfo(&value);
+	if (!zs_client_http_get(sock, &url, url.target, &http_status, &head, &body, err))
+		die_with(2, "could not download the snapshot: %s", err);
+	if (http_status != 200)
+		die_with(2, "could not download the snapshot from %s: %.*s", res->backup_url,
+				 (int) (strchr(head.data, '\r') - head.data), head.data);
+	if (!zs_client_header(head.data, "Content-Length", &value))
+		die_with(2, "the snapshot response has no Content-Length");
+	length = strtoll(value.data, NULL, 10);
+
+	remove_replica_files(tmp);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0)
+		die_with(3, "could not create \"%s\": %m", tmp);
+	for (;;)
+	{
+		if (body.len > 0)
+		{
+			int			n = (int) Min((int64) body.len, length - done);
+
+			if (write(fd, body.data, n) != n)
+				die_with(3, "could not write \"%s\": %m", tmp);
+			done += n;
+			resetStringInfo(&body);
+			progress((double) done, (double) length, started, false);
+		}
+		if (done >= length)
+			break;
+		if (stop_requested)
+		{
+			unlink(tmp);
+			die_with(130, "interrupted while restoring the snapshot");
+		}
+		enlargeStringInfo(&body, 1 << 20);
+		{
+			ssize_t		got = recv(sock, body.data, 1 << 20, 0);
+
+			if (got < 0 && errno == EINTR)
+				continue;
+			if (got <= 0)
+			{
+				unlink(tmp);
+				die_with(2, "the snapshot download ended after " INT64_FORMAT " of " INT64_FORMAT " bytes",
+						 done, length);
+			}
+			body.len = (int) got;
+		}
+	}
+	close(sock);
+	if (fsync(fd) != 0 || close(fd) != 0)
+		die_with(3, "could not write \"%s\": %m", tmp);
+	progress((double) done, (double) length, started, true);
+
+	/* the file must be the replica the reservation announced */
+	check = zs_replica_open(tmp, 0, err, sizeof(err));
+	if (check == NULL)
+		die_with(2, "the downloaded snapshot is not usable: %s", err);
+	if (!zs_replica_read_state(check, rv, sv))
+		die_with(2, "the downloaded snapshot is not a replica: %s", zs_replica_error(check));
+	zs_replica_close(check);
+	if (strcmp(rv, res->replica_version) != 0 || strcmp(sv, res->min_watermark) < 0)
+		die_with(2, "the downloaded snapshot (replicaVersion %s at %s) does not match the reservation (%s at %s or later)",
+				 rv, sv, res->replica_version, res->min_watermark);
+	remove_replica_files(file);
+	if (rename(tmp, file) != 0)
+		die_with(3, "could not rename \"%s\" to \"%s\": %m", tmp, file);
+	note("restored replicaVersion %s at %s: %.1f MB in %.2f s (%.1f MB/s)",
+		 rv, sv, done / 1048576.0, now_seconds() - started,
+		 done / 1048576.0 / Max(now_seconds() - started, 1e-6));
+}
+
+/* ---------------------------------------------------------------- applying */
+
+static void
+replica_failed(ZsReplica *r, const char *what)
+{
+	die_with(3, "%s: %s", what, zs_replica_error(r));
+}
+
+/*
+ * One downstream frame: {"id":n,"batch":[msg...]} or {"id":n,"msg":msg}.
+ * Returns SYNC_RESTORE/SYNC_RECONNECT on an error message, else -1.
+ */
+static int
+apply_frame(Connection *conn, ZsReplica *r, bool *in_txn)
+{
+	int			id,
+				batch,
+				single;
+
+	if (!zs_json_parse(&doc, conn->msg.payload.data, conn->msg.payload.len))
+		die_with(2, "invalid JSON from the server: %s", doc.error);
+	if (zs_json_get(&doc, 0, "ack") >= 0)
+		return -1;
+	id = zs_json_get(&doc, 0, "id");
+	batch = zs_json_get(&doc, 0, "batch");
+	single = zs_json_get(&doc, 0, "msg");
+	if (id < 0 || (batch < 0 && single < 0))
+		die_with(2, "unexpected frame from the server: %.200s", conn->msg.payload.data);
+
+	for (int m = batch >= 0 ? doc.nodes[batch].first_child : single; m >= 0;
+		 m = batch >= 0 ? doc.nodes[m].next : -1)
+	{
+		int			type = zs_json_at(&doc, m, 0);
+		int			body = zs_json_at(&doc, m, 1);
+		int			extra = zs_json_at(&doc, m, 2);
+
+		if (zs_json_str_eq(&doc, type, "begin"))
+		{
+			const char *wm = string_member(&doc, extra, "commitWatermark");
+
+			if (wm == NULL || !zs_replica_begin(r, wm))
+				replica_failed(r, "begin");
+			*in_txn = true;
+		}
+		else if (zs_json_str_eq(&doc, type, "data"))
+		{
+			if (!zs_replica_apply_change(r, &doc, body))
+				replica_failed(r, "could not apply a change");
+		}
+		else if (zs_json_str_eq(&doc, type, "commit"))
+		{
+			const char *wm = string_member(&doc, extra, "watermark");
+
+			if (wm == NULL || !zs_replica_commit(r, wm))
+				replica_failed(r, "commit");
+			*in_txn = false;
+		}
+		else if (zs_json_str_eq(&doc, type, "rollback"))
+		{
+			if (!zs_replica_rollback(r))
+				replica_failed(r, "rollback");
+			*in_txn = false;
+		}
+		else if (zs_json_str_eq(&doc, type, "error"))
+		{
+			int			etype = zs_json_get(&doc, body, "type");
+			const char *message = string_member(&doc, body, "message");
+			int64		t = -1;
+
+			if (etype >= 0)
+				(void) zs_json_int64(&doc, etype, &t);
+			note("the server ended the subscription: error type " INT64_FORMAT ": %s", t,
+				 message ? message : "(no message)");
+			conn->last_frame = (int64) zs_json_double(&doc, id);
+			(void) send_acks(conn);
+			if (t == 1 || t == 2)
+				return SYNC_RESTORE;
+			return SYNC_RECONNECT;
+		}
+		/* status messages carry nothing to apply */
+	}
+	conn->last_frame = (int64) zs_json_double(&doc, id);
+	return -1;
+}
+
+static SyncResult
+follow(Connection *conn, ZsReplica *r, const Options *opt)
+{
+	bool		in_txn = false;
+	double		last_message = now_seconds();
+	double		started = now_seconds();
+	uint64		rows_at_start = zs_replica_rows_applied(r);
+
+	for (;;)
+	{
+		NextResult n = next_message(conn, 1000);
+
+		if (n == NEXT_TEXT)
+		{
+			int			result = apply_frame(conn, r, &in_txn);
+
+			if (result >= 0)
+				return (SyncResult) result;
+			last_message = now_seconds();
+			/* more already buffered: keep the SQLite transaction open for it */
+			if (conn->reader.input.len > conn->reader.input_pos)
+				continue;
+		}
+		/* the socket is drained: make what is applied durable, then ack it */
+		if (!in_txn && !zs_replica_flush(r))
+			replica_failed(r, "commit");
+		if (!send_acks(conn))
+		{
+			note("%s", err);
+			return SYNC_RECONNECT;
+		}
+		if (n == NEXT_CLOSED)
+		{
+			note("%s", err);
+			if (in_txn && !zs_replica_rollback(r))
+				replica_failed(r, "rollback");
+			return SYNC_RECONNECT;
+		}
+		if (stop_requested ||
+			(opt->idle_seconds >= 0 && n == NEXT_TIMEOUT &&
+			 now_seconds() - last_message >= opt->idle_seconds))
+		{
+			if (in_txn && (!zs_replica_rollback(r) || !zs_replica_flush(r)))
+				replica_failed(r, "rollback");
+			note("stopped at stateVersion %s (" UINT64_FORMAT " rows applied in %.2f s)",
+				 zs_replica_state_version(r), zs_replica_rows_applied(r) - rows_at_start,
+				 now_seconds() - started);
+			return SYNC_STOPPED;
+		}
+	}
+}
+
+/* The local replica's state; false if FILE does not exist. Exits if it is not a replica. */
+static bool
+local_state(const char *file, char *rv, char *sv)
+{
+	struct stat st;
+	ZsReplica  *r;
+
+	if (stat(file, &st) != 0)
+		return false;
+	r = zs_replica_open(file, 0, err, sizeof(err));
+	if (r == NULL)
+		die_with(3, "%s", err);
+	if (!zs_replica_read_state(r, rv, sv))
+		die_with(3, "\"%s\" is not a Zero replica: %s", file, zs_replica_error(r));
+	zs_replica_close(r);
+	return true;
+}
+
+static int
+sync_replica(const char *url_text, const char *file, const Options *opt)
+{
+	ZsUrl		url;
+	bool		first = true;
+	bool		force_restore = false;
+	int			backoff = 1;
+
+	if (!zs_url_parse(url_text, &url) || strcmp(url.scheme, "ws") != 0)
+		die_with(1, "not a ws:// URL: %s", url_text);
+
+	for (;;)
+	{
+		Connection conn;
+		Reservation res;
+		char		rv[ZS_WATERMARK_MAXLEN] = "",
+					sv[ZS_WATERMARK_MAXLEN] = "";
+		bool		have = local_state(file, rv, sv);
+		ZsReplica  *r;
+		SyncResult	result;
+		StringInfoData start;
+
+		if (stop_requested)
+			return 0;
+		if (!connect_subscribe(&conn, &url, opt, first))
+		{
+			note("%s; retrying in %d s", err, backoff);
+			sleep(backoff);
+			backoff = Min(backoff * 2, RECONNECT_MAX_S);
+			continue;
+		}
+		if (!reserve(&conn, opt, &res))
+		{
+			if (stop_requested)
+				return 0;
+			if (first && strstr(err, "not ready") == NULL)
+				die_with(2, "%s", err);
+			note("%s; retrying in %d s", err, backoff);
+			disconnect(&conn);
+			sleep(backoff);
+			backoff = Min(backoff * 2, RECONNECT_MAX_S);
+			continue;
+		}
+		if (!have || force_restore || strcmp(rv, res.replica_version) != 0 ||
+			strcmp(sv, res.min_watermark) < 0)
+		{
+			if (have)
+				note("replacing \"%s\" (replicaVersion %s at %s): the server has replicaVersion %s from %s",
+					 file, rv, sv, res.replica_version, res.min_watermark);
+			restore(&url, &res, file);
+			force_restore = false;
+			(void) local_state(file, rv, sv);
+		}
+
+		r = zs_replica_open(file, opt->change_log ? ZS_REPLICA_LOG_CHANGES : 0, err, sizeof(err));
+		if (r == NULL || !zs_replica_read_state(r, rv, sv))
+			die_with(3, "%s", r ? zs_replica_error(r) : err);
+		initStringInfo(&start);
+		appendStringInfoString(&start, "{\"taskID\":");
+		zs_json_append_cstring(&start, opt->task_id);
+		appendStringInfoString(&start, ",\"id\":");
+		zs_json_append_cstring(&start, opt->id);
+		appendStringInfoString(&start, ",\"mode\":\"serving\",\"replicaVersion\":");
+		zs_json_append_cstring(&start, rv);
+		appendStringInfoString(&start, ",\"watermark\":");
+		zs_json_append_cstring(&start, sv);
+		appendStringInfoChar(&start, '}');
+		if (!send_upstream(&conn, "start-subscription", start.data))
+			result = SYNC_RECONNECT;
+		else
+		{
+			note("following %s from %s (replicaVersion %s)", file, sv, rv);
+			first = false;
+			backoff = 1;
+			result = follow(&conn, r, opt);
+		}
+		zs_replica_close(r);
+		disconnect(&conn);
+		if (result == SYNC_STOPPED)
+			return 0;
+		if (result == SYNC_RESTORE)
+			force_restore = true;
+		else
+			sleep(1);
+	}
+}
+
+/* ---------------------------------------------------------------- status */
+
+static int
+print_status(const char *file)
+{
+	char		rv[ZS_WATERMARK_MAXLEN],
+				sv[ZS_WATERMARK_MAXLEN];
+	ZsReplica  *r;
+	sqlite3    *db;
+	sqlite3_stmt *stmt;
+	struct stat st;
+
+	if (stat(file, &st) != 0)
+		die_with(3, "\"%s\": %m", file);
+	r = zs_replica_open(file, 0, err, sizeof(err));
+	if (r == NULL)
+		die_with(3, "%s", err);
+	if (!zs_replica_read_state(r, rv, sv))
+		die_with(3, "\"%s\" is not a Zero replica: %s", file, zs_replica_error(r));
+	db = zs_replica_db(r);
+	printf("file: %s (%.1f MB)\n", file, st.st_size / 1048576.0);
+	printf("replicaVersion: %s\n", rv);
+	printf("stateVersion: %s\n", sv);
+	if (sqlite3_prepare_v2(db, "SELECT writeTimeMs FROM \"_zero.replicationState\"", -1, &stmt, NULL) == SQLITE_OK &&
+		sqlite3_step(stmt) == SQLITE_ROW && sqlite3_column_type(stmt, 0) != SQLITE_NULL)
+	{
+		time_t		t = (time_t) (sqlite3_column_int64(stmt, 0) / 1000);
+		char		buf[64];
+
+		strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S UTC", gmtime(&t));
+		printf("last write: %s\n", buf);
+	}
+	sqlite3_finalize(stmt);
+	printf("tables:\n");
+	if (sqlite3_prepare_v2(db, "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_zero.%' ESCAPE '\\' ORDER BY name",
+						   -1, &stmt, NULL) != SQLITE_OK)
+		die_with(3, "%s", sqlite3_errmsg(db));
+	while (sqlite3_step(stmt) == SQLITE_ROW)
+	{
+		const char *name = (const char *) sqlite3_column_text(stmt, 0);
+		char	   *sql = psprintf("SELECT count(*) FROM \"%s\"", name);
+		sqlite3_stmt *count;
+
+		if (sqlite3_prepare_v2(db, sql, -1, &count, NULL) == SQLITE_OK && sqlite3_step(count) == SQLITE_ROW)
+			printf("  %s: %lld rows\n", name, (long long) sqlite3_column_int64(count, 0));
+		sqlite3_finalize(count);
+		pfree(sql);
+	}
+	sqlite3_finalize(stmt);
+	zs_replica_close(r);
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	Options		opt = {"zero-stream-replica", NULL, true, -1};
+	int			i;
+	struct sigaction sa;
+
+	if (argc < 2)
+		usage();
+	zs_json_doc_init(&doc);
+	if (strcmp(argv[1], "status") == 0)
+	{
+		if (argc != 3)
+			usage();
+		return print_status(argv[2]);
+	}
+	if (strcmp(argv[1], "sync") != 0)
+		usage();
+	for (i = 2; i < argc && argv[i][0] == '-'; i++)
+	{
+		if (strcmp(argv[i], "--task-id") == 0 && i + 1 < argc)
+			opt.task_id = argv[++i];
+		else if (strcmp(argv[i], "--id") == 0 && i + 1 < argc)
+			opt.id = argv[++i];
+		else if (strcmp(argv[i], "--no-change-log") == 0)
+			opt.change_log = false;
+		else if (strcmp(argv[i], "--idle") == 0 && i + 1 < argc)
+			opt.idle_seconds = atoi(argv[++i]);
+		else
+			usage();
+	}
+	if (i != argc - 2)
+		usage();
+	if (opt.id == NULL)
+		opt.id = psprintf("%s-%d", opt.task_id, (int) getpid());
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = handle_stop;	/* no SA_RESTART: poll and recv return */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	return sync_replica(argv[i], argv[i + 1], &opt);
+}
