@@ -451,7 +451,7 @@ zs_replica_read_state(ZsReplica *r, char *replica_version, char *state_version)
 
 	stmt = statement(r, "SELECT c.replicaVersion, s.stateVersion FROM \"_zero.replicationConfig\" c, \"_zero.replicationState\" s");
 	if (stmt == NULL)
-		return set_error(r, "not a Zero replica (%s)", r->error);
+		return set_error(r, "not a Zero replica (%s)", sqlite3_errmsg(r->db));
 	rc = sqlite3_step(stmt);
 	if (rc != SQLITE_ROW)
 	{

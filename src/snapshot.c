@@ -3,8 +3,11 @@
  *	  Snapshot reservations and consistent copies of the backup replica.
  *
  * A reservation answers "where do I restore from": a backupURL on this
- * server, the replicaVersion, and minWatermark, the backup watermark at the
- * time of the reservation. The copy itself is made on request with
+ * server, the replicaVersion, and minWatermark, the oldest watermark the
+ * change log still holds (zero-cache 1.9.0's meaning): a replica of the
+ * same replicaVersion at or after it can catch up from the log and need not
+ * restore. The reservation pins the log at the backup watermark of the
+ * moment, the position a restored copy resumes from. The copy itself is made on request with
  * SQLite's online-backup API in a single step, which reads the whole file
  * inside one read transaction: with the replica in WAL mode the replicator
  * keeps writing meanwhile, and the copy is one committed state, never a
@@ -19,8 +22,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "access/xact.h"
+#include "executor/spi.h"
 #include "miscadmin.h"
 #include "storage/fd.h"
+#include "utils/builtins.h"
+#include "utils/snapmgr.h"
 
 #include "guc.h"
 #include "initial_copy.h"
@@ -30,6 +37,27 @@
 
 #define REPLICA_PATH_PREFIX "/replica/"
 
+/* The oldest watermark in the change log (the seed's, until purging exists). */
+static void
+read_log_floor(char *floor)
+{
+	char	   *sql = psprintf("SELECT \"watermark\" FROM %s.\"changeLog\" ORDER BY \"watermark\", \"pos\" LIMIT 1",
+							   quote_identifier(zs_cdc_schema_name()));
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	if (SPI_execute(sql, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "zero_stream: could not read the change log's oldest watermark");
+	floor[0] = '\0';
+	if (SPI_processed == 1)
+		strlcpy(floor, SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), ZS_WATERMARK_MAXLEN);
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+}
+
 bool
 zs_snapshot_reserve(const char *host, const char *task_id, const char *tag,
 					StringInfo body, char *watermark, char **error)
@@ -37,6 +65,7 @@ zs_snapshot_reserve(const char *host, const char *task_id, const char *tag,
 	char	   *path = zs_replica_file_path();
 	char		state[128];
 	char		replica_version[ZS_WATERMARK_MAXLEN];
+	char		floor[ZS_WATERMARK_MAXLEN];
 	struct stat st;
 
 	if (path == NULL)
@@ -54,6 +83,9 @@ zs_snapshot_reserve(const char *host, const char *task_id, const char *tag,
 		*error = psprintf("the backup replica is not ready (%s)", state[0] ? state : "replicator not running");
 		return false;
 	}
+	read_log_floor(floor);
+	if (floor[0] == '\0')
+		strlcpy(floor, replica_version, sizeof(floor));
 
 	appendStringInfoString(body, "{\"tag\":");
 	zs_json_append_cstring(body, tag);
@@ -76,7 +108,7 @@ zs_snapshot_reserve(const char *host, const char *task_id, const char *tag,
 	appendStringInfoString(body, ",\"replicaVersion\":");
 	zs_json_append_cstring(body, replica_version);
 	appendStringInfoString(body, ",\"minWatermark\":");
-	zs_json_append_cstring(body, watermark);
+	zs_json_append_cstring(body, floor);
 	appendStringInfo(body, ",\"replicaSize\":" INT64_FORMAT "}", (int64) st.st_size);
 	return true;
 }

@@ -15,10 +15,11 @@
 /*
  * The body of a reservation's status: {"tag":<tag>,"backupURL":...,
  * "replicaVersion":...,"minWatermark":...,"replicaSize":n}. backupURL
- * points at this server (host as the client addressed it). minWatermark,
- * the backup watermark now, is returned in *watermark: the reservation
- * pins the change log there. False with *error if there is no backup
- * replica to serve.
+ * points at this server (host as the client addressed it); minWatermark is
+ * the oldest watermark of the change log. The backup watermark now, where
+ * a restored copy resumes, is returned in *watermark: the reservation pins
+ * the change log there. Runs a short transaction of its own. False with
+ * *error if there is no backup replica to serve.
  */
 extern bool zs_snapshot_reserve(const char *host, const char *task_id, const char *tag,
 								StringInfo body, char *watermark, char **error);

@@ -674,7 +674,7 @@ local_state(const char *file, char *rv, char *sv)
 	if (r == NULL)
 		die_with(3, "%s", err);
 	if (!zs_replica_read_state(r, rv, sv))
-		die_with(3, "\"%s\" is not a Zero replica: %s", file, zs_replica_error(r));
+		die_with(3, "\"%s\": %s", file, zs_replica_error(r));
 	zs_replica_close(r);
 	return true;
 }
@@ -784,7 +784,7 @@ print_status(const char *file)
 	if (r == NULL)
 		die_with(3, "%s", err);
 	if (!zs_replica_read_state(r, rv, sv))
-		die_with(3, "\"%s\" is not a Zero replica: %s", file, zs_replica_error(r));
+		die_with(3, "\"%s\": %s", file, zs_replica_error(r));
 	db = zs_replica_db(r);
 	printf("file: %s (%.1f MB)\n", file, st.st_size / 1048576.0);
 	printf("replicaVersion: %s\n", rv);
