@@ -17,8 +17,9 @@ use Time::HiRes qw(usleep);
 use ZeroStreamTest;
 
 my $TAIL = "$FindBin::RealBin/../../zero-stream-tail";
-my $node = zs_new_node('server', before_extension =>
-	'CREATE TABLE t (id bigserial PRIMARY KEY, client int, v text)');
+# this node runs without a backup replica (snapshots are tested in 010)
+my $node = zs_new_node('server', extra_conf => "zero_stream.replica_file = ''",
+	before_extension => 'CREATE TABLE t (id bigserial PRIMARY KEY, client int, v text)');
 my $port = $node->{zs_server_port};
 my $rv = $node->safe_psql('postgres', 'SELECT replica_version FROM zero_stream.status()');
 
