@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The main job on an embedded default: a throwaway PostgreSQL 15 cluster with
-# zero_stream preloaded, some writes, and the change log they produce.
+# zero_stream preloaded, some writes, the change log they produce, and a
+# SQLite replica (zero-stream-replica) that follows live writes.
 #
-#   scripts/demo.sh          run, show, stop the cluster
-#   scripts/demo.sh --keep   leave the cluster running (the script prints how to connect)
+#   scripts/demo.sh          run, show, stop the cluster and the replica
+#   scripts/demo.sh --keep   leave both running (the script prints how to use them)
 #
 # As root the cluster runs as the unprivileged user "zstest" (initdb refuses root).
 set -euo pipefail
@@ -21,10 +22,13 @@ make -s -j2
 . scripts/common.sh
 DIR=${ZS_DEMO_DIR:-/tmp/zero_stream-demo}
 PORT=${ZS_DEMO_PORT:-54329}
+SPORT=${ZS_DEMO_SERVER_PORT:-54330}
+REPLICA=$DIR/app.db
 sql() { run "$BIN/psql" -X -h "$DIR" -p "$PORT" -U postgres -d postgres -v ON_ERROR_STOP=1 "$@"; }
 
 echo "== initdb and start a cluster in $DIR (port $PORT) with zero_stream preloaded"
-init_cluster "$DIR" "$PORT" "zero_stream.database = 'postgres'"
+init_cluster "$DIR" "$PORT" "zero_stream.database = 'postgres'
+zero_stream.port = $SPORT"
 run "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w start >/dev/null
 
 echo "== CREATE EXTENSION zero_stream"
@@ -50,9 +54,31 @@ sql -c "SELECT watermark, pos, left(change::text, 160) AS change
 echo "== zero_stream.status()"
 sql -x -c "SELECT * FROM zero_stream.status()"
 
+echo "== zero-stream-replica: restore a snapshot into $REPLICA and follow the stream"
+rm -f "$REPLICA" "$REPLICA"-*
+./zero-stream-replica sync "ws://127.0.0.1:$SPORT" "$REPLICA" 2> "$DIR/replica.log" &
+replica_pid=$!
+until [ -f "$REPLICA" ] && grep -q following "$DIR/replica.log"; do sleep 0.1; done
+cat "$DIR/replica.log"
+
+echo "== live writes while the replica follows"
+sql -q -c "INSERT INTO issue VALUES ('live', 'written after the snapshot', 7, 1, '[]', now())" \
+	-c "UPDATE issue SET n = n + 1000 WHERE id LIKE 'i1%'" \
+	-c "DELETE FROM issue WHERE id = 'i2'"
+target=$(sql -Atc "SELECT zero_stream.wait_for_catchup(); SELECT last_watermark FROM zero_stream.status()" | tail -1)
+until [ "$(./zero-stream-replica status "$REPLICA" | sed -n 's/^stateVersion: //p')" = "$target" ]; do sleep 0.1; done
+./zero-stream-replica status "$REPLICA"
+echo "== the same rows in Postgres and in the replica"
+sql -Atc "SELECT count(*), sum(n), max(title) FROM issue"
+sqlite3 "$REPLICA" "SELECT count(*), sum(n), max(title) FROM issue"
+
 if $keep; then
-	echo "cluster left running: psql -h $DIR -p $PORT -U postgres   (stop: $BIN/pg_ctl -D $DIR/data stop)"
+	echo "left running: psql -h $DIR -p $PORT -U postgres; the replica $REPLICA (zero-stream-replica pid $replica_pid)"
+	echo "stop: kill $replica_pid; $BIN/pg_ctl -D $DIR/data stop"
 else
+	kill -INT "$replica_pid"
+	wait "$replica_pid" || true
+	tail -1 "$DIR/replica.log"
 	run "$BIN/pg_ctl" -D "$DIR/data" stop -m fast >/dev/null
-	echo "== cluster stopped (run with --keep to leave it running)"
+	echo "== replica and cluster stopped (run with --keep to leave them running)"
 fi

@@ -707,8 +707,18 @@ zs_subscriber_consume_page(ZsSubscriber *sub, const ZsPage *page, const char *re
 				sub->found = true;
 			else if (cmp > 0 && !sub->found && strcmp(sub->watermark, replica_version) != 0)
 			{
-				send_error(sub, out, 2, psprintf("earliest supported watermark is %s (requested %s)",
-												 row->watermark, sub->watermark));
+				/*
+				 * A backup replica that fell behind the log cannot be served
+				 * either; zero-cache tells it to reset (resync) with an
+				 * AutoResetSignal, error type 0.
+				 */
+				if (sub->backup_mode)
+					send_error(sub, out, 0,
+							   psprintf("AutoResetSignal: backup replica at watermark %s is behind change db: earliest supported watermark is %s",
+										sub->watermark, row->watermark));
+				else
+					send_error(sub, out, 2, psprintf("earliest supported watermark is %s (requested %s)",
+													 row->watermark, sub->watermark));
 				return;
 			}
 			mark_validated(sub, out);

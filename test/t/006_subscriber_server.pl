@@ -206,6 +206,9 @@ SELECT watermark FROM "zero_0/cdc"."changeLog" WHERE change->>'tag' = 'commit'
 	($rc, $out) = tail(url(watermark => '01'));
 	like($out, qr/^\{"id":1,"msg":\["error",\{"type":2,"message":"earliest supported watermark is $first \(requested 01\)"\}\]\}$/,
 		'too-old watermark: WatermarkTooOld message');
+	($rc, $out) = tail(url(watermark => '01', mode => 'backup'));
+	like($out, qr/^\{"id":1,"msg":\["error",\{"type":0,"message":"AutoResetSignal: backup replica at watermark 01 is behind change db: earliest supported watermark is $first"\}\]\}$/,
+		'too-old watermark in backup mode: AutoResetSignal (error type 0)');
 }
 
 # --- malformed requests: each gets its error and a close, the server goes on
