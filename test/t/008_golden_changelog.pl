@@ -2,7 +2,8 @@
 # (shared/docs/golden: every value type, DML kind and identity) and compare
 # our change log with the one zero-cache 1.9.0 stored. Every row must be
 # identical except the documented corrections, and except schema-change
-# (DDL) and backfill transactions, which zero_stream does not emit yet.
+# (DDL) and backfill transactions, which zero_stream does not emit yet. Then
+# compare our backup replica with zero-cache's replica of the same log.
 use strict;
 use warnings;
 
@@ -69,6 +70,20 @@ is(scalar(@unexpected), 0,
 	"every difference is a documented correction ($corrections) or a DDL/backfill row ($only_ddl)")
   or diag join "\n", @unexpected[ 0 .. ($#unexpected < 5 ? $#unexpected : 5) ];
 cmp_ok($identical, '>=', 147, 'no fewer identical rows than when DDL support was still missing');
+
+# The backup replica against zero-cache's replica of the same log: every
+# value and its SQLite storage class, except the corrections and DDL-only
+# columns (test/tools/golden_replica.py).
+$node->poll_query_until('postgres',
+	'SELECT backup_watermark = last_watermark FROM zero_stream.status()')
+  or die 'the replicator did not catch up';
+IPC::Run::run([ 'python3', "$FindBin::RealBin/../tools/golden_replica.py", "$golden/replica-dump.txt",
+		$node->data_dir . '/zero_stream/replica.db' ], '>', \$stdout, '2>', \$stderr);
+is($? >> 8, 0, 'the backup replica stores every value as zero-cache\'s replica does')
+  or diag $stdout . $stderr;
+my ($compared, $same) = $stdout =~ /(\d+) values compared: (\d+) identical/;
+note $stdout;
+cmp_ok($same // 0, '>', 300, "values compared with zero-cache's replica: " . ($stdout =~ s/\n.*//sr));
 
 $node->stop;
 done_testing();
