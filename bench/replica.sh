@@ -70,16 +70,24 @@ apply() {
 	t0=$(now)
 	sql -c "SELECT count(*) FROM pg_logical_slot_get_binary_changes('bench_raw', NULL, NULL, 'proto_version', '1', 'publication_names', '_zero_public_0')" >/dev/null
 	t1=$(now)
-	"$CLI" sync --idle 1 "ws://127.0.0.1:$SPORT" "$FILE" 2> "$DIR/apply-$name.log"
-	python3 - "$name" "$rows" "$t0" "$t1" "$DIR/apply-$name.log" <<'PY'
+	# the same transactions twice: as a backup-style replica, then with changeLog2
+	cp "$FILE" "$FILE.before"
+	for mode in plain change-log; do
+		cp "$FILE.before" "$FILE"
+		rm -f "$FILE-wal" "$FILE-shm"
+		"$CLI" sync --idle 1 $([ $mode = change-log ] && echo --change-log) \
+			"ws://127.0.0.1:$SPORT" "$FILE" 2> "$DIR/apply-$name.log"
+		python3 - "$name" "$mode" "$rows" "$t0" "$t1" "$DIR/apply-$name.log" <<'PY'
 import re, sys
-name, rows, t0, t1 = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
-m = re.search(r'\((\d+) rows applied in ([0-9.]+) s\)', open(sys.argv[5]).read())
+name, mode, rows, t0, t1 = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
+m = re.search(r'\((\d+) rows applied in ([0-9.]+) s\)', open(sys.argv[6]).read())
 applied, secs = int(m.group(1)), float(m.group(2)) - 1.0   # less the --idle second
 raw = t1 - t0
-print(f"apply {name:6s}: {applied} rows in {secs:6.2f}s = {applied / secs:9.0f} rows/s   "
+print(f"apply {name:6s} {mode:10s}: {applied} rows in {secs:6.2f}s = {applied / secs:9.0f} rows/s   "
       f"raw decode {raw:6.2f}s = {rows / raw:9.0f} rows/s   ratio {raw / secs:.2f}")
 PY
+	done
+	rm -f "$FILE.before"
 }
 apply bulk "CALL bulk($ROWS, 1000)" "$ROWS"
 apply single "CALL bulk($SINGLE, 1)" "$SINGLE"

@@ -320,6 +320,7 @@ zs_replica_open(const char *path, int flags, char *err, int errlen)
 	/* a foreign or corrupt file fails here, on its first read */
 	if (!exec(r, "PRAGMA journal_mode = WAL") ||
 		!exec(r, "PRAGMA synchronous = NORMAL") ||
+		!exec(r, "PRAGMA cache_size = -65536") ||
 		!exec(r, "PRAGMA foreign_keys = OFF"))
 	{
 		snprintf(err, errlen, "could not use \"%s\" as a SQLite replica: %s", path, r->error);

@@ -20,7 +20,10 @@
  * Options of sync:
  *	  --task-id ID     reservation and subscription task (default zero-stream-replica)
  *	  --id ID          subscriber id (default <task-id>-<pid>)
- *	  --no-change-log  do not keep "_zero.changeLog2" (a backup-style replica)
+ *	  --change-log     keep "_zero.changeLog2" as a zero-cache serving replica
+ *	                   does (every row's last op, for IVM; costs about 40%
+ *	                   of the apply rate); without it the file is kept like
+ *	                   zero-cache's backup replica
  *	  --idle SECS      exit 0 once no message arrived for SECS seconds
  *
  * Exit status: 0 stopped by a signal or --idle; 1 usage; 2 server
@@ -97,7 +100,7 @@ static void
 usage(void)
 {
 	fprintf(stderr,
-			"usage: zero-stream-replica sync [--task-id ID] [--id ID] [--no-change-log] [--idle SECS] ws://[user:password@]host:port FILE\n"
+			"usage: zero-stream-replica sync [--task-id ID] [--id ID] [--change-log] [--idle SECS] ws://[user:password@]host:port FILE\n"
 			"       zero-stream-replica status FILE\n");
 	exit(1);
 }
@@ -822,7 +825,7 @@ print_status(const char *file)
 int
 main(int argc, char **argv)
 {
-	Options		opt = {"zero-stream-replica", NULL, true, -1};
+	Options		opt = {"zero-stream-replica", NULL, false, -1};
 	int			i;
 	struct sigaction sa;
 
@@ -843,8 +846,8 @@ main(int argc, char **argv)
 			opt.task_id = argv[++i];
 		else if (strcmp(argv[i], "--id") == 0 && i + 1 < argc)
 			opt.id = argv[++i];
-		else if (strcmp(argv[i], "--no-change-log") == 0)
-			opt.change_log = false;
+		else if (strcmp(argv[i], "--change-log") == 0)
+			opt.change_log = true;
 		else if (strcmp(argv[i], "--idle") == 0 && i + 1 < argc)
 			opt.idle_seconds = atoi(argv[++i]);
 		else

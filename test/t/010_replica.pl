@@ -202,8 +202,8 @@ my $file2 = "$dir/app2.db";
 
 sub start_cli
 {
-	my ($file, $task, $log) = @_;
-	return IPC::Run::start([ $CLI, 'sync', '--task-id', $task, "ws://127.0.0.1:$sport", $file ],
+	my ($file, $task, $log, @opts) = @_;
+	return IPC::Run::start([ $CLI, 'sync', @opts, '--task-id', $task, "ws://127.0.0.1:$sport", $file ],
 		'>', "$log.out", '2>>', $log);
 }
 
@@ -243,7 +243,7 @@ ok(-f $file1, 'the CLI restored a snapshot and follows the stream');
 $cli->signal('KILL');
 $cli->finish;
 push @versions, state_version($file1);
-my $second = start_cli($file2, 'app2', "$dir/app2.log");
+my $second = start_cli($file2, 'app2', "$dir/app2.log", '--change-log');
 $cli = start_cli($file1, 'app1', "$dir/app1.log");
 for (1 .. 10)
 {
@@ -267,7 +267,10 @@ tables_equal($file2, 'second CLI replica');
 my $log1 = slurp_file("$dir/app1.log");
 is(() = $log1 =~ /restored replicaVersion/g, 1, 'the restart resumed from the file instead of restoring again');
 like($log1, qr/following \Q$file1\E from [0-9a-z.]+ \(replicaVersion $rv\)/, 'the restart resumed from its stateVersion');
-is(sqlite($file1, q{SELECT count(*) > 0 FROM "_zero.changeLog2"}), '1', 'the serving replica keeps changeLog2');
+is(sqlite($file2, q{SELECT count(*) > 0 FROM "_zero.changeLog2"}), '1', 'with --change-log the replica keeps changeLog2');
+is(sqlite($file1, q{SELECT count(*) FROM "_zero.changeLog2"}), '0', 'by default it does not');
+is(sqlite($file2, q{SELECT count(*) FROM "_zero.changeLog2" c JOIN events e ON c.rowKey = '{"id":' || e.id || '}' AND c."table" = 'events' WHERE c.op <> 's'}),
+	'0', 'changeLog2 holds a set for every live row it logged');
 
 $cli->signal('INT');
 $cli->finish;
