@@ -452,30 +452,6 @@ parse_hex4(const char *p, unsigned int *cp)
 	return true;
 }
 
-static void
-append_utf8(StringInfo s, unsigned int cp)
-{
-	if (cp < 0x80)
-		appendStringInfoCharMacro(s, (char) cp);
-	else if (cp < 0x800)
-	{
-		appendStringInfoCharMacro(s, (char) (0xC0 | (cp >> 6)));
-		appendStringInfoCharMacro(s, (char) (0x80 | (cp & 0x3F)));
-	}
-	else if (cp < 0x10000)
-	{
-		appendStringInfoCharMacro(s, (char) (0xE0 | (cp >> 12)));
-		appendStringInfoCharMacro(s, (char) (0x80 | ((cp >> 6) & 0x3F)));
-		appendStringInfoCharMacro(s, (char) (0x80 | (cp & 0x3F)));
-	}
-	else
-	{
-		appendStringInfoCharMacro(s, (char) (0xF0 | (cp >> 18)));
-		appendStringInfoCharMacro(s, (char) (0x80 | ((cp >> 12) & 0x3F)));
-		appendStringInfoCharMacro(s, (char) (0x80 | ((cp >> 6) & 0x3F)));
-		appendStringInfoCharMacro(s, (char) (0x80 | (cp & 0x3F)));
-	}
-}
 
 /* Decode a JSON string literal at c->p into raw UTF-8, then re-escape it. */
 static bool
@@ -546,7 +522,7 @@ json_copy_string(JsonCursor *c, StringInfo out)
 					if (cp >= 0xD800 && cp <= 0xDFFF)
 						appendStringInfo(&raw, "\\u%04x", cp);
 					else
-						append_utf8(&raw, cp);
+						zs_append_utf8(&raw, cp);
 					break;
 				}
 			default:

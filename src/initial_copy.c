@@ -70,18 +70,12 @@ zs_replica_file_path(void)
 static void
 remove_sqlite_files(const char *path)
 {
-	static const char *const suffixes[] = {"", "-wal", "-shm", "-journal"};
+	char		err[512];
 
-	for (int i = 0; i < (int) lengthof(suffixes); i++)
-	{
-		char	   *file = psprintf("%s%s", path, suffixes[i]);
-
-		if (unlink(file) != 0 && errno != ENOENT)
-			ereport(ERROR,
-					(errcode_for_file_access(),
-					 errmsg("could not remove \"%s\": %m", file)));
-		pfree(file);
-	}
+	if (!zs_replica_remove_files(path, err, sizeof(err)))
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("zero_stream: %s", err)));
 }
 
 static void

@@ -19,6 +19,8 @@
 
 #include "common/shortest_dec.h"
 
+#include "mb/pg_wchar.h"
+
 #include "json_out.h"
 
 void
@@ -293,4 +295,13 @@ void
 zs_json_append_double_no_bigint(StringInfo out, double value)
 {
 	append_double(out, value, true);
+}
+
+void
+zs_append_utf8(StringInfo out, unsigned int cp)
+{
+	unsigned char buf[4];
+
+	unicode_to_utf8((pg_wchar) cp, buf);
+	appendBinaryStringInfo(out, (const char *) buf, pg_utf_mblen(buf));
 }

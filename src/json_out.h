@@ -14,6 +14,9 @@
 extern void zs_json_append_string(StringInfo out, const char *s, int len);
 extern void zs_json_append_cstring(StringInfo out, const char *s);
 
+/* The UTF-8 encoding of one code point (for decoding \u escapes). */
+extern void zs_append_utf8(StringInfo out, unsigned int cp);
+
 /*
  * Append a decimal number given as text (e.g. PostgreSQL float output or a
  * JSON number literal) formatted as JavaScript would print the same digits.

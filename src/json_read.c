@@ -16,6 +16,7 @@
 #include <math.h>
 
 #include "hex.h"
+#include "json_out.h"
 #include "json_read.h"
 
 #define ZS_JSON_MAX_DEPTH 256
@@ -83,30 +84,6 @@ skip_space(Parser *ps)
 		ps->p++;
 }
 
-static void
-append_utf8(StringInfo s, unsigned int cp)
-{
-	if (cp < 0x80)
-		appendStringInfoChar(s, (char) cp);
-	else if (cp < 0x800)
-	{
-		appendStringInfoChar(s, (char) (0xC0 | (cp >> 6)));
-		appendStringInfoChar(s, (char) (0x80 | (cp & 0x3F)));
-	}
-	else if (cp < 0x10000)
-	{
-		appendStringInfoChar(s, (char) (0xE0 | (cp >> 12)));
-		appendStringInfoChar(s, (char) (0x80 | ((cp >> 6) & 0x3F)));
-		appendStringInfoChar(s, (char) (0x80 | (cp & 0x3F)));
-	}
-	else
-	{
-		appendStringInfoChar(s, (char) (0xF0 | (cp >> 18)));
-		appendStringInfoChar(s, (char) (0x80 | ((cp >> 12) & 0x3F)));
-		appendStringInfoChar(s, (char) (0x80 | ((cp >> 6) & 0x3F)));
-		appendStringInfoChar(s, (char) (0x80 | (cp & 0x3F)));
-	}
-}
 
 static bool
 read_hex4(Parser *ps, unsigned int *cp)
@@ -199,7 +176,7 @@ read_string(Parser *ps, int *start, int *len)
 							return fail(ps, "unpaired high surrogate");
 						cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
 					}
-					append_utf8(s, cp);
+					zs_append_utf8(s, cp);
 					break;
 				}
 			default:

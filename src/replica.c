@@ -36,6 +36,7 @@
 
 #include <sqlite3.h>
 #include <sys/time.h>
+#include <unistd.h>
 
 #include "json_out.h"
 #include "replica.h"
@@ -172,30 +173,45 @@ exec(ZsReplica *r, const char *sql)
 	return true;
 }
 
+/* text between quote characters, a quote inside doubled (SQL identifiers and literals) */
 static void
-append_ident(StringInfo s, const char *ident)
+append_quoted(StringInfo s, const char *text, char quote)
 {
-	appendStringInfoChar(s, '"');
-	for (const char *p = ident; *p; p++)
+	appendStringInfoChar(s, quote);
+	for (const char *p = text; *p; p++)
 	{
-		if (*p == '"')
-			appendStringInfoChar(s, '"');
+		if (*p == quote)
+			appendStringInfoChar(s, quote);
 		appendStringInfoChar(s, *p);
 	}
-	appendStringInfoChar(s, '"');
+	appendStringInfoChar(s, quote);
+}
+
+#define append_ident(s, ident) append_quoted((s), (ident), '"')
+#define append_literal(s, text) append_quoted((s), (text), '\'')
+
+/* the quoted member names of a row object, each followed by sep */
+static void
+append_member_names(StringInfo s, const ZsJsonDoc *doc, int row, const char *sep)
+{
+	for (int c = doc->nodes[row].first_child; c >= 0; c = doc->nodes[c].next)
+	{
+		append_ident(s, zs_json_key(doc, c));
+		appendStringInfoString(s, sep);
+	}
 }
 
 static void
-append_literal(StringInfo s, const char *text)
+forget_statements(ZsReplica *r)
 {
-	appendStringInfoChar(s, '\'');
-	for (const char *p = text; *p; p++)
-	{
-		if (*p == '\'')
-			appendStringInfoChar(s, '\'');
-		appendStringInfoChar(s, *p);
-	}
-	appendStringInfoChar(s, '\'');
+	for (int j = 0; j < STMT_CACHE_SIZE; j++)
+		if (r->stmts[j].sql != NULL)
+		{
+			sqlite3_finalize(r->stmts[j].stmt);
+			pfree(r->stmts[j].sql);
+			r->stmts[j].sql = NULL;
+		}
+	r->nstmts = 0;
 }
 
 /* A prepared statement for this SQL text, from the cache or new. */
@@ -223,17 +239,8 @@ statement(ZsReplica *r, const char *sql)
 	/* keep the table at most half full: start over when it fills */
 	if (r->nstmts >= STMT_CACHE_SIZE / 2)
 	{
-		for (int j = 0; j < STMT_CACHE_SIZE; j++)
-			if (r->stmts[j].sql != NULL)
-			{
-				sqlite3_finalize(r->stmts[j].stmt);
-				pfree(r->stmts[j].sql);
-				r->stmts[j].sql = NULL;
-			}
-		r->nstmts = 0;
-		for (i = h & (STMT_CACHE_SIZE - 1); r->stmts[i].sql != NULL;
-			 i = (i + 1) & (STMT_CACHE_SIZE - 1))
-			;
+		forget_statements(r);
+		i = h & (STMT_CACHE_SIZE - 1);
 	}
 	{
 		CachedStmt *c = &r->stmts[i];
@@ -247,19 +254,6 @@ statement(ZsReplica *r, const char *sql)
 		r->nstmts++;
 		return c->stmt;
 	}
-}
-
-static void
-forget_statements(ZsReplica *r)
-{
-	for (int j = 0; j < STMT_CACHE_SIZE; j++)
-		if (r->stmts[j].sql != NULL)
-		{
-			sqlite3_finalize(r->stmts[j].stmt);
-			pfree(r->stmts[j].sql);
-			r->stmts[j].sql = NULL;
-		}
-	r->nstmts = 0;
 }
 
 static bool
@@ -372,6 +366,26 @@ zs_replica_close(ZsReplica *r)
 		MemoryContextDelete(mcxt);
 	}
 #endif
+}
+
+bool
+zs_replica_remove_files(const char *path, char *err, int errlen)
+{
+	static const char *const suffixes[] = {"", "-wal", "-shm", "-journal"};
+
+	for (int i = 0; i < (int) lengthof(suffixes); i++)
+	{
+		char	   *file = psprintf("%s%s", path, suffixes[i]);
+
+		if (unlink(file) != 0 && errno != ENOENT)
+		{
+			snprintf(err, errlen, "could not remove \"%s\": %s", file, strerror(errno));
+			pfree(file);
+			return false;
+		}
+		pfree(file);
+	}
+	return true;
 }
 
 /* ---------------------------------------------------------------- schema */
@@ -742,11 +756,7 @@ row_table(ZsReplica *r, const char *name, const ZsJsonDoc *doc, int row,
 		appendStringInfoString(s, "CREATE TABLE ");
 		append_ident(s, name);
 		appendStringInfoString(s, " (");
-		for (int c = doc->nodes[row].first_child; c >= 0; c = doc->nodes[c].next)
-		{
-			append_ident(s, zs_json_key(doc, c));
-			appendStringInfoString(s, ", ");
-		}
+		append_member_names(s, doc, row, ", ");
 		appendStringInfoString(s, "\"_0_version\" \"text\")");
 		if (!exec(r, s->data))
 			return NULL;
@@ -918,11 +928,7 @@ upsert(ZsReplica *r, const char *table, const ZsJsonDoc *doc, int row)
 	appendStringInfoString(s, "INSERT OR REPLACE INTO ");
 	append_ident(s, table);
 	appendStringInfoString(s, " (");
-	for (int c = doc->nodes[row].first_child; c >= 0; c = doc->nodes[c].next)
-	{
-		append_ident(s, zs_json_key(doc, c));
-		appendStringInfoChar(s, ',');
-	}
+	append_member_names(s, doc, row, ",");
 	appendStringInfoString(s, "\"_0_version\") VALUES (");
 	for (int i = 0; i < doc->nodes[row].count; i++)
 		appendStringInfoString(s, "?,");
@@ -978,11 +984,7 @@ apply_update(ZsReplica *r, const ZsJsonDoc *doc, int change, int relation, const
 	appendStringInfoString(s, "UPDATE ");
 	append_ident(s, table);
 	appendStringInfoString(s, " SET ");
-	for (int c = doc->nodes[row].first_child; c >= 0; c = doc->nodes[c].next)
-	{
-		append_ident(s, zs_json_key(doc, c));
-		appendStringInfoString(s, " = ?,");
-	}
+	append_member_names(s, doc, row, " = ?,");
 	appendStringInfoString(s, "\"_0_version\" = ?");
 	append_where_key(s, &key);
 	if ((stmt = statement(r, s->data)) == NULL)

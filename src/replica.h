@@ -54,6 +54,9 @@ typedef struct ZsReplicaTable
 /* Open (or create) a replica file; NULL with err filled on failure. */
 extern ZsReplica *zs_replica_open(const char *path, int flags, char *err, int errlen);
 extern void zs_replica_close(ZsReplica *r);
+
+/* Remove a SQLite file and its -wal, -shm and -journal companions, if present. */
+extern bool zs_replica_remove_files(const char *path, char *err, int errlen);
 extern const char *zs_replica_error(const ZsReplica *r);
 
 /* Write the "_zero.*" tables of a new replica at replicaVersion. */

@@ -32,6 +32,7 @@
 #include "guc.h"
 #include "initial_copy.h"
 #include "json_out.h"
+#include "replica.h"
 #include "shared_state.h"
 #include "snapshot.h"
 
@@ -223,10 +224,12 @@ done:
 	if (src != NULL)
 		sqlite3_close(src);
 	/* the open descriptor keeps the data; nothing is left behind on disk */
-	unlink(copy);
-	unlink(psprintf("%s-wal", copy));
-	unlink(psprintf("%s-shm", copy));
-	unlink(psprintf("%s-journal", copy));
+	{
+		char		err[512];
+
+		if (!zs_replica_remove_files(copy, err, sizeof(err)))
+			ereport(LOG, (errmsg("zero_stream: %s", err)));
+	}
 	pfree(copy);
 	return fd;
 }

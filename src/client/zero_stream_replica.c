@@ -105,20 +105,12 @@ usage(void)
 	exit(1);
 }
 
-static void pg_attribute_noreturn()
-die_with(int code, const char *fmt,...) pg_attribute_printf(2, 3);
-
 static void
-die_with(int code, const char *fmt,...)
+vnote(const char *fmt, va_list args)
 {
-	va_list		args;
-
 	fputs("zero-stream-replica: ", stderr);
-	va_start(args, fmt);
 	vfprintf(stderr, fmt, args);
-	va_end(args);
 	fputc('\n', stderr);
-	exit(code);
 }
 
 static void
@@ -129,11 +121,23 @@ note(const char *fmt,...)
 {
 	va_list		args;
 
-	fputs("zero-stream-replica: ", stderr);
 	va_start(args, fmt);
-	vfprintf(stderr, fmt, args);
+	vnote(fmt, args);
 	va_end(args);
-	fputc('\n', stderr);
+}
+
+static void pg_attribute_noreturn()
+die_with(int code, const char *fmt,...) pg_attribute_printf(2, 3);
+
+static void
+die_with(int code, const char *fmt,...)
+{
+	va_list		args;
+
+	va_start(args, fmt);
+	vnote(fmt, args);
+	va_end(args);
+	exit(code);
 }
 
 static double
@@ -395,16 +399,8 @@ reserve(Connection *conn, const Options *opt, Reservation *res)
 static void
 remove_replica_files(const char *path)
 {
-	static const char *const suffixes[] = {"", "-wal", "-shm", "-journal"};
-
-	for (int i = 0; i < (int) lengthof(suffixes); i++)
-	{
-		char	   *file = psprintf("%s%s", path, suffixes[i]);
-
-		if (unlink(file) != 0 && errno != ENOENT)
-			die_with(3, "could not remove \"%s\": %m", file);
-		pfree(file);
-	}
+	if (!zs_replica_remove_files(path, err, sizeof(err)))
+		die_with(3, "%s", err);
 }
 
 static void
