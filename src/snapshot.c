@@ -7,12 +7,16 @@
  * change log still holds (zero-cache 1.9.0's meaning): a replica of the
  * same replicaVersion at or after it can catch up from the log and need not
  * restore. The reservation pins the log at the backup watermark of the
- * moment, the position a restored copy resumes from. The copy itself is made on request with
- * SQLite's online-backup API in a single step, which reads the whole file
- * inside one read transaction: with the replica in WAL mode the replicator
- * keeps writing meanwhile, and the copy is one committed state, never a
- * torn file. Its stateVersion, read from the copy, is at least the
- * reservation's minWatermark because the backup only moves forward.
+ * moment, the position a restored copy resumes from.
+ *
+ * The copy itself is made on request with SQLite's online-backup API, a few
+ * pages per step so the server loop keeps serving meanwhile. The source
+ * connection holds one read transaction from the first step to the last:
+ * with the replica in WAL mode that pins one committed state while the
+ * replicator goes on writing, so the copy never restarts and is never a
+ * torn file. Its replicaVersion and stateVersion are read in that same
+ * transaction; the stateVersion is at least the reservation's minWatermark
+ * because the backup only moves forward.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -140,6 +144,17 @@ zs_snapshot_request_task(const char *path)
 	return task.len > 0 ? task.data : NULL;
 }
 
+struct ZsSnapshotCopy
+{
+	sqlite3    *src;			/* holds one read transaction throughout */
+	sqlite3    *dst;
+	sqlite3_backup *backup;
+	char	   *path;			/* the copy, removed once open */
+	char		replica_version[ZS_WATERMARK_MAXLEN];
+	char		watermark[ZS_WATERMARK_MAXLEN];
+};
+
+/* replicaVersion and stateVersion, read inside the source's read transaction */
 static bool
 read_copy_state(sqlite3 *db, char *replica_version, char *watermark)
 {
@@ -159,77 +174,121 @@ read_copy_state(sqlite3 *db, char *replica_version, char *watermark)
 	return ok;
 }
 
-int
-zs_snapshot_open_copy(off_t *size, char *replica_version, char *watermark, char **error)
+static void
+remove_copy(ZsSnapshotCopy *copy)
+{
+	char		err[512];
+
+	if (copy->path != NULL && !zs_replica_remove_files(copy->path, err, sizeof(err)))
+		ereport(LOG, (errmsg("zero_stream: %s", err)));
+}
+
+void
+zs_snapshot_copy_abort(ZsSnapshotCopy *copy)
+{
+	if (copy->backup != NULL)
+		sqlite3_backup_finish(copy->backup);
+	if (copy->dst != NULL)
+		sqlite3_close(copy->dst);
+	if (copy->src != NULL)
+		sqlite3_close(copy->src);	/* ends the read transaction */
+	copy->backup = NULL;
+	copy->dst = copy->src = NULL;
+	remove_copy(copy);
+}
+
+ZsSnapshotCopy *
+zs_snapshot_copy_start(char **error)
 {
 	static uint32 counter = 0;
 	char	   *path = zs_replica_file_path();
-	char	   *copy;
-	sqlite3    *src = NULL;
-	sqlite3    *dst = NULL;
-	sqlite3_backup *backup;
-	int			rc;
-	int			fd = -1;
-	struct stat st;
+	ZsSnapshotCopy *copy;
 
 	if (path == NULL)
 	{
 		*error = pstrdup("backups are not configured");
-		return -1;
+		return NULL;
 	}
-	copy = psprintf("%s.snapshot.%d.%u", path, MyProcPid, ++counter);
-	if (sqlite3_open_v2(path, &src, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
-		sqlite3_open_v2(copy, &dst, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK)
+	copy = palloc0(sizeof(ZsSnapshotCopy));
+	copy->path = psprintf("%s.snapshot.%d.%u", path, MyProcPid, ++counter);
+	if (sqlite3_open_v2(path, &copy->src, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
 	{
-		*error = psprintf("could not open the backup replica: %s",
-						  sqlite3_errmsg(dst ? dst : src));
-		goto done;
+		*error = psprintf("could not open the backup replica: %s", sqlite3_errmsg(copy->src));
+		goto fail;
 	}
-	sqlite3_busy_timeout(src, 10000);
-	backup = sqlite3_backup_init(dst, "main", src, "main");
-	if (backup == NULL)
-	{
-		*error = psprintf("could not copy the backup replica: %s", sqlite3_errmsg(dst));
-		goto done;
-	}
-	rc = sqlite3_backup_step(backup, -1);
-	sqlite3_backup_finish(backup);
-	if (rc != SQLITE_DONE)
-	{
-		*error = psprintf("could not copy the backup replica: %s", sqlite3_errstr(rc));
-		goto done;
-	}
-	if (!read_copy_state(dst, replica_version, watermark))
-	{
-		*error = psprintf("the copy of the backup replica has no replication state: %s",
-						  sqlite3_errmsg(dst));
-		goto done;
-	}
-	sqlite3_close(dst);
-	dst = NULL;
-	fd = open(copy, O_RDONLY | PG_BINARY, 0);
-	if (fd < 0 || fstat(fd, &st) != 0)
-	{
-		*error = psprintf("could not open \"%s\": %m", copy);
-		if (fd >= 0)
-			close(fd);
-		fd = -1;
-		goto done;
-	}
-	*size = st.st_size;
+	sqlite3_busy_timeout(copy->src, 10000);
 
-done:
-	if (dst != NULL)
-		sqlite3_close(dst);
-	if (src != NULL)
-		sqlite3_close(src);
-	/* the open descriptor keeps the data; nothing is left behind on disk */
+	/*
+	 * One read transaction for the whole copy: in WAL mode it pins a single
+	 * committed state while the replicator goes on writing, so the copy can
+	 * be made in steps without ever restarting or tearing.
+	 */
+	if (sqlite3_exec(copy->src, "BEGIN", NULL, NULL, NULL) != SQLITE_OK ||
+		!read_copy_state(copy->src, copy->replica_version, copy->watermark))
 	{
-		char		err[512];
-
-		if (!zs_replica_remove_files(copy, err, sizeof(err)))
-			ereport(LOG, (errmsg("zero_stream: %s", err)));
+		*error = psprintf("could not read the backup replica's state: %s", sqlite3_errmsg(copy->src));
+		goto fail;
 	}
+	if (sqlite3_open_v2(copy->path, &copy->dst, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK)
+	{
+		*error = psprintf("could not create \"%s\": %s", copy->path, sqlite3_errmsg(copy->dst));
+		goto fail;
+	}
+	copy->backup = sqlite3_backup_init(copy->dst, "main", copy->src, "main");
+	if (copy->backup == NULL)
+	{
+		*error = psprintf("could not copy the backup replica: %s", sqlite3_errmsg(copy->dst));
+		goto fail;
+	}
+	return copy;
+
+fail:
+	zs_snapshot_copy_abort(copy);
 	pfree(copy);
+	return NULL;
+}
+
+int
+zs_snapshot_copy_step(ZsSnapshotCopy *copy, int pages, char **error)
+{
+	int			rc = sqlite3_backup_step(copy->backup, pages);
+
+	if (rc == SQLITE_DONE)
+		return 1;
+	if (rc == SQLITE_OK || rc == SQLITE_BUSY || rc == SQLITE_LOCKED)
+		return 0;
+	*error = psprintf("could not copy the backup replica: %s", sqlite3_errstr(rc));
+	return -1;
+}
+
+int
+zs_snapshot_copy_finish(ZsSnapshotCopy *copy, off_t *size, char *replica_version,
+						char *watermark, char **error)
+{
+	int			fd = -1;
+	struct stat st;
+
+	sqlite3_backup_finish(copy->backup);
+	copy->backup = NULL;
+	if (sqlite3_close(copy->dst) != SQLITE_OK)
+		*error = psprintf("could not write \"%s\": %s", copy->path, sqlite3_errmsg(copy->dst));
+	else
+	{
+		copy->dst = NULL;
+		fd = open(copy->path, O_RDONLY | PG_BINARY, 0);
+		if (fd < 0 || fstat(fd, &st) != 0)
+		{
+			*error = psprintf("could not open \"%s\": %m", copy->path);
+			if (fd >= 0)
+				close(fd);
+			fd = -1;
+		}
+		else
+			*size = st.st_size;
+	}
+	strlcpy(replica_version, copy->replica_version, ZS_WATERMARK_MAXLEN);
+	strlcpy(watermark, copy->watermark, ZS_WATERMARK_MAXLEN);
+	/* the open descriptor keeps the data; nothing is left behind on disk */
+	zs_snapshot_copy_abort(copy);
 	return fd;
 }

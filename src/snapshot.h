@@ -28,11 +28,19 @@ extern bool zs_snapshot_reserve(const char *host, const char *task_id, const cha
 extern char *zs_snapshot_request_task(const char *path);
 
 /*
- * A consistent copy of the backup replica (SQLite online backup), as an
- * open file descriptor of an already unlinked file, with its size,
- * replicaVersion and stateVersion. -1 with *error on failure.
+ * A consistent copy of the backup replica, made in steps (SQLite online
+ * backup from one read transaction). start: NULL with *error on failure.
+ * step: copies up to pages pages; 1 when complete, 0 if more remains, -1
+ * with *error. finish: the copy as the open descriptor of an already
+ * removed file, with its size, replicaVersion and stateVersion (-1 with
+ * *error); it frees everything, as abort does for an unfinished copy.
  */
-extern int	zs_snapshot_open_copy(off_t *size, char *replica_version, char *watermark,
-								  char **error);
+typedef struct ZsSnapshotCopy ZsSnapshotCopy;
+
+extern ZsSnapshotCopy *zs_snapshot_copy_start(char **error);
+extern int	zs_snapshot_copy_step(ZsSnapshotCopy *copy, int pages, char **error);
+extern int	zs_snapshot_copy_finish(ZsSnapshotCopy *copy, off_t *size, char *replica_version,
+									char *watermark, char **error);
+extern void zs_snapshot_copy_abort(ZsSnapshotCopy *copy);
 
 #endif							/* ZS_SNAPSHOT_H */

@@ -53,6 +53,7 @@ PGDLLEXPORT void zs_server_main(Datum main_arg);
 #define TICK_MS				1000
 #define READ_CHUNK			65536
 #define FILE_CHUNK			(256 * 1024)
+#define SNAPSHOT_STEP_PAGES	256		/* pages copied per loop iteration and client */
 
 typedef enum ClientState
 {
@@ -74,6 +75,7 @@ typedef struct Client
 	bool		v7_subscribe;	/* /subscribe: messages flow both ways */
 	int			protocol;
 	ZsUpstream	up;				/* upstream ids and the snapshot reservation */
+	ZsSnapshotCopy *copy;		/* a snapshot being made for this client */
 	int			file_fd;		/* a snapshot being sent, or -1 */
 	off_t		file_remaining;
 	bool		close_after_flush;
@@ -103,6 +105,11 @@ close_client(Client *c)
 		return;
 	closesocket(c->sock);
 	ReleaseExternalFD();
+	if (c->copy != NULL)
+	{
+		zs_snapshot_copy_abort(c->copy);
+		c->copy = NULL;
+	}
 	if (c->file_fd >= 0)
 	{
 		close(c->file_fd);
@@ -236,17 +243,15 @@ send_unauthorized(Client *c)
 
 /*
  * GET /replica/<taskID>: a consistent copy of the backup replica, for a
- * task that holds a reservation (which pins the change log meanwhile).
+ * task that holds a reservation (which pins the change log meanwhile). The
+ * copy is made in steps by advance_snapshot_copies(), then sent.
  */
 static void
 serve_snapshot(Client *c, const ZsHttpRequest *req, const char *task)
 {
 	bool		reserved = false;
 	char	   *error = NULL;
-	char		replica_version[ZS_WATERMARK_MAXLEN];
-	char		watermark[ZS_WATERMARK_MAXLEN];
-	off_t		size;
-	int			fd;
+	MemoryContext old;
 
 	if (!authorized(req))
 	{
@@ -262,27 +267,74 @@ serve_snapshot(Client *c, const ZsHttpRequest *req, const char *task)
 				  psprintf("no snapshot reservation is open for task \"%s\"\n", task));
 		return;
 	}
-	AcquireExternalFD();
-	fd = zs_snapshot_open_copy(&size, replica_version, watermark, &error);
-	if (fd < 0)
+	old = MemoryContextSwitchTo(c->context);
+	c->copy = zs_snapshot_copy_start(&error);
+	MemoryContextSwitchTo(old);
+	if (c->copy == NULL)
 	{
-		ReleaseExternalFD();
 		ereport(LOG,
 				(errmsg("zero_stream: could not serve a snapshot to %s: %s", c->address, error)));
 		send_http(c, "503 Service Unavailable", NULL, psprintf("%s\n", error));
-		return;
 	}
-	appendStringInfo(&c->out,
-					 "HTTP/1.1 200 OK\r\nContent-Type: application/vnd.sqlite3\r\n"
-					 "Content-Length: " INT64_FORMAT "\r\nX-Replica-Version: %s\r\n"
-					 "X-Replica-Watermark: %s\r\nConnection: close\r\n\r\n",
-					 (int64) size, replica_version, watermark);
-	c->file_fd = fd;
-	c->file_remaining = size;
-	c->close_after_flush = true;
-	ereport(LOG,
-			(errmsg("zero_stream: sending snapshot of replicaVersion %s at %s (" INT64_FORMAT " bytes) to %s for task %s",
-					replica_version, watermark, (int64) size, c->address, task)));
+}
+
+/* The next step of every snapshot being made; a finished one starts sending. */
+static bool
+advance_snapshot_copies(void)
+{
+	bool		pending = false;
+
+	for (int i = 0; i < nclients; i++)
+	{
+		Client	   *c = clients[i];
+		char	   *error = NULL;
+		char		replica_version[ZS_WATERMARK_MAXLEN];
+		char		watermark[ZS_WATERMARK_MAXLEN];
+		off_t		size = 0;
+		int			fd;
+		int			rc;
+
+		if (c->closed || c->copy == NULL)
+			continue;
+		rc = zs_snapshot_copy_step(c->copy, SNAPSHOT_STEP_PAGES, &error);
+		if (rc == 0)
+		{
+			pending = true;
+			continue;
+		}
+		if (rc < 0)
+		{
+			zs_snapshot_copy_abort(c->copy);
+			fd = -1;
+		}
+		else
+		{
+			AcquireExternalFD();
+			fd = zs_snapshot_copy_finish(c->copy, &size, replica_version, watermark, &error);
+			if (fd < 0)
+				ReleaseExternalFD();
+		}
+		c->copy = NULL;
+		if (fd < 0)
+		{
+			ereport(LOG,
+					(errmsg("zero_stream: could not serve a snapshot to %s: %s", c->address, error)));
+			send_http(c, "503 Service Unavailable", NULL, psprintf("%s\n", error));
+			continue;
+		}
+		appendStringInfo(&c->out,
+						 "HTTP/1.1 200 OK\r\nContent-Type: application/vnd.sqlite3\r\n"
+						 "Content-Length: " INT64_FORMAT "\r\nX-Replica-Version: %s\r\n"
+						 "X-Replica-Watermark: %s\r\nConnection: close\r\n\r\n",
+						 (int64) size, replica_version, watermark);
+		c->file_fd = fd;
+		c->file_remaining = size;
+		c->close_after_flush = true;
+		ereport(LOG,
+				(errmsg("zero_stream: sending snapshot of replicaVersion %s at %s (" INT64_FORMAT " bytes) to %s",
+						replica_version, watermark, (int64) size, c->address)));
+	}
+	return pending;
 }
 
 /* A subscription for this task started: other connections' reservations for it end. */
@@ -954,6 +1006,7 @@ zs_server_main(Datum main_arg)
 	ResourceOwner owner;
 	char		head[ZS_WATERMARK_MAXLEN];
 	char		replica_version[ZS_WATERMARK_MAXLEN];
+	bool		copies_pending = false;
 
 	pqsignal(SIGTERM, die);
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
@@ -985,7 +1038,7 @@ zs_server_main(Datum main_arg)
 
 		if (wait_set_dirty)
 			rebuild_wait_set();
-		nevents = WaitEventSetWait(wait_set, TICK_MS, events,
+		nevents = WaitEventSetWait(wait_set, copies_pending ? 0 : TICK_MS, events,
 								   2 + nlisteners + nclients, PG_WAIT_EXTENSION);
 		old = MemoryContextSwitchTo(loop_context);
 		for (int i = 0; i < nevents; i++)
@@ -1022,6 +1075,7 @@ zs_server_main(Datum main_arg)
 		LWLockRelease(zs_shared->lock);
 
 		serve_subscribers(head, replica_version);
+		copies_pending = advance_snapshot_copies();
 		check_laggards(head);
 		check_liveness();
 		for (int i = 0; i < nclients; i++)

@@ -269,7 +269,7 @@ is(() = $log1 =~ /restored replicaVersion/g, 1, 'the restart resumed from the fi
 like($log1, qr/following \Q$file1\E from [0-9a-z.]+ \(replicaVersion $rv\)/, 'the restart resumed from its stateVersion');
 is(sqlite($file2, q{SELECT count(*) > 0 FROM "_zero.changeLog2"}), '1', 'with --change-log the replica keeps changeLog2');
 is(sqlite($file1, q{SELECT count(*) FROM "_zero.changeLog2"}), '0', 'by default it does not');
-is(sqlite($file2, q{SELECT count(*) FROM "_zero.changeLog2" c JOIN events e ON c.rowKey = '{"id":' || e.id || '}' AND c."table" = 'events' WHERE c.op <> 's'}),
+is(sqlite($file2, q{SELECT count(*) FROM events e WHERE (SELECT op FROM "_zero.changeLog2" c WHERE c."table" = 'events' AND c.rowKey = '{"id":' || e.id || '}') <> 's'}),
 	'0', 'changeLog2 holds a set for every live row it logged');
 
 $cli->signal('INT');
