@@ -11,7 +11,12 @@
  * minWatermark, it downloads the backup replica the reservation points at
  * (replacing FILE atomically), then subscribes from FILE's stateVersion on
  * the same connection and applies every transaction, committing to SQLite
- * at frame boundaries and acking each frame once applied. Interrupt it
+ * when the socket is drained and acking each frame once applied. A frame's
+ * commits are in SQLite before its ack, except when the frame also begins
+ * a transaction that is still open when the socket drains: the ack is sent
+ * anyway, because the server paces a subscriber by its acks and a large
+ * transaction would otherwise stall. The file's stateVersion, not the
+ * server's acked watermark, is where a restart resumes. Interrupt it
  * (SIGINT/SIGTERM) and start it again: it resumes from the stateVersion
  * committed in FILE, so no transaction is applied twice or skipped. A lost
  * connection is retried; WrongReplicaVersion or WatermarkTooOld leads to a
