@@ -45,6 +45,7 @@
 #include "worker_replicator.h"
 
 #define COPY_FETCH_ROWS 2000
+#define COPY_COMMIT_ROWS 100000	/* rows per SQLite commit while copying */
 #define COPY_LOG_INTERVAL_MS 10000
 
 typedef struct CopyTable
@@ -312,8 +313,8 @@ publish_progress(const char *table, int64 rows, int64 estimated, int table_no, i
 }
 
 static int64
-copy_rows(ZsReplica *r, const CopyTable *t, const ZsPgoutputMsg *relmsg,
-		  int table_no, int ntables)
+copy_rows(ZsReplica *r, const char *replica_version, const CopyTable *t,
+		  const ZsPgoutputMsg *relmsg, int table_no, int ntables)
 {
 	StringInfoData sql;
 	SPIPlanPtr	plan;
@@ -381,6 +382,11 @@ copy_rows(ZsReplica *r, const CopyTable *t, const ZsPgoutputMsg *relmsg,
 				replica_error(r, psprintf("copying %s", qualified));
 			rows++;
 		}
+		/* bounded SQLite transactions: the journal does not grow with the table */
+		if (rows % COPY_COMMIT_ROWS < COPY_FETCH_ROWS &&
+			(!zs_replica_commit(r, replica_version) || !zs_replica_flush(r) ||
+			 !zs_replica_begin(r, replica_version)))
+			replica_error(r, psprintf("committing part of %s", qualified));
 		MemoryContextSwitchTo(old);
 		MemoryContextReset(batch_context);
 		SPI_freetuptable(SPI_tuptable);
@@ -425,6 +431,10 @@ zs_initial_copy(const char *replica_version, List *publications)
 				(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
 				 errmsg("zero_stream initial copy: %s", err),
 				 errhint("Check zero_stream.replica_file.")));
+	/* a crash discards the whole file anyway: no journal, no syncs until the end */
+	if (sqlite3_exec(zs_replica_db(r), "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF",
+					 NULL, NULL, NULL) != SQLITE_OK)
+		replica_error(r, "setting up the copy");
 
 	initStringInfo(&context);
 	appendStringInfoString(&context, "{\"appID\":");
@@ -451,7 +461,8 @@ zs_initial_copy(const char *replica_version, List *publications)
 			replica_error(r, "starting the copy");
 		if (!zs_replica_create_table(r, &spec))
 			replica_error(r, psprintf("creating table %s.%s", t->schema, t->name));
-		rows = copy_rows(r, t, &relmsg, foreach_current_index(lc) + 1, list_length(tables));
+		rows = copy_rows(r, replica_version, t, &relmsg, foreach_current_index(lc) + 1,
+						 list_length(tables));
 		if (!zs_replica_commit(r, replica_version) || !zs_replica_flush(r))
 			replica_error(r, psprintf("committing table %s.%s", t->schema, t->name));
 		total_rows += rows;
@@ -459,6 +470,10 @@ zs_initial_copy(const char *replica_version, List *publications)
 				(errmsg("zero_stream initial copy: copied %s.%s (" INT64_FORMAT " rows)",
 						t->schema, t->name, rows)));
 	}
+	/* the finished file is a WAL-mode replica, synced before it is renamed */
+	if (sqlite3_exec(zs_replica_db(r), "PRAGMA synchronous = FULL; PRAGMA journal_mode = WAL",
+					 NULL, NULL, NULL) != SQLITE_OK)
+		replica_error(r, "finishing the copy");
 	zs_replica_close(r);
 	publish_progress(NULL, 0, 0, 0, 0);
 

@@ -351,6 +351,7 @@ zs_wait_streaming($big);
 $big->poll_query_until('postgres', "SELECT backup_state = 'following' FROM zero_stream.status()")
   or die 'replicator did not start after the redo';
 is(sqlite($big_file, 'SELECT count(*) FROM big'), '400000', 'after a crash mid-copy the copy was redone completely');
+is(sqlite($big_file, 'PRAGMA journal_mode'), 'wal', 'the finished copy is a WAL-mode replica');
 is(sqlite($big_file, 'SELECT replicaVersion FROM "_zero.replicationConfig"'),
 	$big->safe_psql('postgres', 'SELECT replica_version FROM zero_stream.status()'),
 	'the redone replica belongs to the new slot\'s lineage');
