@@ -674,7 +674,12 @@ zs_subscriber_consume_page(ZsSubscriber *sub, const ZsPage *page, const char *re
 {
 	int			start_len = out->len;
 
-	if (!sub->validated && strcmp(sub->replica_version, replica_version) != 0)
+	/*
+	 * Also after validation: a new lineage (the slot was lost and the log
+	 * started again) must end every subscription of the old one, never
+	 * continue it with the new log's transactions.
+	 */
+	if (strcmp(sub->replica_version, replica_version) != 0)
 	{
 		send_error(sub, out, 1, psprintf("current replica version is %s (requested %s)",
 										 replica_version, sub->replica_version));

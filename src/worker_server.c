@@ -38,6 +38,7 @@
 #include "utils/timestamp.h"
 #include "utils/varlena.h"
 
+#include "changelog.h"
 #include "guc.h"
 #include "http.h"
 #include "shared_state.h"
@@ -731,6 +732,7 @@ serve_subscribers(const char *head, const char *replica_version)
 	bool		any = false;
 	ZsPage	  **pages;
 	int			npages = 0;
+	char		log_version[ZS_WATERMARK_MAXLEN];
 
 	if (replica_version[0] == '\0')
 		return;					/* the decoder has not started the log yet */
@@ -750,6 +752,9 @@ serve_subscribers(const char *head, const char *replica_version)
 	SPI_connect();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	pgstat_report_activity(STATE_RUNNING, "zero_stream: reading the change log");
+	/* the lineage as of the snapshot the pages are read with */
+	if (!zs_changelog_read_replica_version(log_version))
+		log_version[0] = '\0';
 	pages = palloc(sizeof(ZsPage *) * nclients);
 	/* subscribers at the same position share one read and its messages */
 	for (int i = 0; i < nclients; i++)
@@ -773,7 +778,9 @@ serve_subscribers(const char *head, const char *replica_version)
 			page = zs_page_read(watermark, pos);
 			pages[npages++] = page;
 		}
-		zs_subscriber_consume_page(c->sub, page, replica_version, &c->out,
+		if (log_version[0] == '\0')
+			continue;			/* the log is being initialized */
+		zs_subscriber_consume_page(c->sub, page, log_version, &c->out,
 								   backlog_limit() - (c->out.len - c->out_pos));
 	}
 	SPI_finish();

@@ -1,0 +1,148 @@
+# Replicas across failures of the other processes: the replicator worker
+# killed -9 under load (a crash restart of the cluster), the server worker
+# stopped while zero-stream-replica follows, and a new lineage (the slot dropped behind the decoder's back),
+# which replaces the backup replica and makes the CLI restore afresh.
+use strict;
+use warnings;
+
+use FindBin;
+use lib $FindBin::RealBin;
+
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(usleep);
+use ZeroStreamTest;
+
+my $CLI = "$FindBin::RealBin/../../zero-stream-replica";
+
+my $node = zs_new_node('recovery', before_extension => q{
+CREATE TABLE items (id int PRIMARY KEY, n bigint NOT NULL);
+INSERT INTO items SELECT g, 0 FROM generate_series(1, 5000) g;
+});
+my $sport = $node->{zs_server_port};
+my $backup = $node->data_dir . '/zero_stream/replica.db';
+my $dir = $node->basedir;
+my $app = "$dir/app.db";
+
+my $script = "$dir/load.sql";
+PostgreSQL::Test::Utils::append_to_file($script, q{\set id random(1, 5000)
+UPDATE items SET n = n + 1 WHERE id = :id;
+});
+
+sub start_load
+{
+	my ($seconds) = @_;
+	my ($out, $err) = ('', '');
+	return IPC::Run::start(
+		[
+			'pgbench', '-n', '-c', '2', '-j', '2', '-T', $seconds, '-f', $script,
+			'-h', $node->host, '-p', $node->port, 'postgres'
+		],
+		'>', \$out, '2>', \$err);
+}
+
+sub sqlite
+{
+	my ($file, $sql) = @_;
+	my ($out, $err) = ('', '');
+	IPC::Run::run([ 'sqlite3', $file, $sql ], '>', \$out, '2>', \$err) or return "error: $err";
+	chomp $out;
+	return $out;
+}
+
+sub worker_pid
+{
+	my ($type) = @_;
+	my $pid = '';
+	$node->poll_query_until('postgres',
+		"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = '$type'")
+	  or die "$type is not running";
+	return $node->safe_psql('postgres',
+		"SELECT pid FROM pg_stat_activity WHERE backend_type = '$type'");
+}
+
+# count and sum of n, as the check of every replica
+sub pg_digest
+{
+	return $node->safe_psql('postgres', "SELECT count(*) || ':' || sum(n) FROM items");
+}
+
+sub wait_file_at_head
+{
+	my ($file, $label) = @_;
+	zs_wait_catchup($node);
+	my $head = $node->safe_psql('postgres', 'SELECT last_watermark FROM zero_stream.status()');
+	for (1 .. 600)
+	{
+		return 1 if sqlite($file, 'SELECT stateVersion FROM "_zero.replicationState"') eq $head;
+		usleep(100_000);
+	}
+	diag("$label: " . sqlite($file, 'SELECT stateVersion FROM "_zero.replicationState"') . " vs $head");
+	return 0;
+}
+
+my $cli = IPC::Run::start([ $CLI, 'sync', "ws://127.0.0.1:$sport", $app ],
+	'>', "$dir/cli.out", '2>', "$dir/cli.log");
+
+# kill -9 of the replicator under load: PostgreSQL restarts every process
+# (the CLI loses its server too); the replicator resumes from its committed
+# stateVersion, the CLI reconnects and resumes from its own
+my $load = start_load(8);
+usleep(1_000_000);
+kill 'KILL', worker_pid('zero_stream replicator');
+usleep(500_000);
+zs_wait_streaming($node);
+# then only the server worker, stopped: it is started again 5 s later
+usleep(1_000_000);
+kill 'TERM', worker_pid('zero_stream server');
+$load->finish;
+ok(wait_file_at_head($backup, 'backup'), 'the backup replica caught up after the crash restart');
+is(sqlite($backup, "SELECT count(*) || ':' || sum(n) FROM items"), pg_digest(),
+	'the backup replica equals Postgres after the kill -9');
+ok(wait_file_at_head($app, 'app'), 'the CLI reconnected after the server restart and caught up');
+is(sqlite($app, "SELECT count(*) || ':' || sum(n) FROM items"), pg_digest(),
+	'the CLI replica equals Postgres: nothing lost or applied twice (sum of increments)');
+like(slurp_file("$dir/cli.log"), qr/retrying|closed the connection|connection/i,
+	'the CLI noticed the lost connection');
+
+# A new lineage: stop the decoder and drop its slot; the decoder starts a
+# new replicaVersion and copies again, the replicator releases the old file,
+# and the CLI is told WrongReplicaVersion and restores afresh.
+$node->poll_query_until('postgres', q{SELECT count(*) = 1 FROM zero_stream.subscribers() WHERE state = 'live'})
+  or die 'the CLI did not reconnect';
+my ($old_rv) = $node->safe_psql('postgres', 'SELECT replica_version FROM zero_stream.status()');
+my $decoder = worker_pid('zero_stream decoder');
+kill 'TERM', $decoder;
+$node->poll_query_until('postgres',
+	q{SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type = 'zero_stream decoder'})
+  or die 'decoder did not stop';
+$node->safe_psql('postgres', q{SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots});
+$node->poll_query_until('postgres',
+	"SELECT state = 'streaming' AND replica_version <> '$old_rv' FROM zero_stream.status()")
+  or die 'no new lineage';
+my $new_rv = $node->safe_psql('postgres', 'SELECT replica_version FROM zero_stream.status()');
+$node->safe_psql('postgres', 'UPDATE items SET n = n + 100 WHERE id <= 10');
+$node->poll_query_until('postgres', "SELECT backup_state = 'following' FROM zero_stream.status()")
+  or die 'the replicator did not follow the new replica';
+ok(wait_file_at_head($backup, 'new backup'), 'the replicator follows the new lineage');
+is(sqlite($backup, 'SELECT replicaVersion FROM "_zero.replicationConfig"'), $new_rv,
+	'the backup replica was replaced by the new copy');
+is(sqlite($backup, "SELECT count(*) || ':' || sum(n) FROM items"), pg_digest(),
+	'the new backup replica equals Postgres');
+ok(wait_file_at_head($app, 'app after new lineage'), 'the CLI restored the new lineage and follows it');
+is(sqlite($app, 'SELECT replicaVersion FROM "_zero.replicationConfig"'), $new_rv,
+	'the CLI replica has the new replicaVersion');
+is(sqlite($app, "SELECT count(*) || ':' || sum(n) FROM items"), pg_digest(), 'and equals Postgres');
+like(slurp_file("$dir/cli.log"), qr/error type 1: current replica version is $new_rv \(requested $old_rv\)/,
+	'the live CLI was told WrongReplicaVersion, not sent the new lineage\'s transactions');
+like(slurp_file("$dir/cli.log"), qr/replacing "\Q$app\E" \(replicaVersion $old_rv at \S+\): the server has replicaVersion $new_rv/,
+	'the CLI replaced its replica of the old lineage');
+like(slurp_file($node->logfile), qr/replicator: following .* from $new_rv/,
+	'the replicator reopened the replaced file');
+
+$cli->signal('INT');
+$cli->finish;
+$node->stop;
+done_testing();
