@@ -24,7 +24,8 @@ OBJS = \
 	src/replica.o \
 	src/initial_copy.o \
 	src/worker_replicator.o \
-	src/snapshot.o
+	src/snapshot.o \
+	src/control.o
 
 EXTENSION = zero_stream
 DATA = sql/zero_stream--0.1.0.sql

@@ -86,3 +86,13 @@ COMMENT ON FUNCTION subscribers() IS
   'Connections of the zero_stream subscriber server: position sent and acknowledged, backlog, state';
 
 REVOKE ALL ON FUNCTION subscribers() FROM PUBLIC;
+
+CREATE FUNCTION resync()
+RETURNS void
+AS 'MODULE_PATHNAME', 'zs_resync'
+LANGUAGE C STRICT VOLATILE;
+
+COMMENT ON FUNCTION resync() IS
+  'Start a new lineage: new slot, new initial copy into the backup replica, new replicaVersion (subscribers restore)';
+
+REVOKE ALL ON FUNCTION resync() FROM PUBLIC;

@@ -185,6 +185,17 @@ create_slot_and_lineage(const char *slot_name, List *publications, char *replica
 }
 
 void
+zs_restart_lineage(const char *slot_name, List *publications, char *replica_version)
+{
+	ereport(LOG,
+			(errmsg("zero_stream: resync requested: dropping replication slot \"%s\" and starting a new lineage",
+					slot_name)));
+	ReplicationSlotRelease();
+	ReplicationSlotDrop(slot_name, true);
+	create_slot_and_lineage(slot_name, publications, replica_version);
+}
+
+void
 zs_acquire_slot(const char *slot_name, List *publications, char *replica_version)
 {
 	bool		have_lineage = read_lineage(replica_version);

@@ -20,4 +20,11 @@ extern XLogReaderRoutine *zs_wal_reader_routine(void);
 extern void zs_acquire_slot(const char *slot_name, List *publications,
 							char *replica_version);
 
+/*
+ * zero_stream.resync(): drop the acquired slot and start again with a new
+ * slot, initial copy and lineage. The new slot is left acquired.
+ */
+extern void zs_restart_lineage(const char *slot_name, List *publications,
+							   char *replica_version);
+
 #endif							/* ZS_DECODER_SLOT_H */

@@ -42,6 +42,7 @@ typedef struct ZsSharedState
 	int			decoder_pid;
 	Latch	   *decoder_latch;	/* set by committing backends to wake it */
 	char		decoder_state[64];
+	bool		resync_requested;	/* zero_stream.resync(): start a new lineage */
 	char		slot_name[NAMEDATALEN];
 	char		replica_version[ZS_WATERMARK_MAXLEN];
 	char		last_watermark[ZS_WATERMARK_MAXLEN];

@@ -534,6 +534,18 @@ publish_start(const char *slot_name, const char *replica_version)
 	LWLockRelease(zs_shared->lock);
 }
 
+static bool
+take_resync_request(void)
+{
+	bool		requested;
+
+	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
+	requested = zs_shared->resync_requested;
+	zs_shared->resync_requested = false;
+	LWLockRelease(zs_shared->lock);
+	return requested;
+}
+
 static void
 run_decoder(MemoryContext worker_context)
 {
@@ -578,6 +590,15 @@ run_decoder(MemoryContext worker_context)
 		}
 		if (decode_and_store(ctx))
 			continue;
+		if (take_resync_request())
+		{
+			FreeDecodingContext(ctx);
+			zs_restart_lineage(slot_name, publications, replica_version);
+			claim_change_log();
+			ctx = start_decoding(publications);
+			publish_start(slot_name, replica_version);
+			continue;
+		}
 
 		if (TimestampDifferenceExceeds(last_slot_save, GetCurrentTimestamp(),
 									   zs_slot_save_interval_ms))

@@ -159,7 +159,7 @@ open_replica(Replicator *rep)
 	}
 	if (stat(rep->path, &st) != 0)
 	{
-		set_backup_state("missing: the replica file does not exist (it is written when the slot is created)", NULL);
+		set_backup_state("missing: the replica file does not exist; SELECT zero_stream.resync() copies it again", NULL);
 		return false;
 	}
 	/* the handle outlives the loop's memory context */

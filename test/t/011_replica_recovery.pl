@@ -142,7 +142,40 @@ like(slurp_file("$dir/cli.log"), qr/replacing "\Q$app\E" \(replicaVersion $old_r
 like(slurp_file($node->logfile), qr/replicator: following .* from $new_rv/,
 	'the replicator reopened the replaced file');
 
+# zero_stream.resync(): a deliberate new lineage, with the CLI live again
+$node->poll_query_until('postgres', q{SELECT count(*) = 1 FROM zero_stream.subscribers() WHERE state = 'live'})
+  or die 'the CLI did not come back';
+$node->safe_psql('postgres', 'SELECT zero_stream.resync()');
+$node->poll_query_until('postgres',
+	"SELECT state = 'streaming' AND replica_version NOT IN ('$old_rv', '$new_rv') FROM zero_stream.status()")
+  or die 'resync did not start a new lineage';
+my $resync_rv = $node->safe_psql('postgres', 'SELECT replica_version FROM zero_stream.status()');
+$node->safe_psql('postgres', 'UPDATE items SET n = n + 1000 WHERE id <= 5');
+$node->poll_query_until('postgres', "SELECT backup_state = 'following' FROM zero_stream.status()")
+  or die 'the replicator did not follow after resync';
+ok(wait_file_at_head($backup, 'backup after resync'), 'after resync the backup replica follows the new lineage');
+is(sqlite($backup, "SELECT (SELECT replicaVersion FROM \"_zero.replicationConfig\") || ' ' || count(*) || ':' || sum(n) FROM items"),
+	"$resync_rv " . pg_digest(), 'the resync copied the tables again at the new replicaVersion');
+ok(wait_file_at_head($app, 'app after resync'), 'the CLI restored after the resync and follows');
+is(sqlite($app, "SELECT (SELECT replicaVersion FROM \"_zero.replicationConfig\") || ' ' || count(*) || ':' || sum(n) FROM items"),
+	"$resync_rv " . pg_digest(), 'the CLI replica equals Postgres at the new replicaVersion');
+like(slurp_file($node->logfile), qr/resync requested: dropping replication slot "zero_stream_zero_0" and starting a new lineage/,
+	'the resync is logged');
+
 $cli->signal('INT');
 $cli->finish;
+
+# A backup replica lost while its slot lives is reported, and resync rebuilds it
+$node->stop;
+unlink $backup, "$backup-wal", "$backup-shm";
+$node->start;
+$node->poll_query_until('postgres', q{SELECT backup_state LIKE 'missing:%resync%' FROM zero_stream.status()})
+  or die 'a missing backup replica is not reported: '
+  . $node->safe_psql('postgres', 'SELECT backup_state FROM zero_stream.status()');
+pass('a missing backup replica is reported with the way to rebuild it');
+$node->safe_psql('postgres', 'SELECT zero_stream.resync()');
+$node->poll_query_until('postgres', "SELECT backup_state = 'following' FROM zero_stream.status()")
+  or die 'resync did not rebuild the backup replica';
+is(sqlite($backup, "SELECT count(*) || ':' || sum(n) FROM items"), pg_digest(), 'resync rebuilt the backup replica');
 $node->stop;
 done_testing();
