@@ -3,7 +3,8 @@
  *	  Create or acquire the decoder's logical replication slot.
  *
  * The slot and the change log's replicaVersion belong together: the
- * replicaVersion is the watermark of the slot's consistent point, and a
+ * replicaVersion is the watermark just before the slot's consistent point
+ * (see create_slot_and_lineage), and a
  * change log is only continuous as long as the same slot feeds it. So:
  *   slot exists and log initialized -> resume;
  *   anything else -> new slot, new lineage (replicaVersion), seed row.
@@ -155,7 +156,19 @@ create_slot_and_lineage(const char *slot_name, List *publications, char *replica
 	consistent = MyReplicationSlot->data.confirmed_flush;
 	CommitTransactionCommand();
 
-	zs_watermark_encode(consistent, replica_version);
+	/*
+	 * The lineage is named one byte before the consistent point, not at it
+	 * (as zero-cache does). The consistent point is the end of a
+	 * running-xacts record, so the very next record can be the commit of a
+	 * transaction that was still running there: it is not in the copy's
+	 * snapshot and must be streamed, but its commit LSN, hence its
+	 * watermark, equals the consistent point. Named at the consistent point,
+	 * the lineage's seed transaction would take that watermark and the
+	 * transaction would be dropped as already stored (and skipped by every
+	 * replica at stateVersion = replicaVersion). No commit record can start
+	 * at consistent - 1, and every commit in the snapshot is before it.
+	 */
+	zs_watermark_encode(consistent - 1, replica_version);
 	copy_at_slot_snapshot(ctx, replica_version, publications);
 	FreeDecodingContext(ctx);
 

@@ -69,16 +69,6 @@ sub start_load
 		'>', \$out, '2>', \$err);
 }
 
-sub sqlite
-{
-	my ($file, $sql) = @_;
-	my ($out, $err) = ('', '');
-	IPC::Run::run([ 'sqlite3', '-bail', $file, $sql ], '>', \$out, '2>', \$err)
-	  or die "sqlite3 $file: $err";
-	chomp $out;
-	return $out;
-}
-
 # The same text digest of every table on both sides, ordered by key.
 my %digest = (
 	accounts => [ 'id', q{id || ':' || bal || ':' || coalesce(label, '-')} ],
@@ -95,13 +85,16 @@ sub tables_equal
 	for my $table (sort keys %digest)
 	{
 		my ($order, $expr) = @{ $digest{$table} };
-		my $sql = "SELECT count(*) || '|' || coalesce(group_concat(x, ','), '') FROM (SELECT $expr AS x FROM $table ORDER BY $order) s";
-		my $pg = $node->safe_psql('postgres',
-			"SELECT count(*) || '|' || coalesce(string_agg(x, ',' ORDER BY o), '') FROM (SELECT $expr AS x, row_number() OVER (ORDER BY $order) AS o FROM $table) s");
-		my $lite = sqlite($file, $sql);
-		my ($n) = split /\|/, $pg;
-		ok($lite eq $pg, "$label: $table equals Postgres ($n rows)")
-		  or diag("SQLite: " . substr($lite, 0, 300) . "\nPostgres: " . substr($pg, 0, 300));
+		# row by row, each side ordered by the key at the top level
+		my $sql = "SELECT $expr FROM $table ORDER BY $order";
+		my @pg = split /\n/, $node->safe_psql('postgres', $sql);
+		my @lite = split /\n/, zs_sqlite($file, $sql);
+		my $i = 0;
+		$i++ while $i < @lite && $i < @pg && $lite[$i] eq $pg[$i];
+		ok($i == @pg && $i == @lite, "$label: $table equals Postgres (" . scalar(@pg) . " rows)")
+		  or diag("first difference at row $i of " . scalar(@pg) . " (SQLite has " . scalar(@lite) . "): SQLite "
+			  . join(' ', grep { defined } @lite[ $i .. $i + 3 ]) . "; Postgres "
+			  . join(' ', grep { defined } @pg[ $i .. $i + 3 ]));
 	}
 }
 
@@ -129,25 +122,25 @@ tables_equal($replica_file, 'backup replica after the copy under load');
 
 my ($rv, $head) = split /\|/,
   $node->safe_psql('postgres', 'SELECT replica_version, last_watermark FROM zero_stream.status()');
-is(sqlite($replica_file, 'SELECT replicaVersion FROM "_zero.replicationConfig"'), $rv,
+is(zs_sqlite($replica_file, 'SELECT replicaVersion FROM "_zero.replicationConfig"'), $rv,
 	"the replica's replicaVersion is the change log's");
-is(sqlite($replica_file, 'SELECT stateVersion FROM "_zero.replicationState"'), $head,
+is(zs_sqlite($replica_file, 'SELECT stateVersion FROM "_zero.replicationState"'), $head,
 	"the replica's stateVersion is the backup watermark");
-isnt(sqlite($replica_file, q{SELECT count(*) FROM accounts WHERE _0_version <> (SELECT replicaVersion FROM "_zero.replicationConfig")}),
+isnt(zs_sqlite($replica_file, q{SELECT count(*) FROM accounts WHERE _0_version <> (SELECT replicaVersion FROM "_zero.replicationConfig")}),
 	'0', 'rows written after the copy carry their commit watermark in _0_version');
-is(sqlite($replica_file, q{SELECT sql FROM sqlite_master WHERE name = 'idx_ident_key'}),
+is(zs_sqlite($replica_file, q{SELECT sql FROM sqlite_master WHERE name = 'idx_ident_key'}),
 	'CREATE UNIQUE INDEX "idx_ident_key" ON "idx_ident" ("code" ASC,"region" ASC)',
 	'the replica identity index is the unique index of a table without a primary key');
-is(sqlite($replica_file, q{SELECT group_concat(declared, ',') FROM (SELECT "type" AS declared FROM pragma_table_info('kinds') ORDER BY cid)}),
+is(zs_sqlite($replica_file, q{SELECT group_concat(declared, ',') FROM (SELECT "type" AS declared FROM pragma_table_info('kinds') ORDER BY cid)}),
 	'int4|NOT_NULL,int8,TEXT,int4[]|TEXT_ARRAY,jsonb,bytea,float8,TEXT',
 	'columns are declared with zero-cache\'s type names');
 {
-	my $row = sqlite($replica_file,
+	my $row = zs_sqlite($replica_file,
 		q{SELECT big || '|' || hex(CAST(txt AS BLOB)) || '|' || arr || '|' || js || '|' || raw || '|' || f FROM kinds WHERE id = 1});
 	my $pg_hex = uc $node->safe_psql('postgres', q{SELECT encode(convert_to(txt, 'UTF8'), 'hex') FROM kinds WHERE id = 1});
 	is($row, qq{9223372036854775807|$pg_hex|[1,null,3]|{"a": [1, 2.5]}|{"type":"Buffer","data":[0,255]}|0.1},
 		'copied values are stored exactly (int8 max, unicode, arrays, jsonb, bytea, float)');
-	is(sqlite($replica_file, q{SELECT big FROM kinds WHERE id = 2}), '9007199254740993',
+	is(zs_sqlite($replica_file, q{SELECT big FROM kinds WHERE id = 2}), '9007199254740993',
 		'2^53 + 1 is stored exactly');
 }
 
@@ -267,9 +260,9 @@ tables_equal($file2, 'second CLI replica');
 my $log1 = slurp_file("$dir/app1.log");
 is(() = $log1 =~ /restored replicaVersion/g, 1, 'the restart resumed from the file instead of restoring again');
 like($log1, qr/following \Q$file1\E from [0-9a-z.]+ \(replicaVersion $rv\)/, 'the restart resumed from its stateVersion');
-is(sqlite($file2, q{SELECT count(*) > 0 FROM "_zero.changeLog2"}), '1', 'with --change-log the replica keeps changeLog2');
-is(sqlite($file1, q{SELECT count(*) FROM "_zero.changeLog2"}), '0', 'by default it does not');
-is(sqlite($file2, q{SELECT count(*) FROM events e WHERE (SELECT op FROM "_zero.changeLog2" c WHERE c."table" = 'events' AND c.rowKey = '{"id":' || e.id || '}') <> 's'}),
+is(zs_sqlite($file2, q{SELECT count(*) > 0 FROM "_zero.changeLog2"}), '1', 'with --change-log the replica keeps changeLog2');
+is(zs_sqlite($file1, q{SELECT count(*) FROM "_zero.changeLog2"}), '0', 'by default it does not');
+is(zs_sqlite($file2, q{SELECT count(*) FROM events e WHERE (SELECT op FROM "_zero.changeLog2" c WHERE c."table" = 'events' AND c.rowKey = '{"id":' || e.id || '}') <> 's'}),
 	'0', 'changeLog2 holds a set for every live row it logged');
 
 $cli->signal('INT');
@@ -286,7 +279,7 @@ like($status_out, qr/^replicaVersion: $rv\nstateVersion: [0-9a-z.]+\nlast write:
 # ---------------------------------------------------------------------------
 # A replica of another replicaVersion is replaced by a fresh restore
 # ---------------------------------------------------------------------------
-sqlite($file2, q{UPDATE "_zero.replicationConfig" SET replicaVersion = '00bogus'; DELETE FROM accounts});
+zs_sqlite($file2, q{UPDATE "_zero.replicationConfig" SET replicaVersion = '00bogus'; DELETE FROM accounts});
 {
 	my ($out, $err) = ('', '');
 	IPC::Run::run([ $CLI, 'sync', '--idle', '2', '--task-id', 'app2', "ws://127.0.0.1:$sport", $file2 ],
@@ -316,7 +309,7 @@ PostgreSQL::Test::Utils::append_to_file("$dir/foreign.db", "this is not a SQLite
 ($code, $err) = cli_error('sync', "ws://127.0.0.1:$sport", "$dir/foreign.db");
 is($code, 3, 'a corrupt file: exit 3');
 like($err, qr/file is not a database/, 'a corrupt file: clear error');
-sqlite("$dir/other.db", 'CREATE TABLE notes (x int)');
+zs_sqlite("$dir/other.db", 'CREATE TABLE notes (x int)');
 ($code, $err) = cli_error('status', "$dir/other.db");
 like($err, qr/"\Q$dir\E\/other\.db": not a Zero replica \(no such table: _zero.replicationConfig\)/,
 	'a SQLite file that is not a replica: clear error');
@@ -350,9 +343,9 @@ kill 'KILL', $pid;
 zs_wait_streaming($big);
 $big->poll_query_until('postgres', "SELECT backup_state = 'following' FROM zero_stream.status()")
   or die 'replicator did not start after the redo';
-is(sqlite($big_file, 'SELECT count(*) FROM big'), '400000', 'after a crash mid-copy the copy was redone completely');
-is(sqlite($big_file, 'PRAGMA journal_mode'), 'wal', 'the finished copy is a WAL-mode replica');
-is(sqlite($big_file, 'SELECT replicaVersion FROM "_zero.replicationConfig"'),
+is(zs_sqlite($big_file, 'SELECT count(*) FROM big'), '400000', 'after a crash mid-copy the copy was redone completely');
+is(zs_sqlite($big_file, 'PRAGMA journal_mode'), 'wal', 'the finished copy is a WAL-mode replica');
+is(zs_sqlite($big_file, 'SELECT replicaVersion FROM "_zero.replicationConfig"'),
 	$big->safe_psql('postgres', 'SELECT replica_version FROM zero_stream.status()'),
 	'the redone replica belongs to the new slot\'s lineage');
 my $big_log = slurp_file($big->logfile);

@@ -43,15 +43,6 @@ sub start_load
 		'>', \$out, '2>', \$err);
 }
 
-sub sqlite
-{
-	my ($file, $sql) = @_;
-	my ($out, $err) = ('', '');
-	IPC::Run::run([ 'sqlite3', $file, $sql ], '>', \$out, '2>', \$err) or return "error: $err";
-	chomp $out;
-	return $out;
-}
-
 sub worker_pid
 {
 	my ($type) = @_;
@@ -76,10 +67,10 @@ sub wait_file_at_head
 	my $head = $node->safe_psql('postgres', 'SELECT last_watermark FROM zero_stream.status()');
 	for (1 .. 600)
 	{
-		return 1 if sqlite($file, 'SELECT stateVersion FROM "_zero.replicationState"') eq $head;
+		return 1 if zs_sqlite($file, 'SELECT stateVersion FROM "_zero.replicationState"') eq $head;
 		usleep(100_000);
 	}
-	diag("$label: " . sqlite($file, 'SELECT stateVersion FROM "_zero.replicationState"') . " vs $head");
+	diag("$label: " . zs_sqlite($file, 'SELECT stateVersion FROM "_zero.replicationState"') . " vs $head");
 	return 0;
 }
 
@@ -99,10 +90,10 @@ usleep(1_000_000);
 kill 'TERM', worker_pid('zero_stream server');
 $load->finish;
 ok(wait_file_at_head($backup, 'backup'), 'the backup replica caught up after the crash restart');
-is(sqlite($backup, "SELECT count(*) || ':' || sum(n) FROM items"), pg_digest(),
+is(zs_sqlite($backup, "SELECT count(*) || ':' || sum(n) FROM items"), pg_digest(),
 	'the backup replica equals Postgres after the kill -9');
 ok(wait_file_at_head($app, 'app'), 'the CLI reconnected after the server restart and caught up');
-is(sqlite($app, "SELECT count(*) || ':' || sum(n) FROM items"), pg_digest(),
+is(zs_sqlite($app, "SELECT count(*) || ':' || sum(n) FROM items"), pg_digest(),
 	'the CLI replica equals Postgres: nothing lost or applied twice (sum of increments)');
 like(slurp_file("$dir/cli.log"), qr/retrying|closed the connection|connection/i,
 	'the CLI noticed the lost connection');
@@ -127,14 +118,14 @@ $node->safe_psql('postgres', 'UPDATE items SET n = n + 100 WHERE id <= 10');
 $node->poll_query_until('postgres', "SELECT backup_state = 'following' FROM zero_stream.status()")
   or die 'the replicator did not follow the new replica';
 ok(wait_file_at_head($backup, 'new backup'), 'the replicator follows the new lineage');
-is(sqlite($backup, 'SELECT replicaVersion FROM "_zero.replicationConfig"'), $new_rv,
+is(zs_sqlite($backup, 'SELECT replicaVersion FROM "_zero.replicationConfig"'), $new_rv,
 	'the backup replica was replaced by the new copy');
-is(sqlite($backup, "SELECT count(*) || ':' || sum(n) FROM items"), pg_digest(),
+is(zs_sqlite($backup, "SELECT count(*) || ':' || sum(n) FROM items"), pg_digest(),
 	'the new backup replica equals Postgres');
 ok(wait_file_at_head($app, 'app after new lineage'), 'the CLI restored the new lineage and follows it');
-is(sqlite($app, 'SELECT replicaVersion FROM "_zero.replicationConfig"'), $new_rv,
+is(zs_sqlite($app, 'SELECT replicaVersion FROM "_zero.replicationConfig"'), $new_rv,
 	'the CLI replica has the new replicaVersion');
-is(sqlite($app, "SELECT count(*) || ':' || sum(n) FROM items"), pg_digest(), 'and equals Postgres');
+is(zs_sqlite($app, "SELECT count(*) || ':' || sum(n) FROM items"), pg_digest(), 'and equals Postgres');
 like(slurp_file("$dir/cli.log"), qr/error type 1: current replica version is $new_rv \(requested $old_rv\)/,
 	'the live CLI was told WrongReplicaVersion, not sent the new lineage\'s transactions');
 like(slurp_file("$dir/cli.log"), qr/replacing "\Q$app\E" \(replicaVersion $old_rv at \S+\): the server has replicaVersion $new_rv/,
@@ -154,10 +145,10 @@ $node->safe_psql('postgres', 'UPDATE items SET n = n + 1000 WHERE id <= 5');
 $node->poll_query_until('postgres', "SELECT backup_state = 'following' FROM zero_stream.status()")
   or die 'the replicator did not follow after resync';
 ok(wait_file_at_head($backup, 'backup after resync'), 'after resync the backup replica follows the new lineage');
-is(sqlite($backup, "SELECT (SELECT replicaVersion FROM \"_zero.replicationConfig\") || ' ' || count(*) || ':' || sum(n) FROM items"),
+is(zs_sqlite($backup, "SELECT (SELECT replicaVersion FROM \"_zero.replicationConfig\") || ' ' || count(*) || ':' || sum(n) FROM items"),
 	"$resync_rv " . pg_digest(), 'the resync copied the tables again at the new replicaVersion');
 ok(wait_file_at_head($app, 'app after resync'), 'the CLI restored after the resync and follows');
-is(sqlite($app, "SELECT (SELECT replicaVersion FROM \"_zero.replicationConfig\") || ' ' || count(*) || ':' || sum(n) FROM items"),
+is(zs_sqlite($app, "SELECT (SELECT replicaVersion FROM \"_zero.replicationConfig\") || ' ' || count(*) || ':' || sum(n) FROM items"),
 	"$resync_rv " . pg_digest(), 'the CLI replica equals Postgres at the new replicaVersion');
 like(slurp_file($node->logfile), qr/resync requested: dropping replication slot "zero_stream_zero_0" and starting a new lineage/,
 	'the resync is logged');
@@ -176,6 +167,6 @@ pass('a missing backup replica is reported with the way to rebuild it');
 $node->safe_psql('postgres', 'SELECT zero_stream.resync()');
 $node->poll_query_until('postgres', "SELECT backup_state = 'following' FROM zero_stream.status()")
   or die 'resync did not rebuild the backup replica';
-is(sqlite($backup, "SELECT count(*) || ':' || sum(n) FROM items"), pg_digest(), 'resync rebuilt the backup replica');
+is(zs_sqlite($backup, "SELECT count(*) || ':' || sum(n) FROM items"), pg_digest(), 'resync rebuilt the backup replica');
 $node->stop;
 done_testing();

@@ -5,13 +5,14 @@ package ZeroStreamTest;
 use strict;
 use warnings;
 
+use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Exporter 'import';
 
 our @EXPORT = qw(zs_new_node zs_wait_streaming zs_wait_catchup zs_decoder_pid zs_rss_kb
-  zs_check_log_integrity);
+  zs_check_log_integrity zs_sqlite);
 
 our $CDC = '"zero_0/cdc"';
 
@@ -117,6 +118,17 @@ SELECT count(*) FROM (
 SELECT (SELECT "lastWatermark" FROM $CDC."replicationState") =
        (SELECT max(watermark COLLATE "C") FROM $CDC."changeLog")});
 	is($head, 't', "$label: lastWatermark is the newest stored transaction");
+}
+
+# Output of one SQL statement on a SQLite file (sqlite3 CLI), or "error: ..."
+sub zs_sqlite
+{
+	my ($file, $sql) = @_;
+	my ($out, $err) = ('', '');
+	IPC::Run::run([ 'sqlite3', '-bail', $file, $sql ], '>', \$out, '2>', \$err)
+	  or return "error: $err";
+	chomp $out;
+	return $out;
 }
 
 1;
