@@ -340,6 +340,8 @@ my $progress = $big->safe_psql('postgres', 'SELECT initial_copy FROM zero_stream
 my $pid = $big->safe_psql('postgres', 'SELECT pid FROM zero_stream.status()');
 ok(!-f $big_file, "mid-copy ($progress) no replica file is marked complete yet");
 kill 'KILL', $pid;
+usleep(500_000);
+zs_wait_ready($big);
 zs_wait_streaming($big);
 $big->poll_query_until('postgres', "SELECT backup_state = 'following' FROM zero_stream.status()")
   or die 'replicator did not start after the redo';

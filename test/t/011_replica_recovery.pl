@@ -84,6 +84,7 @@ my $load = start_load(8);
 usleep(1_000_000);
 kill 'KILL', worker_pid('zero_stream replicator');
 usleep(500_000);
+zs_wait_ready($node);
 zs_wait_streaming($node);
 # then only the server worker, stopped: it is started again 5 s later
 usleep(1_000_000);

@@ -9,10 +9,11 @@ use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(usleep);
 use Exporter 'import';
 
 our @EXPORT = qw(zs_new_node zs_wait_streaming zs_wait_catchup zs_decoder_pid zs_rss_kb
-  zs_check_log_integrity zs_sqlite);
+  zs_check_log_integrity zs_sqlite zs_wait_ready);
 
 our $CDC = '"zero_0/cdc"';
 
@@ -43,6 +44,20 @@ log_min_messages = info
 		zs_wait_streaming($node);
 	}
 	return $node;
+}
+
+# After a kill -9 the postmaster restarts everything and runs crash
+# recovery; a psql started meanwhile can fail in ways poll_query_until does
+# not retry (its stdin write gets EPIPE). Wait until connections are accepted.
+sub zs_wait_ready
+{
+	my ($node) = @_;
+	for (1 .. 1800)
+	{
+		return if system('pg_isready', '-q', '-h', $node->host, '-p', $node->port) == 0;
+		usleep(100_000);
+	}
+	die 'the server did not accept connections again';
 }
 
 sub zs_wait_streaming
