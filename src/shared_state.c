@@ -6,8 +6,12 @@
 #include "postgres.h"
 
 #include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
 #include "storage/ipc.h"
 #include "storage/shmem.h"
+#include "tcop/tcopprot.h"
 #include "utils/timestamp.h"
 
 #include "guc.h"
@@ -78,4 +82,58 @@ zs_set_last_error(const char *message)
 	strlcpy(zs_shared->last_error, message, sizeof(zs_shared->last_error));
 	zs_shared->last_error_time = GetCurrentTimestamp();
 	LWLockRelease(zs_shared->lock);
+}
+
+static void
+worker_detach(int code, Datum arg)
+{
+	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
+	switch ((ZsWorkerKind) DatumGetInt32(arg))
+	{
+		case ZS_WORKER_DECODER:
+			zs_shared->decoder_pid = 0;
+			zs_shared->decoder_latch = NULL;
+			break;
+		case ZS_WORKER_SERVER:
+			zs_shared->server_pid = 0;
+			zs_shared->server_latch = NULL;
+			/* its connections are gone with it */
+			for (int i = 0; i < zs_shared->max_subscribers; i++)
+				zs_shared->subscribers[i].in_use = false;
+			break;
+		case ZS_WORKER_REPLICATOR:
+			zs_shared->replicator_pid = 0;
+			zs_shared->replicator_latch = NULL;
+			break;
+	}
+	LWLockRelease(zs_shared->lock);
+}
+
+void
+zs_worker_attach(ZsWorkerKind kind, const char *name)
+{
+	pqsignal(SIGTERM, die);
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnection(zs_database, NULL, 0);
+	pgstat_report_appname(name);
+
+	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
+	switch (kind)
+	{
+		case ZS_WORKER_DECODER:
+			zs_shared->decoder_pid = MyProcPid;
+			zs_shared->decoder_latch = MyLatch;
+			break;
+		case ZS_WORKER_SERVER:
+			zs_shared->server_pid = MyProcPid;
+			zs_shared->server_latch = MyLatch;
+			break;
+		case ZS_WORKER_REPLICATOR:
+			zs_shared->replicator_pid = MyProcPid;
+			zs_shared->replicator_latch = MyLatch;
+			break;
+	}
+	LWLockRelease(zs_shared->lock);
+	before_shmem_exit(worker_detach, Int32GetDatum((int32) kind));
 }

@@ -83,6 +83,21 @@ typedef struct ZsSharedState
 extern ZsSharedState *zs_shared;
 
 extern void zs_shared_state_install_hooks(void);
+
+/* The background workers, each publishing its pid and latch here. */
+typedef enum ZsWorkerKind
+{
+	ZS_WORKER_DECODER,
+	ZS_WORKER_SERVER,
+	ZS_WORKER_REPLICATOR
+} ZsWorkerKind;
+
+/*
+ * Start-up shared by the workers: SIGTERM/SIGHUP handlers, the connection
+ * to zero_stream.database, the application name, and the worker's pid and
+ * latch in shared memory, cleared again when it exits.
+ */
+extern void zs_worker_attach(ZsWorkerKind kind, const char *name);
 extern void zs_set_decoder_state(const char *state);
 extern void zs_set_last_error(const char *message);
 

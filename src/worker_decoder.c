@@ -612,34 +612,14 @@ run_decoder(MemoryContext worker_context)
 	}
 }
 
-static void
-forget_decoder(int code, Datum arg)
-{
-	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
-	zs_shared->decoder_pid = 0;
-	zs_shared->decoder_latch = NULL;
-	LWLockRelease(zs_shared->lock);
-}
-
 void
 zs_decoder_main(Datum main_arg)
 {
 	MemoryContext worker_context;
 
-	pqsignal(SIGTERM, die);
-	pqsignal(SIGHUP, SignalHandlerForConfigReload);
-	BackgroundWorkerUnblockSignals();
-
-	BackgroundWorkerInitializeConnection(zs_database, NULL, 0);
-	pgstat_report_appname("zero_stream decoder");
-
+	zs_worker_attach(ZS_WORKER_DECODER, "zero_stream decoder");
 	worker_context = AllocSetContextCreate(TopMemoryContext, "zero_stream decoder",
 										   ALLOCSET_DEFAULT_SIZES);
-	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
-	zs_shared->decoder_pid = MyProcPid;
-	zs_shared->decoder_latch = MyLatch;
-	LWLockRelease(zs_shared->lock);
-	before_shmem_exit(forget_decoder, (Datum) 0);
 
 	PG_TRY();
 	{

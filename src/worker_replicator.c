@@ -282,32 +282,13 @@ apply_page(Replicator *rep)
 	return n;
 }
 
-static void
-forget_replicator(int code, Datum arg)
-{
-	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
-	zs_shared->replicator_pid = 0;
-	zs_shared->replicator_latch = NULL;
-	LWLockRelease(zs_shared->lock);
-}
-
 void
 zs_replicator_main(Datum main_arg)
 {
 	Replicator	rep;
 	MemoryContext loop_context;
 
-	pqsignal(SIGTERM, die);
-	pqsignal(SIGHUP, SignalHandlerForConfigReload);
-	BackgroundWorkerUnblockSignals();
-	BackgroundWorkerInitializeConnection(zs_database, NULL, 0);
-	pgstat_report_appname("zero_stream replicator");
-
-	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
-	zs_shared->replicator_pid = MyProcPid;
-	zs_shared->replicator_latch = MyLatch;
-	LWLockRelease(zs_shared->lock);
-	before_shmem_exit(forget_replicator, (Datum) 0);
+	zs_worker_attach(ZS_WORKER_REPLICATOR, "zero_stream replicator");
 
 	memset(&rep, 0, sizeof(rep));
 	rep.path = zs_replica_file_path();

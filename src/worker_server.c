@@ -994,17 +994,6 @@ open_listeners(void)
 	ereport(LOG, (errmsg("zero_stream server listening on %s port %d", zs_listen_addresses, zs_port)));
 }
 
-static void
-forget_server(int code, Datum arg)
-{
-	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
-	zs_shared->server_pid = 0;
-	zs_shared->server_latch = NULL;
-	for (int i = 0; i < zs_shared->max_subscribers; i++)
-		zs_shared->subscribers[i].in_use = false;
-	LWLockRelease(zs_shared->lock);
-}
-
 void
 zs_server_main(Datum main_arg)
 {
@@ -1015,17 +1004,7 @@ zs_server_main(Datum main_arg)
 	char		replica_version[ZS_WATERMARK_MAXLEN];
 	bool		copies_pending = false;
 
-	pqsignal(SIGTERM, die);
-	pqsignal(SIGHUP, SignalHandlerForConfigReload);
-	BackgroundWorkerUnblockSignals();
-	BackgroundWorkerInitializeConnection(zs_database, NULL, 0);
-	pgstat_report_appname("zero_stream server");
-
-	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
-	zs_shared->server_pid = MyProcPid;
-	zs_shared->server_latch = MyLatch;
-	LWLockRelease(zs_shared->lock);
-	before_shmem_exit(forget_server, (Datum) 0);
+	zs_worker_attach(ZS_WORKER_SERVER, "zero_stream server");
 
 	/* for what the loop uses outside transactions (SHA-1 of the handshake) */
 	owner = ResourceOwnerCreate(NULL, "zero_stream server");
