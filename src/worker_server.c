@@ -512,12 +512,14 @@ process_frames(Client *c)
 					{
 						/* a start-subscription creates state the client owns */
 						MemoryContext old = MemoryContextSwitchTo(c->context);
+						const char *reserved_before = c->up.reserved_task;
 
 						ok = zs_subscriber_handle_upstream(&c->sub, c->protocol, &c->up,
 														   msg.payload.data, msg.payload.len,
 														   &c->out, &error);
 						MemoryContextSwitchTo(old);
-						if (c->up.reserved_task != NULL)
+						/* a new reservation for a task cancels older ones */
+						if (c->up.reserved_task != NULL && c->up.reserved_task != reserved_before)
 							release_reservations(c->up.reserved_task, c);
 						if (c->up.started_task != NULL)
 						{
@@ -733,6 +735,7 @@ serve_subscribers(const char *head, const char *replica_version)
 	ZsPage	  **pages;
 	int			npages = 0;
 	char		log_version[ZS_WATERMARK_MAXLEN];
+	bool		have_log;
 
 	if (replica_version[0] == '\0')
 		return;					/* the decoder has not started the log yet */
@@ -752,12 +755,11 @@ serve_subscribers(const char *head, const char *replica_version)
 	SPI_connect();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	pgstat_report_activity(STATE_RUNNING, "zero_stream: reading the change log");
-	/* the lineage as of the snapshot the pages are read with */
-	if (!zs_changelog_read_replica_version(log_version))
-		log_version[0] = '\0';
+	/* the lineage as of the pages' snapshot; a log being initialized has none */
+	have_log = zs_changelog_read_replica_version(log_version);
 	pages = palloc(sizeof(ZsPage *) * nclients);
 	/* subscribers at the same position share one read and its messages */
-	for (int i = 0; i < nclients; i++)
+	for (int i = 0; have_log && i < nclients; i++)
 	{
 		Client	   *c = clients[i];
 		char		watermark[ZS_WATERMARK_MAXLEN];
@@ -778,8 +780,6 @@ serve_subscribers(const char *head, const char *replica_version)
 			page = zs_page_read(watermark, pos);
 			pages[npages++] = page;
 		}
-		if (log_version[0] == '\0')
-			continue;			/* the log is being initialized */
 		zs_subscriber_consume_page(c->sub, page, log_version, &c->out,
 								   backlog_limit() - (c->out.len - c->out_pos));
 	}
