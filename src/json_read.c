@@ -395,6 +395,14 @@ zs_json_get(const ZsJsonDoc *doc, int node, const char *key)
 	return -1;
 }
 
+const char *
+zs_json_get_string(const ZsJsonDoc *doc, int node, const char *key)
+{
+	int			n = zs_json_get(doc, node, key);
+
+	return n >= 0 && doc->nodes[n].type == ZS_JSON_STRING ? zs_json_str(doc, n) : NULL;
+}
+
 int
 zs_json_at(const ZsJsonDoc *doc, int node, int i)
 {

@@ -60,6 +60,9 @@ extern bool zs_json_parse(ZsJsonDoc *doc, const char *text, int len);
 /* Child of an object by key, or -1. */
 extern int	zs_json_get(const ZsJsonDoc *doc, int node, const char *key);
 
+/* Decoded text of a STRING member of an object, or NULL if absent or not a string. */
+extern const char *zs_json_get_string(const ZsJsonDoc *doc, int node, const char *key);
+
 /* The i-th element of an array, or -1. */
 extern int	zs_json_at(const ZsJsonDoc *doc, int node, int i);
 

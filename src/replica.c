@@ -1183,6 +1183,39 @@ zs_replica_rollback(ZsReplica *r)
 	return true;
 }
 
+int
+zs_replica_apply_message(ZsReplica *r, const ZsJsonDoc *doc, int message)
+{
+	int			type = zs_json_at(doc, message, 0);
+	int			body = zs_json_at(doc, message, 1);
+	int			extra = zs_json_at(doc, message, 2);
+	const char *watermark;
+
+	if (zs_json_str_eq(doc, type, "data"))
+		return zs_replica_apply_change(r, doc, body) ? 1 : -1;
+	if (zs_json_str_eq(doc, type, "begin"))
+	{
+		if ((watermark = zs_json_get_string(doc, extra, "commitWatermark")) == NULL)
+			return set_error(r, "begin without a commitWatermark") ? 1 : -1;
+		return zs_replica_begin(r, watermark) ? 1 : -1;
+	}
+	if (zs_json_str_eq(doc, type, "commit"))
+	{
+		if ((watermark = zs_json_get_string(doc, extra, "watermark")) == NULL)
+			return set_error(r, "commit without a watermark") ? 1 : -1;
+		return zs_replica_commit(r, watermark) ? 1 : -1;
+	}
+	if (zs_json_str_eq(doc, type, "rollback"))
+		return zs_replica_rollback(r) ? 1 : -1;
+	return 0;
+}
+
+bool
+zs_replica_in_transaction(const ZsReplica *r)
+{
+	return r->in_upstream_txn;
+}
+
 bool
 zs_replica_flush(ZsReplica *r)
 {

@@ -80,6 +80,18 @@ extern bool zs_replica_apply_change(ZsReplica *r, const ZsJsonDoc *doc, int chan
 extern bool zs_replica_commit(ZsReplica *r, const char *watermark);
 extern bool zs_replica_rollback(ZsReplica *r);
 
+/*
+ * One downstream message of the change stream (zero-protocol.md §2.4):
+ * ["begin",{...},{"commitWatermark":w}], ["data",{...}],
+ * ["commit",{...},{"watermark":w}] or ["rollback",...]. Returns 1 when
+ * applied, 0 for a message of another type (status, error: the caller's),
+ * -1 with zs_replica_error() set.
+ */
+extern int	zs_replica_apply_message(ZsReplica *r, const ZsJsonDoc *doc, int message);
+
+/* Is an upstream transaction open (begun, not yet committed or rolled back)? */
+extern bool zs_replica_in_transaction(const ZsReplica *r);
+
 /* Commit the SQLite transaction holding the committed upstream transactions. */
 extern bool zs_replica_flush(ZsReplica *r);
 

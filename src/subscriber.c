@@ -622,7 +622,7 @@ zs_subscriber_position(const ZsSubscriber *sub, char *watermark, int64 *pos)
 }
 
 ZsPage *
-zs_page_read(const char *after_watermark, int64 after_pos)
+zs_page_read(const char *after_watermark, int64 after_pos, int limit)
 {
 	ZsPage	   *page = palloc0(sizeof(ZsPage));
 	Datum		args[3];
@@ -631,14 +631,14 @@ zs_page_read(const char *after_watermark, int64 after_pos)
 	prepare_page_plan();
 	args[0] = CStringGetTextDatum(after_watermark);
 	args[1] = Int64GetDatum(after_pos);
-	args[2] = Int64GetDatum(zs_catchup_page_rows);
+	args[2] = Int64GetDatum(limit);
 	rc = SPI_execute_plan(page_plan, args, NULL, true, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "zero_stream: change-log read failed: %s", SPI_result_code_string(rc));
 
 	strlcpy(page->after_watermark, after_watermark, sizeof(page->after_watermark));
 	page->after_pos = after_pos;
-	page->full = (SPI_processed == (uint64) zs_catchup_page_rows);
+	page->full = (SPI_processed == (uint64) limit);
 	page->nrows = (int) SPI_processed;
 	page->rows = palloc(sizeof(ZsPageRow) * Max(page->nrows, 1));
 	for (int i = 0; i < page->nrows; i++)

@@ -80,8 +80,8 @@ typedef struct ZsPage
 /* The key after which the subscriber's next page starts. */
 extern void zs_subscriber_position(const ZsSubscriber *sub, char *watermark, int64 *pos);
 
-/* Read a page through SPI, in the caller's transaction. */
-extern ZsPage *zs_page_read(const char *after_watermark, int64 after_pos);
+/* Read a page of at most limit rows through SPI, in the caller's transaction. */
+extern ZsPage *zs_page_read(const char *after_watermark, int64 after_pos, int limit);
 
 /*
  * Append the frames of a page read at the subscriber's position, stopping at

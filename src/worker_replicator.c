@@ -43,6 +43,7 @@
 #include "json_read.h"
 #include "replica.h"
 #include "shared_state.h"
+#include "subscriber.h"
 #include "worker_replicator.h"
 
 PGDLLEXPORT void zs_replicator_main(Datum main_arg);
@@ -60,7 +61,6 @@ typedef struct Replicator
 	char		watermark[ZS_WATERMARK_MAXLEN];
 	int64		pos;
 	ZsJsonDoc	doc;
-	SPIPlanPtr	page_plan;
 } Replicator;
 
 static void
@@ -191,75 +191,36 @@ open_replica(Replicator *rep)
 	return true;
 }
 
-static void
-apply_row(Replicator *rep, const char *watermark, int64 pos, const char *change)
-{
-	ZsReplica  *r = rep->replica;
-	int			tag;
-	bool		ok;
-
-	if (!zs_json_parse(&rep->doc, change, strlen(change)))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("zero_stream replicator: change %s/" INT64_FORMAT " is not JSON: %s",
-						watermark, pos, rep->doc.error)));
-	tag = zs_json_get(&rep->doc, 0, "tag");
-	if (zs_json_str_eq(&rep->doc, tag, "begin"))
-		ok = zs_replica_begin(r, watermark);
-	else if (zs_json_str_eq(&rep->doc, tag, "commit"))
-		ok = zs_replica_commit(r, watermark);
-	else if (zs_json_str_eq(&rep->doc, tag, "rollback"))
-		ok = zs_replica_rollback(r);
-	else
-		ok = zs_replica_apply_change(r, &rep->doc, 0);
-	if (!ok)
-		ereport(ERROR,
-				(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
-				 errmsg("zero_stream replicator: could not apply change %s/" INT64_FORMAT ": %s",
-						watermark, pos, zs_replica_error(r))));
-	strlcpy(rep->watermark, watermark, sizeof(rep->watermark));
-	rep->pos = pos;
-}
-
-/* Apply one page of change-log rows; returns the number of rows read. */
+/* Apply one page of the change log, as the server would send it; returns its size. */
 static uint64
 apply_page(Replicator *rep)
 {
-	Datum		args[3];
-	uint64		n;
+	ZsPage	   *page;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	SPI_connect();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	pgstat_report_activity(STATE_RUNNING, "zero_stream: applying the change log to the backup replica");
-	if (rep->page_plan == NULL)
+	page = zs_page_read(rep->watermark, rep->pos, REPLICATOR_PAGE_ROWS);
+	for (int i = 0; i < page->nrows; i++)
 	{
-		Oid			types[3] = {TEXTOID, INT8OID, INT8OID};
-		char	   *sql = psprintf("SELECT \"watermark\", \"pos\", \"change\"::text FROM %s.\"changeLog\" "
-								   " WHERE (\"watermark\", \"pos\") > ($1, $2) "
-								   " ORDER BY \"watermark\", \"pos\" LIMIT $3",
-								   quote_identifier(zs_cdc_schema_name()));
+		const ZsPageRow *row = &page->rows[i];
 
-		rep->page_plan = SPI_prepare(sql, 3, types);
-		if (rep->page_plan == NULL || SPI_keepplan(rep->page_plan) != 0)
-			elog(ERROR, "zero_stream replicator: could not prepare the page query");
-	}
-	args[0] = CStringGetTextDatum(rep->watermark);
-	args[1] = Int64GetDatum(rep->pos);
-	args[2] = Int64GetDatum(REPLICATOR_PAGE_ROWS);
-	if (SPI_execute_plan(rep->page_plan, args, NULL, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "zero_stream replicator: could not read the change log");
-	n = SPI_processed;
-	for (uint64 i = 0; i < n; i++)
-	{
-		HeapTuple	tup = SPI_tuptable->vals[i];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull;
-		char	   *watermark = SPI_getvalue(tup, desc, 1);
-		int64		pos = DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull));
-
-		apply_row(rep, watermark, pos, SPI_getvalue(tup, desc, 3));
+		if (!zs_json_parse(&rep->doc, row->message, row->message_len))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("zero_stream replicator: change %s/" INT64_FORMAT " is not JSON: %s",
+							row->watermark, row->pos, rep->doc.error)));
+		if (zs_replica_apply_message(rep->replica, &rep->doc, 0) != 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
+					 errmsg("zero_stream replicator: could not apply change %s/" INT64_FORMAT ": %s",
+							row->watermark, row->pos,
+							zs_replica_error(rep->replica)[0] ? zs_replica_error(rep->replica)
+							: "not a change message")));
+		strlcpy(rep->watermark, row->watermark, sizeof(rep->watermark));
+		rep->pos = row->pos;
 	}
 	SPI_finish();
 	PopActiveSnapshot();
@@ -267,7 +228,7 @@ apply_page(Replicator *rep)
 	pgstat_report_activity(STATE_IDLE, NULL);
 
 	/* whole transactions only: a page never ends inside one for long */
-	if (n > 0 && strcmp(zs_replica_state_version(rep->replica), rep->watermark) == 0)
+	if (page->nrows > 0 && !zs_replica_in_transaction(rep->replica))
 	{
 		if (!zs_replica_flush(rep->replica))
 			ereport(ERROR,
@@ -279,7 +240,7 @@ apply_page(Replicator *rep)
 		zs_shared->backup_rows_applied = zs_replica_rows_applied(rep->replica);
 		LWLockRelease(zs_shared->lock);
 	}
-	return n;
+	return page->nrows;
 }
 
 void

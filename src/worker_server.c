@@ -777,7 +777,7 @@ serve_subscribers(const char *head, const char *replica_version)
 		}
 		if (page == NULL)
 		{
-			page = zs_page_read(watermark, pos);
+			page = zs_page_read(watermark, pos, zs_catchup_page_rows);
 			pages[npages++] = page;
 		}
 		zs_subscriber_consume_page(c->sub, page, log_version, &c->out,

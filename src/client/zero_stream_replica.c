@@ -327,14 +327,6 @@ next_message(Connection *conn, int timeout_ms)
 
 /* ---------------------------------------------------------------- reservation */
 
-static const char *
-string_member(const ZsJsonDoc *d, int obj, const char *key)
-{
-	int			n = zs_json_get(d, obj, key);
-
-	return n >= 0 && d->nodes[n].type == ZS_JSON_STRING ? zs_json_str(d, n) : NULL;
-}
-
 /* reserve-snapshot, then wait for ["reserved", {...}]; false with err if refused */
 static bool
 reserve(Connection *conn, const Options *opt, Reservation *res)
@@ -376,16 +368,16 @@ reserve(Connection *conn, const Options *opt, Reservation *res)
 		msg = zs_json_at(&doc, batch, 0);
 		status = zs_json_at(&doc, msg, 1);
 		if (id < 0 || !zs_json_str_eq(&doc, zs_json_at(&doc, msg, 0), "reserved") ||
-			string_member(&doc, status, "backupURL") == NULL ||
-			string_member(&doc, status, "replicaVersion") == NULL ||
-			string_member(&doc, status, "minWatermark") == NULL)
+			zs_json_get_string(&doc, status, "backupURL") == NULL ||
+			zs_json_get_string(&doc, status, "replicaVersion") == NULL ||
+			zs_json_get_string(&doc, status, "minWatermark") == NULL)
 		{
 			snprintf(err, sizeof(err), "unexpected answer to reserve-snapshot: %.200s", conn->msg.payload.data);
 			return false;
 		}
-		res->backup_url = pstrdup(string_member(&doc, status, "backupURL"));
-		strlcpy(res->replica_version, string_member(&doc, status, "replicaVersion"), ZS_WATERMARK_MAXLEN);
-		strlcpy(res->min_watermark, string_member(&doc, status, "minWatermark"), ZS_WATERMARK_MAXLEN);
+		res->backup_url = pstrdup(zs_json_get_string(&doc, status, "backupURL"));
+		strlcpy(res->replica_version, zs_json_get_string(&doc, status, "replicaVersion"), ZS_WATERMARK_MAXLEN);
+		strlcpy(res->min_watermark, zs_json_get_string(&doc, status, "minWatermark"), ZS_WATERMARK_MAXLEN);
 		res->replica_size = -1;
 		{
 			int64		size;
@@ -541,7 +533,7 @@ replica_failed(ZsReplica *r, const char *what)
  * Returns SYNC_RESTORE/SYNC_RECONNECT on an error message, else -1.
  */
 static int
-apply_frame(Connection *conn, ZsReplica *r, bool *in_txn)
+apply_frame(Connection *conn, ZsReplica *r)
 {
 	int			id,
 				batch,
@@ -560,41 +552,16 @@ apply_frame(Connection *conn, ZsReplica *r, bool *in_txn)
 	for (int m = batch >= 0 ? doc.nodes[batch].first_child : single; m >= 0;
 		 m = batch >= 0 ? doc.nodes[m].next : -1)
 	{
+		int			rc = zs_replica_apply_message(r, &doc, m);
 		int			type = zs_json_at(&doc, m, 0);
-		int			body = zs_json_at(&doc, m, 1);
-		int			extra = zs_json_at(&doc, m, 2);
 
-		if (zs_json_str_eq(&doc, type, "begin"))
+		if (rc < 0)
+			replica_failed(r, "could not apply a message");
+		if (rc == 0 && zs_json_str_eq(&doc, type, "error"))
 		{
-			const char *wm = string_member(&doc, extra, "commitWatermark");
-
-			if (wm == NULL || !zs_replica_begin(r, wm))
-				replica_failed(r, "begin");
-			*in_txn = true;
-		}
-		else if (zs_json_str_eq(&doc, type, "data"))
-		{
-			if (!zs_replica_apply_change(r, &doc, body))
-				replica_failed(r, "could not apply a change");
-		}
-		else if (zs_json_str_eq(&doc, type, "commit"))
-		{
-			const char *wm = string_member(&doc, extra, "watermark");
-
-			if (wm == NULL || !zs_replica_commit(r, wm))
-				replica_failed(r, "commit");
-			*in_txn = false;
-		}
-		else if (zs_json_str_eq(&doc, type, "rollback"))
-		{
-			if (!zs_replica_rollback(r))
-				replica_failed(r, "rollback");
-			*in_txn = false;
-		}
-		else if (zs_json_str_eq(&doc, type, "error"))
-		{
+			int			body = zs_json_at(&doc, m, 1);
 			int			etype = zs_json_get(&doc, body, "type");
-			const char *message = string_member(&doc, body, "message");
+			const char *message = zs_json_get_string(&doc, body, "message");
 			int64		t = -1;
 
 			if (etype >= 0)
@@ -616,7 +583,6 @@ apply_frame(Connection *conn, ZsReplica *r, bool *in_txn)
 static SyncResult
 follow(Connection *conn, ZsReplica *r, const Options *opt)
 {
-	bool		in_txn = false;
 	double		last_message = now_seconds();
 	double		started = now_seconds();
 	uint64		rows_at_start = zs_replica_rows_applied(r);
@@ -627,7 +593,7 @@ follow(Connection *conn, ZsReplica *r, const Options *opt)
 
 		if (n == NEXT_TEXT)
 		{
-			int			result = apply_frame(conn, r, &in_txn);
+			int			result = apply_frame(conn, r);
 
 			if (result >= 0)
 				return (SyncResult) result;
@@ -637,7 +603,7 @@ follow(Connection *conn, ZsReplica *r, const Options *opt)
 				continue;
 		}
 		/* the socket is drained: make what is applied durable, then ack it */
-		if (!in_txn && !zs_replica_flush(r))
+		if (!zs_replica_in_transaction(r) && !zs_replica_flush(r))
 			replica_failed(r, "commit");
 		if (!send_acks(conn))
 		{
@@ -647,7 +613,7 @@ follow(Connection *conn, ZsReplica *r, const Options *opt)
 		if (n == NEXT_CLOSED)
 		{
 			note("%s", err);
-			if (in_txn && !zs_replica_rollback(r))
+			if (!zs_replica_rollback(r))
 				replica_failed(r, "rollback");
 			return SYNC_RECONNECT;
 		}
@@ -655,7 +621,7 @@ follow(Connection *conn, ZsReplica *r, const Options *opt)
 			(opt->idle_seconds >= 0 && n == NEXT_TIMEOUT &&
 			 now_seconds() - last_message >= opt->idle_seconds))
 		{
-			if (in_txn && (!zs_replica_rollback(r) || !zs_replica_flush(r)))
+			if (!zs_replica_rollback(r) || !zs_replica_flush(r))
 				replica_failed(r, "rollback");
 			note("stopped at stateVersion %s (" UINT64_FORMAT " rows applied in %.2f s)",
 				 zs_replica_state_version(r), zs_replica_rows_applied(r) - rows_at_start,

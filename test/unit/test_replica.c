@@ -258,6 +258,30 @@ test_changes(void)
 	CHECK(zs_replica_rollback(r) && zs_replica_flush(r), "rollback");
 	CHECK(!apply(r, "{\"tag\":\"insert\"}"), "change outside a transaction refused");
 	CHECK_STR(zs_replica_state_version(r), "0i");
+
+	/* stream messages, as the server frames them */
+	{
+		const char *msgs[] = {
+			"[\"begin\",{\"tag\":\"begin\"},{\"commitWatermark\":\"0m\"}]",
+			"[\"data\",{\"tag\":\"insert\"," REL("t", "[\"id\"]", "default") ",\"new\":{\"id\":42,\"n\":1}}]",
+			"[\"commit\",{\"tag\":\"commit\"},{\"watermark\":\"0m\"}]",
+		};
+
+		for (int i = 0; i < 3; i++)
+		{
+			CHECK(zs_json_parse(&doc, msgs[i], strlen(msgs[i])), "parse message %d", i);
+			CHECK(zs_replica_apply_message(r, &doc, 0) == 1, "message %d applied: %s", i, zs_replica_error(r));
+			CHECK(zs_replica_in_transaction(r) == (i < 2), "in a transaction after message %d", i);
+		}
+		CHECK(zs_replica_flush(r), "flush");
+		CHECK_STR(query(r, "SELECT n || _0_version FROM t WHERE id = 42"), "10m");
+		CHECK(zs_json_parse(&doc, "[\"status\",{\"tag\":\"status\"}]", 27), "parse status");
+		CHECK(zs_replica_apply_message(r, &doc, 0) == 0, "status is left to the caller");
+		CHECK(zs_json_parse(&doc, "[\"begin\",{\"tag\":\"begin\"},{}]", 28), "parse bad begin");
+		CHECK(zs_replica_apply_message(r, &doc, 0) == -1 &&
+			  strstr(zs_replica_error(r), "commitWatermark") != NULL,
+			  "begin without commitWatermark refused: %s", zs_replica_error(r));
+	}
 	zs_replica_close(r);
 }
 
