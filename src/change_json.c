@@ -435,23 +435,6 @@ skip_ws(JsonCursor *c)
 		c->p++;
 }
 
-static bool
-parse_hex4(const char *p, unsigned int *cp)
-{
-	unsigned int v = 0;
-
-	for (int i = 0; i < 4; i++)
-	{
-		int			h = zs_hex_value(p[i]);
-
-		if (h < 0)
-			return false;
-		v = v * 16 + h;
-	}
-	*cp = v;
-	return true;
-}
-
 
 /* Decode a JSON string literal at c->p into raw UTF-8, then re-escape it. */
 static bool
@@ -508,11 +491,11 @@ json_copy_string(JsonCursor *c, StringInfo out)
 					unsigned int cp;
 					unsigned int lo;
 
-					if (c->end - c->p < 4 || !parse_hex4(c->p, &cp))
+					if (c->end - c->p < 4 || !zs_hex4_value(c->p, &cp))
 						goto done;
 					c->p += 4;
 					if (cp >= 0xD800 && cp <= 0xDBFF && c->end - c->p >= 6 &&
-						c->p[0] == '\\' && c->p[1] == 'u' && parse_hex4(c->p + 2, &lo) &&
+						c->p[0] == '\\' && c->p[1] == 'u' && zs_hex4_value(c->p + 2, &lo) &&
 						lo >= 0xDC00 && lo <= 0xDFFF)
 					{
 						cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);

@@ -88,17 +88,10 @@ skip_space(Parser *ps)
 static bool
 read_hex4(Parser *ps, unsigned int *cp)
 {
-	*cp = 0;
 	if (ps->end - ps->p < 4)
 		return fail(ps, "truncated \\u escape");
-	for (int i = 0; i < 4; i++)
-	{
-		int			v = zs_hex_value(ps->p[i]);
-
-		if (v < 0)
-			return fail(ps, "invalid \\u escape");
-		*cp = (*cp << 4) | v;
-	}
+	if (!zs_hex4_value(ps->p, cp))
+		return fail(ps, "invalid \\u escape");
 	ps->p += 4;
 	return true;
 }
