@@ -143,13 +143,13 @@ publication_array(List *publications)
 }
 
 static List *
-published_tables(List *publications)
+published_tables(Datum publication_names)
 {
 	Oid			argtypes[2] = {TEXTARRAYOID, TEXTOID};
 	Datum		args[2];
 	List	   *tables = NIL;
 
-	args[0] = publication_array(publications);
+	args[0] = publication_names;
 	args[1] = CStringGetTextDatum(zs_cdc_schema_name());
 	if (SPI_execute_with_args(
 							  "SELECT c.oid, n.nspname, c.relname, c.relreplident::text, "
@@ -184,10 +184,11 @@ published_tables(List *publications)
  * key: the primary key, else the replica identity index.
  */
 static void
-describe_table(const CopyTable *t, List *publications, ZsReplicaTable *spec, ZsPgoutputMsg *rel)
+describe_table(const CopyTable *t, Datum publication_names, ZsReplicaTable *spec,
+			   ZsPgoutputMsg *rel)
 {
 	Oid			argtypes[2] = {OIDOID, TEXTARRAYOID};
-	Datum		args[2] = {ObjectIdGetDatum(t->relid), publication_array(publications)};
+	Datum		args[2] = {ObjectIdGetDatum(t->relid), publication_names};
 	int			n;
 	int16	   *identity_keys = NULL;
 	int			nidentity = 0;
@@ -415,6 +416,7 @@ zs_initial_copy(const char *replica_version, List *publications)
 	ZsReplica  *r;
 	List	   *tables;
 	ListCell   *lc;
+	Datum		names;		/* text[] of the publications, for the catalog queries */
 	StringInfoData context;
 	int64		total_rows = 0;
 	TimestampTz start = GetCurrentTimestamp();
@@ -447,7 +449,8 @@ zs_initial_copy(const char *replica_version, List *publications)
 	if (!zs_replica_init(r, replica_version, publications_json(publications), context.data))
 		replica_error(r, "creating the replica schema");
 
-	tables = published_tables(publications);
+	names = publication_array(publications);
+	tables = published_tables(names);
 	foreach(lc, tables)
 	{
 		CopyTable  *t = lfirst(lc);
@@ -456,7 +459,7 @@ zs_initial_copy(const char *replica_version, List *publications)
 		int64		rows;
 
 		memset(&relmsg, 0, sizeof(relmsg));
-		describe_table(t, publications, &spec, &relmsg);
+		describe_table(t, names, &spec, &relmsg);
 		if (!zs_replica_begin(r, replica_version))
 			replica_error(r, "starting the copy");
 		if (!zs_replica_create_table(r, &spec))
