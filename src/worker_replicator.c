@@ -56,7 +56,6 @@ typedef struct Replicator
 	ZsReplica  *replica;
 	char	   *path;
 	uint32		generation;		/* of the open file */
-	char		replica_version[ZS_WATERMARK_MAXLEN];
 	/* keyset position: the last row applied */
 	char		watermark[ZS_WATERMARK_MAXLEN];
 	int64		pos;
@@ -140,6 +139,7 @@ static bool
 open_replica(Replicator *rep)
 {
 	char		log_version[ZS_WATERMARK_MAXLEN];
+	char		replica_version[ZS_WATERMARK_MAXLEN];
 	char		decoder_state[64];
 	char		state_version[ZS_WATERMARK_MAXLEN];
 	char		err[512];
@@ -170,14 +170,14 @@ open_replica(Replicator *rep)
 		ereport(ERROR,
 				(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
 				 errmsg("zero_stream replicator: %s", err)));
-	if (!zs_replica_read_state(rep->replica, rep->replica_version, state_version))
+	if (!zs_replica_read_state(rep->replica, replica_version, state_version))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("zero_stream replicator: \"%s\" is not a usable replica: %s",
 						rep->path, zs_replica_error(rep->replica))));
-	if (strcmp(rep->replica_version, log_version) != 0)
+	if (strcmp(replica_version, log_version) != 0)
 	{
-		char	   *state = psprintf("stale: replicaVersion %s, change log %s", rep->replica_version, log_version);
+		char	   *state = psprintf("stale: replicaVersion %s, change log %s", replica_version, log_version);
 
 		set_backup_state(state, NULL);
 		close_replica(rep);
