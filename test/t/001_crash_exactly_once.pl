@@ -33,14 +33,7 @@ COMMIT;
 sub start_load
 {
 	my ($seconds) = @_;
-	my ($out, $err) = ('', '');
-	return IPC::Run::start(
-		[
-			'pgbench', '-n', '-c', '4', '-j', '2', '-T', $seconds,
-			'-f', "$single\@3", '-f', "$multi\@1",
-			'-h', $node->host, '-p', $node->port, 'postgres'
-		],
-		'>', \$out, '2>', \$err);
+	return zs_start_pgbench($node, $seconds, 4, "$single\@3", "$multi\@1");
 }
 
 srand($ENV{ZS_TEST_SEED} // time);

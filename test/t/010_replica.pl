@@ -60,13 +60,7 @@ COMMIT;
 sub start_load
 {
 	my ($seconds) = @_;
-	my ($out, $err) = ('', '');
-	return IPC::Run::start(
-		[
-			'pgbench', '-n', '-c', '2', '-j', '2', '-T', $seconds, '-f', $load_script,
-			'-h', $node->host, '-p', $node->port, 'postgres'
-		],
-		'>', \$out, '2>', \$err);
+	return zs_start_pgbench($node, $seconds, 2, $load_script);
 }
 
 # The same text digest of every table on both sides, ordered by key.

@@ -34,13 +34,7 @@ UPDATE items SET n = n + 1 WHERE id = :id;
 sub start_load
 {
 	my ($seconds) = @_;
-	my ($out, $err) = ('', '');
-	return IPC::Run::start(
-		[
-			'pgbench', '-n', '-c', '2', '-j', '2', '-T', $seconds, '-f', $script,
-			'-h', $node->host, '-p', $node->port, 'postgres'
-		],
-		'>', \$out, '2>', \$err);
+	return zs_start_pgbench($node, $seconds, 2, $script);
 }
 
 sub worker_pid

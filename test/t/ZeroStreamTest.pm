@@ -13,7 +13,7 @@ use Time::HiRes qw(usleep);
 use Exporter 'import';
 
 our @EXPORT = qw(zs_new_node zs_wait_streaming zs_wait_catchup zs_decoder_pid zs_rss_kb
-  zs_check_log_integrity zs_sqlite zs_wait_ready);
+  zs_check_log_integrity zs_sqlite zs_wait_ready zs_start_pgbench);
 
 our $CDC = '"zero_0/cdc"';
 
@@ -144,6 +144,21 @@ sub zs_sqlite
 	  or return "error: $err";
 	chomp $out;
 	return $out;
+}
+
+# pgbench in the background against database "postgres" for $seconds with
+# $clients clients on 2 threads; @scripts are its -f arguments
+sub zs_start_pgbench
+{
+	my ($node, $seconds, $clients, @scripts) = @_;
+	my ($out, $err) = ('', '');
+	return IPC::Run::start(
+		[
+			'pgbench', '-n', '-c', $clients, '-j', '2', '-T', $seconds,
+			(map { ('-f', $_) } @scripts),
+			'-h', $node->host, '-p', $node->port, 'postgres'
+		],
+		'>', \$out, '2>', \$err);
 }
 
 1;
