@@ -20,6 +20,7 @@ cd "$(dirname "$0")/.."
 BULK_ROWS=${1:-1000000}
 SINGLE_TXNS=${2:-100000}
 . scripts/common.sh
+. bench/workload.sh
 DIR=${ZS_BENCH_DIR:-/tmp/zero_stream-bench}
 PORT=${ZS_BENCH_PORT:-54339}
 sql() { run "$BIN/psql" -X -q -At -h "$DIR" -p "$PORT" -U postgres -v ON_ERROR_STOP=1 "$@"; }
@@ -38,20 +39,11 @@ checkpoint_timeout = 30min"
 set_database bench
 run "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w start >/dev/null
 sql -d postgres -c "CREATE DATABASE bench"
-sql -d bench -c "CREATE TABLE rows (id bigint PRIMARY KEY, n int, label text, at timestamptz, amount numeric)" \
+sql -d bench -c "$ROWS_TABLE_SQL" \
 	-c "CREATE EXTENSION zero_stream"
 until [ "$(sql -d bench -c "SELECT state FROM zero_stream.status()")" = streaming ]; do sleep 0.1; done
 sql -d bench -c "SELECT pg_create_logical_replication_slot('bench_raw', 'pgoutput')" >/dev/null
-sql -d bench -c "
-CREATE PROCEDURE bulk(total int, per_tx int) LANGUAGE plpgsql AS \$\$
-DECLARE base bigint := coalesce((SELECT max(id) FROM rows), 0);
-BEGIN
-  FOR t IN 0 .. total / per_tx - 1 LOOP
-    INSERT INTO rows SELECT base + t * per_tx + g, g, 'label ' || g, now(), g * 1.25
-      FROM generate_series(1, per_tx) g;
-    COMMIT;
-  END LOOP;
-END \$\$"
+sql -d bench -c "$BULK_PROCEDURE_SQL"
 
 TAIL=$(pwd)/zero-stream-tail
 make -s zero-stream-tail

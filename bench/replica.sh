@@ -17,6 +17,7 @@ SEED=${1:-1000000}
 ROWS=${2:-1000000}
 SINGLE=${3:-100000}
 . scripts/common.sh
+. bench/workload.sh
 DIR=${ZS_BENCH_DIR:-/tmp/zero_stream-bench-replica}
 PORT=${ZS_BENCH_PORT:-54359}
 SPORT=${ZS_BENCH_SERVER_PORT:-54360}
@@ -32,19 +33,10 @@ shared_buffers = 512MB
 max_wal_size = 8GB
 checkpoint_timeout = 30min"
 run "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w start >/dev/null
-sql -c "CREATE TABLE rows (id bigint PRIMARY KEY, n int, label text, at timestamptz, amount numeric)" \
+sql -c "$ROWS_TABLE_SQL" \
 	-c "INSERT INTO rows SELECT g, g, 'label ' || g, now(), g * 1.25 FROM generate_series(1, $SEED) g" \
 	-c "ANALYZE rows"
-sql -c "
-CREATE PROCEDURE bulk(total int, per_tx int) LANGUAGE plpgsql AS \$\$
-DECLARE base bigint := coalesce((SELECT max(id) FROM rows), 0);
-BEGIN
-  FOR t IN 0 .. total / per_tx - 1 LOOP
-    INSERT INTO rows SELECT base + t * per_tx + g, g, 'label ' || g, now(), g * 1.25
-      FROM generate_series(1, per_tx) g;
-    COMMIT;
-  END LOOP;
-END \$\$"
+sql -c "$BULK_PROCEDURE_SQL"
 sql -c "CREATE EXTENSION zero_stream"
 until [ "$(sql -c "SELECT backup_state FROM zero_stream.status()")" = following ]; do sleep 0.2; done
 echo "zero_stream replica benchmark: $(sql -c 'SELECT version()' | cut -d' ' -f1-2), $(nproc) cores, SQLite $(sqlite3 --version | cut -d' ' -f1)"
