@@ -13,6 +13,7 @@ OBJS = \
 	src/change_encode.o \
 	src/change_json.o \
 	src/json_out.o \
+	src/json_js.o \
 	src/pgoutput_parse.o \
 	src/watermark.o \
 	src/websocket.o \
@@ -84,8 +85,8 @@ UNIT_LIBS = -L$(PG_LIBDIR) -lpgcommon -lpgport -lcrypto -lm
 test/unit/test_watermark: test/unit/test_watermark.c src/watermark.c test/unit/unit.h
 	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_watermark.c src/watermark.c $(UNIT_LIBS)
 
-test/unit/test_json: test/unit/test_json.c src/change_json.c src/json_out.c test/unit/unit.h
-	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_json.c src/change_json.c src/json_out.c $(UNIT_LIBS)
+test/unit/test_json: test/unit/test_json.c test/unit/js_reference.h src/change_json.c src/json_out.c src/json_js.c src/json_read.c test/unit/unit.h
+	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_json.c src/change_json.c src/json_out.c src/json_js.c src/json_read.c $(UNIT_LIBS)
 
 test/unit/test_pgoutput: test/unit/test_pgoutput.c src/pgoutput_parse.c test/unit/unit.h
 	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_pgoutput.c src/pgoutput_parse.c $(UNIT_LIBS)

@@ -27,7 +27,9 @@ CREATE FUNCTION status(
     OUT backup_state text,
     OUT backup_watermark text,
     OUT last_error text,
-    OUT last_error_time timestamptz)
+    OUT last_error_time timestamptz,
+    OUT value_errors bigint,
+    OUT last_value_error text)
 RETURNS record
 AS 'MODULE_PATHNAME', 'zs_status'
 LANGUAGE C STRICT VOLATILE;

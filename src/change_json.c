@@ -26,11 +26,15 @@
 
 #include "change_json.h"
 #include "hex.h"
+#include "json_js.h"
 #include "json_out.h"
 
 #define MS_PER_DAY		INT64CONST(86400000)
 #define US_PER_SECOND	INT64CONST(1000000)
-#define JSON_MAX_DEPTH	512
+/* JavaScript's Date covers 100,000,000 days either side of the epoch */
+#define JS_DATE_MAX_MS	INT64CONST(8640000000000000)
+/* array_out nests at most MAXDIM (6) levels; anything deeper is malformed */
+#define ARRAY_MAX_DEPTH	6
 
 ZsValueKind
 zs_value_kind_for_type(unsigned int typid)
@@ -224,7 +228,6 @@ append_timestamp(StringInfo out, const char *text, int len)
 				day;
 	int64		time_us;
 	int			offset = 0;
-	int64		us;
 	int64		millis;
 	int64		rem_us;
 
@@ -243,16 +246,34 @@ append_timestamp(StringInfo out, const char *text, int len)
 	if (!parse_bc_suffix(&p, end, &year))
 		return false;
 
-	us = days_from_civil(year, month, day) * 86400 * US_PER_SECOND + time_us
-		- (int64) offset * US_PER_SECOND;
+	/*
+	 * Microseconds since the epoch overflow int64 near the end of
+	 * PostgreSQL's range (294276 AD), so keep milliseconds and the sub-ms
+	 * part apart: millis + rem_us / 1000, both truncated toward zero as
+	 * zero-cache computes them, so that its double rounds identically.
+	 */
+	millis = (days_from_civil(year, month, day) * 86400 - offset) * 1000 + time_us / 1000;
+	rem_us = time_us % 1000;
+	if (millis < 0 && rem_us > 0)
+	{
+		millis += 1;
+		rem_us -= 1000;
+	}
 
 	/*
-	 * Same arithmetic as zero-cache: whole milliseconds plus the sub-ms part
-	 * scaled separately, both truncated toward zero, so the double rounds
-	 * identically.
+	 * Beyond JavaScript's Date range zero-cache cannot read the value at
+	 * all; write the exact number of milliseconds instead of a double that
+	 * would drop the fraction.
 	 */
-	millis = us / 1000;
-	rem_us = us % 1000;
+	if (millis > JS_DATE_MAX_MS || millis < -JS_DATE_MAX_MS)
+	{
+		char		buf[64];
+
+		snprintf(buf, sizeof(buf), "%s" INT64_FORMAT ".%03d",
+				 (millis < 0 || rem_us < 0) ? "-" : "",
+				 millis < 0 ? -millis : millis, (int) (rem_us < 0 ? -rem_us : rem_us));
+		return zs_json_append_exact_decimal_no_bigint(out, buf, strlen(buf));
+	}
 	zs_json_append_double_no_bigint(out, (double) millis + (double) (rem_us * 1000) * 1e-6);
 	return true;
 }
@@ -347,299 +368,21 @@ is_nonfinite(const char *text, int len)
 		text_equals(text, len, "-Infinity");
 }
 
-/* Significant digits of a plain decimal (numeric_out never uses exponents). */
-static int
-significant_digits(const char *text, int len)
-{
-	int			first = -1;
-	int			last = -1;
-	int			count = 0;
-
-	for (int i = 0; i < len; i++)
-	{
-		if (text[i] >= '1' && text[i] <= '9')
-		{
-			if (first < 0)
-				first = i;
-			last = i;
-		}
-	}
-	if (first < 0)
-		return 0;
-	for (int i = first; i <= last; i++)
-		if (text[i] >= '0' && text[i] <= '9')
-			count++;
-	return count;
-}
-
+/*
+ * zero-cache reads a numeric as Number(text): the nearest double, so 1e-1000
+ * is 0 and 2e308 is null (Infinity). Integers beyond 2^53 are written in
+ * exponent form (a documented correction: zero-cache prints them as bare
+ * integers, which its own BigInt-aware readers then misread).
+ */
 static bool
 append_numeric(StringInfo out, const char *text, int len)
 {
-	char		buf[128];
-	char	   *endp;
-	double		value;
-
 	if (is_nonfinite(text, len))
 	{
 		appendStringInfoString(out, "null");
 		return true;
 	}
-	if (len <= 0)
-		return false;
-
-	/*
-	 * A decimal of at most 15 significant digits (DBL_DIG) reads back from
-	 * a double unchanged, so its own digits are the shortest ones.
-	 */
-	if (significant_digits(text, len) <= 15)
-		return zs_json_append_decimal_no_bigint(out, text, len);
-	if (len < (int) sizeof(buf))
-	{
-		memcpy(buf, text, len);
-		buf[len] = '\0';
-		value = strtod(buf, &endp);
-		if (*endp != '\0')
-			return false;
-	}
-	else
-	{
-		char	   *copy = pnstrdup(text, len);
-
-		value = strtod(copy, &endp);
-		if (*endp != '\0')
-		{
-			pfree(copy);
-			return false;
-		}
-		pfree(copy);
-	}
-	zs_json_append_double_no_bigint(out, value);
-	return true;
-}
-
-/* ---------------------------------------------------------------------
- * Parsed JSON (elements of json[] / jsonb[]): re-serialized compactly as
- * JSON.stringify(BigIntJSON.parse(text)) would.
- * --------------------------------------------------------------------- */
-
-typedef struct JsonCursor
-{
-	const char *p;
-	const char *end;
-} JsonCursor;
-
-static void
-skip_ws(JsonCursor *c)
-{
-	while (c->p < c->end && (*c->p == ' ' || *c->p == '\t' || *c->p == '\n' || *c->p == '\r'))
-		c->p++;
-}
-
-
-/* Decode a JSON string literal at c->p into raw UTF-8, then re-escape it. */
-static bool
-json_copy_string(JsonCursor *c, StringInfo out)
-{
-	StringInfoData raw;
-	bool		ok = false;
-
-	if (c->p >= c->end || *c->p != '"')
-		return false;
-	c->p++;
-	initStringInfo(&raw);
-	while (c->p < c->end)
-	{
-		char		ch = *c->p++;
-
-		if (ch == '"')
-		{
-			ok = true;
-			break;
-		}
-		if (ch != '\\')
-		{
-			appendStringInfoCharMacro(&raw, ch);
-			continue;
-		}
-		if (c->p >= c->end)
-			break;
-		ch = *c->p++;
-		switch (ch)
-		{
-			case '"':
-			case '\\':
-			case '/':
-				appendStringInfoCharMacro(&raw, ch);
-				break;
-			case 'b':
-				appendStringInfoCharMacro(&raw, '\b');
-				break;
-			case 'f':
-				appendStringInfoCharMacro(&raw, '\f');
-				break;
-			case 'n':
-				appendStringInfoCharMacro(&raw, '\n');
-				break;
-			case 'r':
-				appendStringInfoCharMacro(&raw, '\r');
-				break;
-			case 't':
-				appendStringInfoCharMacro(&raw, '\t');
-				break;
-			case 'u':
-				{
-					unsigned int cp;
-					unsigned int lo;
-
-					if (c->end - c->p < 4 || !zs_hex4_value(c->p, &cp))
-						goto done;
-					c->p += 4;
-					if (cp >= 0xD800 && cp <= 0xDBFF && c->end - c->p >= 6 &&
-						c->p[0] == '\\' && c->p[1] == 'u' && zs_hex4_value(c->p + 2, &lo) &&
-						lo >= 0xDC00 && lo <= 0xDFFF)
-					{
-						cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-						c->p += 6;
-					}
-					/* a lone surrogate cannot be valid UTF-8: keep it escaped */
-					if (cp >= 0xD800 && cp <= 0xDFFF)
-						appendStringInfo(&raw, "\\u%04x", cp);
-					else
-						zs_append_utf8(&raw, cp);
-					break;
-				}
-			default:
-				goto done;
-		}
-	}
-done:
-	if (ok)
-		zs_json_append_string(out, raw.data, raw.len);
-	pfree(raw.data);
-	return ok;
-}
-
-static bool
-json_copy_number(JsonCursor *c, StringInfo out)
-{
-	const char *start = c->p;
-	bool		integral = true;
-
-	if (c->p < c->end && *c->p == '-')
-		c->p++;
-	while (c->p < c->end && ((*c->p >= '0' && *c->p <= '9') || *c->p == '.' ||
-							 *c->p == 'e' || *c->p == 'E' || *c->p == '+' || *c->p == '-'))
-	{
-		if (*c->p == '.' || *c->p == 'e' || *c->p == 'E')
-			integral = false;
-		c->p++;
-	}
-	if (c->p == start)
-		return false;
-	/* BigIntJSON keeps integer literals exact; "-0" is a double -0 though */
-	if (integral && !text_equals(start, (int) (c->p - start), "-0"))
-		return append_integer(out, start, (int) (c->p - start));
-	return zs_json_append_decimal_text(out, start, (int) (c->p - start));
-}
-
-static bool json_copy_value(JsonCursor *c, StringInfo out, int depth);
-
-static bool
-json_copy_container(JsonCursor *c, StringInfo out, int depth, char open, char close)
-{
-	bool		first = true;
-
-	if (depth > JSON_MAX_DEPTH)
-		return false;
-	c->p++;
-	appendStringInfoCharMacro(out, open);
-	skip_ws(c);
-	if (c->p < c->end && *c->p == close)
-	{
-		c->p++;
-		appendStringInfoCharMacro(out, close);
-		return true;
-	}
-	for (;;)
-	{
-		if (!first)
-			appendStringInfoCharMacro(out, ',');
-		first = false;
-		skip_ws(c);
-		if (open == '{')
-		{
-			if (!json_copy_string(c, out))
-				return false;
-			skip_ws(c);
-			if (c->p >= c->end || *c->p != ':')
-				return false;
-			c->p++;
-			appendStringInfoCharMacro(out, ':');
-		}
-		if (!json_copy_value(c, out, depth + 1))
-			return false;
-		skip_ws(c);
-		if (c->p < c->end && *c->p == ',')
-		{
-			c->p++;
-			continue;
-		}
-		if (c->p < c->end && *c->p == close)
-		{
-			c->p++;
-			appendStringInfoCharMacro(out, close);
-			return true;
-		}
-		return false;
-	}
-}
-
-static bool
-json_copy_literal(JsonCursor *c, StringInfo out, const char *literal)
-{
-	size_t		n = strlen(literal);
-
-	if ((size_t) (c->end - c->p) < n || memcmp(c->p, literal, n) != 0)
-		return false;
-	c->p += n;
-	appendStringInfoString(out, literal);
-	return true;
-}
-
-static bool
-json_copy_value(JsonCursor *c, StringInfo out, int depth)
-{
-	skip_ws(c);
-	if (c->p >= c->end)
-		return false;
-	switch (*c->p)
-	{
-		case '{':
-			return json_copy_container(c, out, depth, '{', '}');
-		case '[':
-			return json_copy_container(c, out, depth, '[', ']');
-		case '"':
-			return json_copy_string(c, out);
-		case 't':
-			return json_copy_literal(c, out, "true");
-		case 'f':
-			return json_copy_literal(c, out, "false");
-		case 'n':
-			return json_copy_literal(c, out, "null");
-		default:
-			return json_copy_number(c, out);
-	}
-}
-
-static bool
-append_parsed_json(StringInfo out, const char *text, int len)
-{
-	JsonCursor	c = {text, text + len};
-
-	if (!json_copy_value(&c, out, 0))
-		return false;
-	skip_ws(&c);
-	return c.p == c.end;
+	return zs_json_append_number_text_no_bigint(out, text, len);
 }
 
 bool
@@ -659,7 +402,7 @@ zs_append_value(StringInfo out, ZsValueKind kind, const char *text, int len)
 				appendStringInfoString(out, "null");
 				return true;
 			}
-			return zs_json_append_decimal_text(out, text, len);
+			return zs_json_append_shortest_text(out, text, len);
 		case ZS_KIND_NUMERIC:
 			return append_numeric(out, text, len);
 		case ZS_KIND_BOOL:
@@ -671,7 +414,7 @@ zs_append_value(StringInfo out, ZsValueKind kind, const char *text, int len)
 				return false;
 			return true;
 		case ZS_KIND_JSON_PARSED:
-			return append_parsed_json(out, text, len);
+			return zs_json_append_js_reparsed(out, text, len);
 		case ZS_KIND_TIMESTAMP:
 			return append_timestamp(out, text, len);
 		case ZS_KIND_DATE:
@@ -757,7 +500,7 @@ array_copy_level(ArrayCursor *a, StringInfo out, int depth)
 {
 	bool		first = true;
 
-	if (depth > JSON_MAX_DEPTH || a->p >= a->end || *a->p != '{')
+	if (depth >= ARRAY_MAX_DEPTH || a->p >= a->end || *a->p != '{')
 		return false;
 	a->p++;
 	appendStringInfoCharMacro(out, '[');

@@ -25,6 +25,7 @@ char	   *zs_slot_name = NULL;
 char	   *zs_task_id = NULL;
 int			zs_changelog_batch_size = 2000;
 int			zs_commit_batch_kb = 16384;
+int			zs_test_unencodable_type = 0;
 int			zs_poll_interval_ms = 50;
 int			zs_slot_save_interval_ms = 10000;
 char	   *zs_listen_addresses = NULL;
@@ -171,6 +172,12 @@ zs_define_gucs(void)
 							"Decoded data grouped into one local change-log commit.",
 							"Whole upstream transactions are grouped until this much change text is pending; one larger transaction is still committed whole.",
 							&zs_commit_batch_kb, 16384, 64, 1048576, PGC_SIGHUP, GUC_UNIT_KB,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("zero_stream.test_unencodable_type",
+							"For tests only: treat every value of this type OID as one the encoder cannot read.",
+							"Exercises the fallback that stores such a value as its text; 0 (the default) disables it.",
+							&zs_test_unencodable_type, 0, 0, INT_MAX, PGC_SIGHUP,
+							GUC_NOT_IN_SAMPLE | GUC_NO_SHOW_ALL,
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("zero_stream.poll_interval",
 							"Longest wait for new WAL when no commit wakes the decoder.",

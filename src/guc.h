@@ -17,6 +17,7 @@ extern char *zs_task_id;
 extern int	zs_changelog_batch_size;
 extern int	zs_commit_batch_kb;
 extern int	zs_poll_interval_ms;
+extern int	zs_test_unencodable_type;
 extern int	zs_slot_save_interval_ms;
 extern char *zs_listen_addresses;
 extern int	zs_port;

@@ -137,24 +137,42 @@ append_js_digits(StringInfo out, bool negative, const char *d, int k, int n)
 		append_exponent_form(out, d, k, n);
 }
 
+/* Significant digits kept while reading a decimal; more go to strtod. */
+#define DIGITS_KEPT 20
+
 /*
- * Split a decimal literal into significant digits and exponent. Returns the
- * number of significant digits (0 for a zero value), or -1 if malformed.
+ * A decimal literal split into value = (negative ? -1 : 1) * 0.d * 10^n,
+ * d being its significant digits without trailing zeros.
  */
-static int
-parse_decimal(const char *s, int len, bool *negative, char *digits,
-			  int maxdigits, int *exponent)
+typedef struct Decimal
+{
+	bool		negative;
+	char		digits[DIGITS_KEPT];
+	int			k;				/* digits kept (0 for a zero value) */
+	bool		inexact;		/* nonzero digits beyond DIGITS_KEPT dropped */
+	int			n;				/* decimal exponent */
+} Decimal;
+
+/*
+ * Read "[-+]digits[.digits][e[-+]digits]" (either digit run may be empty,
+ * not both). False if malformed.
+ */
+static bool
+parse_decimal(const char *s, int len, Decimal *dec)
 {
 	int			i = 0;
-	int			k = 0;
-	int			point_shift = 0;	/* digits seen before the point */
+	int			point_shift = 0;	/* exponent contribution of the digits */
+	int			zeros = 0;		/* zeros after the last kept digit */
 	bool		seen_point = false;
 	bool		seen_digit = false;
+	bool		started = false;	/* a nonzero digit was seen */
 	long		e = 0;
 
-	*negative = false;
+	dec->negative = false;
+	dec->k = 0;
+	dec->inexact = false;
 	if (i < len && (s[i] == '-' || s[i] == '+'))
-		*negative = (s[i++] == '-');
+		dec->negative = (s[i++] == '-');
 	for (; i < len; i++)
 	{
 		char		c = s[i];
@@ -167,21 +185,35 @@ parse_decimal(const char *s, int len, bool *negative, char *digits,
 		if (c < '0' || c > '9')
 			break;
 		seen_digit = true;
-		if (k == 0 && c == '0')
+		if (!started && c == '0')
 		{
 			/* leading zero: only shifts the exponent after the point */
 			if (seen_point)
 				point_shift--;
 			continue;
 		}
-		if (k >= maxdigits)
-			return -1;
-		digits[k++] = c;
+		started = true;
 		if (!seen_point)
 			point_shift++;
+		if (c == '0')
+		{
+			zeros++;
+			continue;
+		}
+		/* a nonzero digit: the zeros before it are significant */
+		if (dec->k + zeros + 1 > DIGITS_KEPT)
+		{
+			dec->inexact = true;
+			zeros = 0;
+			continue;
+		}
+		memset(dec->digits + dec->k, '0', zeros);
+		dec->k += zeros;
+		zeros = 0;
+		dec->digits[dec->k++] = c;
 	}
 	if (!seen_digit)
-		return -1;
+		return false;
 	if (i < len && (s[i] == 'e' || s[i] == 'E'))
 	{
 		bool		eneg = false;
@@ -193,20 +225,18 @@ parse_decimal(const char *s, int len, bool *negative, char *digits,
 		for (; i < len && s[i] >= '0' && s[i] <= '9'; i++)
 		{
 			edigit = true;
-			if (e < 100000)
+			if (e < 1000000)
 				e = e * 10 + (s[i] - '0');
 		}
 		if (!edigit)
-			return -1;
+			return false;
 		if (eneg)
 			e = -e;
 	}
 	if (i != len)
-		return -1;
-	while (k > 0 && digits[k - 1] == '0')
-		k--;
-	*exponent = point_shift + (int) e;
-	return k;
+		return false;
+	dec->n = point_shift + (int) e;
+	return true;
 }
 
 /*
@@ -227,37 +257,25 @@ exceeds_safe_integer(const char *d, int k, int n)
 	return strcmp(padded, max_safe) > 0;
 }
 
-static bool
-append_decimal(StringInfo out, const char *s, int len, bool no_bigint)
+/* Spell an exact decimal as JavaScript prints a number of the same digits. */
+static void
+append_digits(StringInfo out, const Decimal *dec, bool no_bigint)
 {
-	char		digits[64];
-	bool		negative;
-	int			n;
-	int			k = parse_decimal(s, len, &negative, digits, sizeof(digits), &n);
-
-	if (k < 0)
-		return false;
-	if (k == 0)
+	if (dec->k == 0)
 	{
 		/* JavaScript prints -0 as 0 */
 		appendStringInfoCharMacro(out, '0');
-		return true;
+		return;
 	}
-	if (no_bigint && k <= n && n <= 21 && exceeds_safe_integer(digits, k, n))
+	if (no_bigint && dec->k <= dec->n && dec->n <= 21 &&
+		exceeds_safe_integer(dec->digits, dec->k, dec->n))
 	{
-		if (negative)
+		if (dec->negative)
 			appendStringInfoCharMacro(out, '-');
-		append_exponent_form(out, digits, k, n);
-		return true;
+		append_exponent_form(out, dec->digits, dec->k, dec->n);
+		return;
 	}
-	append_js_digits(out, negative, digits, k, n);
-	return true;
-}
-
-bool
-zs_json_append_decimal_text(StringInfo out, const char *s, int len)
-{
-	return append_decimal(out, s, len, false);
+	append_js_digits(out, dec->negative, dec->digits, dec->k, dec->n);
 }
 
 /*
@@ -269,6 +287,7 @@ append_double(StringInfo out, double value, bool no_bigint)
 {
 	char		buf[DOUBLE_SHORTEST_DECIMAL_LEN];
 	int			len;
+	Decimal		dec;
 
 	if (isnan(value) || isinf(value))
 	{
@@ -276,13 +295,95 @@ append_double(StringInfo out, double value, bool no_bigint)
 		return;
 	}
 	len = double_to_shortest_decimal_buf(value, buf);
-	(void) append_decimal(out, buf, len, no_bigint);
+	if (parse_decimal(buf, len, &dec))
+		append_digits(out, &dec, no_bigint);
+}
+
+/* Number(text) as a correctly rounded double (strtod is, like JavaScript). */
+static double
+decimal_text_to_double(const char *s, int len)
+{
+	char		buf[64];
+	char	   *copy = buf;
+	double		value;
+
+	if (len >= (int) sizeof(buf))
+		copy = palloc(len + 1);
+	memcpy(copy, s, len);
+	copy[len] = '\0';
+	value = strtod(copy, NULL);
+	if (copy != buf)
+		pfree(copy);
+	return value;
+}
+
+/*
+ * A decimal of at most DBL_DIG (15) significant digits whose magnitude is
+ * well inside the normal doubles reads back from a double unchanged, and no
+ * shorter decimal reads as the same double: its own digits are the
+ * shortest ones, and no conversion is needed.
+ */
+static bool
+is_exact_double_digits(const Decimal *dec)
+{
+	return !dec->inexact && dec->k <= 15 && dec->n >= -306 && dec->n <= 308;
+}
+
+static bool
+append_number(StringInfo out, const char *s, int len, bool no_bigint)
+{
+	Decimal		dec;
+
+	if (!parse_decimal(s, len, &dec))
+		return false;
+	if (dec.k == 0 && !dec.inexact)
+		appendStringInfoCharMacro(out, '0');
+	else if (is_exact_double_digits(&dec))
+		append_digits(out, &dec, no_bigint);
+	else
+		append_double(out, decimal_text_to_double(s, len), no_bigint);
+	return true;
 }
 
 bool
-zs_json_append_decimal_no_bigint(StringInfo out, const char *s, int len)
+zs_json_append_shortest_text(StringInfo out, const char *s, int len)
 {
-	return append_decimal(out, s, len, true);
+	Decimal		dec;
+
+	if (!parse_decimal(s, len, &dec))
+		return false;
+	/* longer than any shortest form, or beyond the doubles: convert */
+	if (dec.inexact || dec.n > 309 || dec.n < -323)
+		append_double(out, decimal_text_to_double(s, len), false);
+	else
+		append_digits(out, &dec, false);
+	return true;
+}
+
+bool
+zs_json_append_exact_decimal_no_bigint(StringInfo out, const char *s, int len)
+{
+	Decimal		dec;
+
+	if (!parse_decimal(s, len, &dec))
+		return false;
+	if (dec.inexact)
+		append_double(out, decimal_text_to_double(s, len), true);
+	else
+		append_digits(out, &dec, true);
+	return true;
+}
+
+bool
+zs_json_append_number_text(StringInfo out, const char *s, int len)
+{
+	return append_number(out, s, len, false);
+}
+
+bool
+zs_json_append_number_text_no_bigint(StringInfo out, const char *s, int len)
+{
+	return append_number(out, s, len, true);
 }
 
 void

@@ -18,18 +18,33 @@ extern void zs_json_append_cstring(StringInfo out, const char *s);
 extern void zs_append_utf8(StringInfo out, unsigned int cp);
 
 /*
- * Append a decimal number given as text (e.g. PostgreSQL float output or a
- * JSON number literal) formatted as JavaScript would print the same digits.
- * Returns false, appending nothing, if the text is not a finite decimal.
+ * Append a decimal given as its shortest round-trip digits (PostgreSQL's
+ * float output with extra_float_digits=1) spelled as JavaScript prints
+ * the same number. Returns false, appending nothing, if the text is not a
+ * decimal ("[-]digits[.digits][e[+-]digits]").
  */
-extern bool zs_json_append_decimal_text(StringInfo out, const char *s, int len);
+extern bool zs_json_append_shortest_text(StringInfo out, const char *s, int len);
 
 /*
- * Same, for a decimal text known to be exactly representable as a double
- * (at most 15 significant digits), writing integers beyond 2^53 in exponent
- * form like zs_json_append_double_no_bigint.
+ * A decimal of at most 20 significant digits spelled exactly, JavaScript's
+ * way, integers beyond 2^53 in exponent form (a longer one is rounded to a
+ * double). False if the text is not a decimal.
  */
-extern bool zs_json_append_decimal_no_bigint(StringInfo out, const char *s, int len);
+extern bool zs_json_append_exact_decimal_no_bigint(StringInfo out, const char *s, int len);
+
+/*
+ * JSON.stringify(Number(s)) for any decimal text, of any length or
+ * exponent: the correctly rounded double, printed as JavaScript prints it
+ * (so 1e-1000 is 0, 2e308 is null, 1e64 is 1e+64). False, appending
+ * nothing, if the text is not a decimal.
+ */
+extern bool zs_json_append_number_text(StringInfo out, const char *s, int len);
+
+/*
+ * The same, except that a value JavaScript would print as an integer beyond
+ * 2^53 is written in exponent form, like zs_json_append_double_no_bigint.
+ */
+extern bool zs_json_append_number_text_no_bigint(StringInfo out, const char *s, int len);
 
 /* Append a double as JavaScript prints it; NaN and infinities become null. */
 extern void zs_json_append_double(StringInfo out, double value);

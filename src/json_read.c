@@ -2,9 +2,12 @@
  * json_read.c
  *	  Parse one JSON document into a flat node array (see json_read.h).
  *
- * Strict RFC 8259: one value, optional whitespace around it, no trailing
- * commas, strings valid as escapes go (surrogates must pair), nesting at
- * most ZS_JSON_MAX_DEPTH deep. Errors name the byte offset.
+ * RFC 8259: one value, optional whitespace around it, no trailing commas.
+ * Two liberties, both because PostgreSQL's json type takes them and such
+ * values reach us inside json[] columns: a \u escape of an unpaired
+ * surrogate decodes to its three-byte (WTF-8) form, and nesting is limited
+ * by memory only, as the parser keeps its open containers on a stack of its
+ * own instead of recursing. Errors name the byte offset.
  *-------------------------------------------------------------------------
  */
 #ifdef FRONTEND
@@ -18,8 +21,6 @@
 #include "hex.h"
 #include "json_out.h"
 #include "json_read.h"
-
-#define ZS_JSON_MAX_DEPTH 256
 
 typedef struct Parser
 {
@@ -35,6 +36,8 @@ zs_json_doc_init(ZsJsonDoc *doc)
 	memset(doc, 0, sizeof(*doc));
 	doc->maxnodes = 64;
 	doc->nodes = palloc(sizeof(ZsJsonNode) * doc->maxnodes);
+	doc->maxstack = 16;
+	doc->stack = palloc(sizeof(ZsJsonOpen) * doc->maxstack);
 	initStringInfo(&doc->strings);
 }
 
@@ -42,6 +45,7 @@ void
 zs_json_doc_free(ZsJsonDoc *doc)
 {
 	pfree(doc->nodes);
+	pfree(doc->stack);
 	pfree(doc->strings.data);
 	doc->nodes = NULL;
 }
@@ -156,19 +160,15 @@ read_string(Parser *ps, int *start, int *len)
 
 					if (!read_hex4(ps, &cp))
 						return false;
-					if (cp >= 0xDC00 && cp <= 0xDFFF)
-						return fail(ps, "unpaired low surrogate");
-					if (cp >= 0xD800 && cp <= 0xDBFF)
+					if (cp >= 0xD800 && cp <= 0xDBFF && ps->end - ps->p >= 6 &&
+						ps->p[0] == '\\' && ps->p[1] == 'u' &&
+						zs_hex4_value(ps->p + 2, &low) &&
+						low >= 0xDC00 && low <= 0xDFFF)
 					{
-						if (ps->end - ps->p < 2 || ps->p[0] != '\\' || ps->p[1] != 'u')
-							return fail(ps, "unpaired high surrogate");
-						ps->p += 2;
-						if (!read_hex4(ps, &low))
-							return false;
-						if (low < 0xDC00 || low > 0xDFFF)
-							return fail(ps, "unpaired high surrogate");
 						cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+						ps->p += 6;
 					}
+					/* an unpaired surrogate is kept as its WTF-8 bytes */
 					zs_append_utf8(s, cp);
 					break;
 				}
@@ -232,72 +232,9 @@ read_literal(Parser *ps, const char *word)
 	return true;
 }
 
-static bool read_value(Parser *ps, int *out);
-
-/* Read the members or elements after the opening bracket. */
+/* Read a scalar (anything but an array or object) into a new node. */
 static bool
-read_container(Parser *ps, int node, bool is_object)
-{
-	char		close = is_object ? '}' : ']';
-	int			last = -1;
-
-	if (++ps->depth > ZS_JSON_MAX_DEPTH)
-		return fail(ps, "nesting too deep");
-	ps->p++;
-	skip_space(ps);
-	if (ps->p < ps->end && *ps->p == close)
-	{
-		ps->p++;
-		ps->depth--;
-		return true;
-	}
-	for (;;)
-	{
-		int			key_start = 0,
-					key_len = 0,
-					child;
-
-		skip_space(ps);
-		if (is_object)
-		{
-			if (ps->p >= ps->end || *ps->p != '"')
-				return fail(ps, "expected a member name");
-			if (!read_string(ps, &key_start, &key_len))
-				return false;
-			skip_space(ps);
-			if (ps->p >= ps->end || *ps->p != ':')
-				return fail(ps, "expected ':'");
-			ps->p++;
-			skip_space(ps);
-		}
-		if (!read_value(ps, &child))
-			return false;
-		ps->doc->nodes[child].key_start = key_start;
-		ps->doc->nodes[child].key_len = key_len;
-		if (last < 0)
-			ps->doc->nodes[node].first_child = child;
-		else
-			ps->doc->nodes[last].next = child;
-		ps->doc->nodes[node].count++;
-		last = child;
-		skip_space(ps);
-		if (ps->p >= ps->end)
-			return fail(ps, is_object ? "unterminated object" : "unterminated array");
-		if (*ps->p == ',')
-		{
-			ps->p++;
-			continue;
-		}
-		if (*ps->p != close)
-			return fail(ps, is_object ? "expected ',' or '}'" : "expected ',' or ']'");
-		ps->p++;
-		ps->depth--;
-		return true;
-	}
-}
-
-static bool
-read_value(Parser *ps, int *out)
+read_scalar(Parser *ps, int *out)
 {
 	int			node;
 	bool		ok;
@@ -306,14 +243,6 @@ read_value(Parser *ps, int *out)
 		return fail(ps, "expected a value");
 	switch (*ps->p)
 	{
-		case '{':
-			node = new_node(ps, ZS_JSON_OBJECT);
-			ok = read_container(ps, node, true);
-			break;
-		case '[':
-			node = new_node(ps, ZS_JSON_ARRAY);
-			ok = read_container(ps, node, false);
-			break;
 		case '"':
 			{
 				int			start,
@@ -348,6 +277,138 @@ read_value(Parser *ps, int *out)
 		(int) (ps->p - ps->doc->text) - ps->doc->nodes[node].raw_start;
 	*out = node;
 	return true;
+}
+
+/* Make child the next member of the container on top of the stack. */
+static void
+link_child(Parser *ps, int child, int key_start, int key_len)
+{
+	ZsJsonDoc  *doc = ps->doc;
+	ZsJsonOpen *top = &doc->stack[ps->depth - 1];
+
+	doc->nodes[child].key_start = key_start;
+	doc->nodes[child].key_len = key_len;
+	if (top->last < 0)
+		doc->nodes[top->node].first_child = child;
+	else
+		doc->nodes[top->last].next = child;
+	doc->nodes[top->node].count++;
+	top->last = child;
+}
+
+static void
+push_container(Parser *ps, int node)
+{
+	ZsJsonDoc  *doc = ps->doc;
+
+	if (ps->depth == doc->maxstack)
+	{
+		doc->maxstack *= 2;
+		doc->stack = repalloc(doc->stack, sizeof(ZsJsonOpen) * doc->maxstack);
+	}
+	doc->stack[ps->depth].node = node;
+	doc->stack[ps->depth].last = -1;
+	ps->depth++;
+}
+
+/* Close the container on top of the stack at ps->p (its closing bracket). */
+static void
+pop_container(Parser *ps)
+{
+	ZsJsonDoc  *doc = ps->doc;
+	int			node = doc->stack[--ps->depth].node;
+
+	ps->p++;
+	doc->nodes[node].raw_len = (int) (ps->p - doc->text) - doc->nodes[node].raw_start;
+}
+
+static inline bool
+top_is_object(Parser *ps)
+{
+	return ps->doc->nodes[ps->doc->stack[ps->depth - 1].node].type == ZS_JSON_OBJECT;
+}
+
+/*
+ * Read one value, arrays and objects included, without recursion: open
+ * containers are kept on doc->stack, so nesting is limited by memory only
+ * (PostgreSQL's own json type accepts any depth its stack allows).
+ */
+static bool
+read_value(Parser *ps, int *out)
+{
+	int			root = -1;
+
+	for (;;)
+	{
+		int			key_start = 0,
+					key_len = 0,
+					node;
+
+		/* a member name, when filling an object */
+		if (ps->depth > 0 && top_is_object(ps))
+		{
+			if (ps->p >= ps->end || *ps->p != '"')
+				return fail(ps, "expected a member name");
+			if (!read_string(ps, &key_start, &key_len))
+				return false;
+			skip_space(ps);
+			if (ps->p >= ps->end || *ps->p != ':')
+				return fail(ps, "expected ':'");
+			ps->p++;
+			skip_space(ps);
+		}
+
+		if (ps->p < ps->end && (*ps->p == '[' || *ps->p == '{'))
+		{
+			bool		is_object = (*ps->p == '{');
+
+			node = new_node(ps, is_object ? ZS_JSON_OBJECT : ZS_JSON_ARRAY);
+			if (ps->depth > 0)
+				link_child(ps, node, key_start, key_len);
+			else
+				root = node;
+			push_container(ps, node);
+			ps->p++;
+			skip_space(ps);
+			if (ps->p >= ps->end || *ps->p != (is_object ? '}' : ']'))
+				continue;		/* read the first member */
+			pop_container(ps);
+		}
+		else
+		{
+			if (!read_scalar(ps, &node))
+				return false;
+			if (ps->depth > 0)
+				link_child(ps, node, key_start, key_len);
+			else
+				root = node;
+		}
+
+		/* after a value: a separator, or the end of containers */
+		for (;;)
+		{
+			bool		is_object;
+
+			if (ps->depth == 0)
+			{
+				*out = root;
+				return true;
+			}
+			is_object = top_is_object(ps);
+			skip_space(ps);
+			if (ps->p >= ps->end)
+				return fail(ps, is_object ? "unterminated object" : "unterminated array");
+			if (*ps->p == ',')
+			{
+				ps->p++;
+				skip_space(ps);
+				break;
+			}
+			if (*ps->p != (is_object ? '}' : ']'))
+				return fail(ps, is_object ? "expected ',' or '}'" : "expected ',' or ']'");
+			pop_container(ps);
+		}
+	}
 }
 
 bool

@@ -5,7 +5,9 @@
  *
  * Why not cJSON: numbers must be read exactly (an int8 of 2^63-1 does not
  * survive a double), and a replica stores arrays and objects as their
- * compact source text. Nodes are reused from one document to the next, so
+ * compact source text. Decoded strings are UTF-8, except that an unpaired
+ * surrogate escape (which PostgreSQL's json type accepts) decodes to its
+ * three-byte WTF-8 form. Nodes are reused from one document to the next, so
  * the apply loop allocates nothing in steady state. Compiles as backend or
  * frontend code.
  *-------------------------------------------------------------------------
@@ -40,6 +42,13 @@ typedef struct ZsJsonNode
 	int			count;			/* ARRAY/OBJECT: number of children */
 } ZsJsonNode;
 
+/* An array or object still open while parsing */
+typedef struct ZsJsonOpen
+{
+	int			node;
+	int			last;			/* its last child so far, -1 if none */
+} ZsJsonOpen;
+
 typedef struct ZsJsonDoc
 {
 	const char *text;			/* the parsed text (not copied) */
@@ -47,6 +56,8 @@ typedef struct ZsJsonDoc
 	ZsJsonNode *nodes;			/* nodes[0] is the root */
 	int			nnodes;
 	int			maxnodes;
+	ZsJsonOpen *stack;			/* parser's open containers */
+	int			maxstack;
 	StringInfoData strings;		/* decoded strings and keys, NUL-separated */
 	char		error[128];
 } ZsJsonDoc;

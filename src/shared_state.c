@@ -84,6 +84,16 @@ zs_set_last_error(const char *message)
 	LWLockRelease(zs_shared->lock);
 }
 
+void
+zs_record_value_error(const char *message)
+{
+	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
+	zs_shared->value_errors++;
+	strlcpy(zs_shared->last_value_error, message, sizeof(zs_shared->last_value_error));
+	zs_shared->last_value_error_time = GetCurrentTimestamp();
+	LWLockRelease(zs_shared->lock);
+}
+
 static void
 worker_detach(int code, Datum arg)
 {

@@ -71,6 +71,11 @@ typedef struct ZsSharedState
 	char		backup_watermark[ZS_WATERMARK_MAXLEN];	/* replica's stateVersion */
 	uint64		backup_rows_applied;
 
+	/* values stored as text because they could not be encoded */
+	uint64		value_errors;
+	char		last_value_error[ZS_ERROR_LEN];
+	TimestampTz last_value_error_time;
+
 	/* most recent error, kept until the next successful store */
 	char		last_error[ZS_ERROR_LEN];
 	TimestampTz last_error_time;
@@ -100,5 +105,6 @@ typedef enum ZsWorkerKind
 extern void zs_worker_attach(ZsWorkerKind kind, const char *name);
 extern void zs_set_decoder_state(const char *state);
 extern void zs_set_last_error(const char *message);
+extern void zs_record_value_error(const char *message);
 
 #endif							/* ZS_SHARED_STATE_H */

@@ -20,7 +20,7 @@
 PG_FUNCTION_INFO_V1(zs_status);
 PG_FUNCTION_INFO_V1(zs_subscribers);
 
-#define STATUS_COLUMNS 22
+#define STATUS_COLUMNS 24
 
 static Datum
 text_or_null(const char *s, bool *isnull)
@@ -140,6 +140,9 @@ zs_status(PG_FUNCTION_ARGS)
 	values[i] = text_or_null(snap.last_error, &nulls[i]);
 	i++;
 	values[i] = time_or_null(snap.last_error[0] ? snap.last_error_time : 0, &nulls[i]);
+	i++;
+	values[i++] = Int64GetDatum((int64) snap.value_errors);
+	values[i] = text_or_null(snap.last_value_error, &nulls[i]);
 	i++;
 	Assert(i == STATUS_COLUMNS);
 

@@ -12,6 +12,8 @@
 #include "json_out.h"
 #include "unit.h"
 
+#include "js_reference.h"
+
 static StringInfoData out;
 
 static void
@@ -251,6 +253,120 @@ test_arrays(void)
 	CHECK(!zs_append_array(&out, ZS_KIND_INTEGER, ',', "{1}x", 4), "trailing garbage");
 }
 
+/* Is this JavaScript output an integer beyond 2^53 (zero's BigInt trap)? */
+static bool
+is_unsafe_integer_text(const char *s)
+{
+	const char *digits = (*s == '-') ? s + 1 : s;
+
+	if (strspn(digits, "0123456789") != strlen(digits))
+		return false;
+	return strlen(digits) > 16 ||
+		(strlen(digits) == 16 && strcmp(digits, "9007199254740991") > 0);
+}
+
+/*
+ * Number(x) then JSON.stringify, against Node's own output for edge inputs:
+ * exactly, through zs_json_append_number_text; and as a numeric column
+ * value, which differs only by the documented correction (an integer beyond
+ * 2^53 is written in exponent form, the same double).
+ */
+static void
+test_js_numbers(void)
+{
+	for (size_t i = 0; i < lengthof(js_numbers); i++)
+	{
+		const char *in = js_numbers[i][0];
+		const char *expected = js_numbers[i][1];
+		bool		nonfinite_text = (strcmp(in, "NaN") == 0 || strstr(in, "Infinity") != NULL);
+
+		if (!nonfinite_text)
+		{
+			resetStringInfo(&out);
+			CHECK(zs_json_append_number_text(&out, in, (int) strlen(in)), "number <%s> rejected", in);
+			CHECK(strcmp(out.data, expected) == 0, "Number(<%.40s>): got <%s>, JavaScript <%s>",
+				  in, out.data, expected);
+		}
+
+		resetStringInfo(&out);
+		CHECK(zs_append_value(&out, ZS_KIND_NUMERIC, in, (int) strlen(in)), "numeric <%.40s> rejected", in);
+		if (is_unsafe_integer_text(expected))
+			CHECK(strchr(out.data, 'e') != NULL && strtod(out.data, NULL) == strtod(expected, NULL),
+				  "numeric <%.40s>: got <%s>, expected %s in exponent form", in, out.data, expected);
+		else
+			CHECK(strcmp(out.data, expected) == 0, "numeric <%.40s>: got <%s>, JavaScript <%s>",
+				  in, out.data, expected);
+	}
+	/* numeric array elements take the same path */
+	check_array(ZS_KIND_NUMERIC, "{1e64,NaN}", "[1e+64,null]");
+	check_array(ZS_KIND_NUMERIC, "{10000000000000000000000000000000000000000000000000000000000000000}",
+				"[1e+64]");
+	check_rejected(ZS_KIND_NUMERIC, "");
+	check_rejected(ZS_KIND_NUMERIC, "-");
+	check_rejected(ZS_KIND_NUMERIC, ".");
+	check_rejected(ZS_KIND_NUMERIC, "1e");
+	check_rejected(ZS_KIND_NUMERIC, "0x10");
+}
+
+/* json[] elements: BigIntJSON.stringify(BigIntJSON.parse(x)), from Node */
+static void
+test_js_elements(void)
+{
+	for (size_t i = 0; i < lengthof(js_elements); i++)
+		check_value(ZS_KIND_JSON_PARSED, js_elements[i][0], js_elements[i][1]);
+
+	/* nesting far deeper than any fixed limit, as PostgreSQL accepts it */
+	{
+		int			depth = 100000;
+		char	   *deep = malloc(2 * depth + 2);
+
+		memset(deep, '[', depth);
+		deep[depth] = '7';
+		memset(deep + depth + 1, ']', depth);
+		deep[2 * depth + 1] = '\0';
+		resetStringInfo(&out);
+		CHECK(zs_append_value(&out, ZS_KIND_JSON_PARSED, deep, 2 * depth + 1), "deep json rejected");
+		CHECK(out.len == 2 * depth + 1 && memcmp(out.data, deep, out.len) == 0, "deep json rewritten");
+		free(deep);
+	}
+
+	/* an object with many repeated keys keeps each key once, last value */
+	{
+		StringInfoData big;
+
+		initStringInfo(&big);
+		appendStringInfoChar(&big, '{');
+		for (int i = 0; i < 3000; i++)
+			appendStringInfo(&big, "%s\"k%d\":%d", i ? "," : "", i % 1000, i);
+		appendStringInfoChar(&big, '}');
+		resetStringInfo(&out);
+		CHECK(zs_append_value(&out, ZS_KIND_JSON_PARSED, big.data, big.len), "big object rejected");
+		CHECK(strncmp(out.data, "{\"k0\":2000,\"k1\":2001,", 21) == 0 && strstr(out.data, "\"k999\":2999}") != NULL, "big object: <%.40s>", out.data);
+		pfree(big.data);
+	}
+}
+
+/* Timestamps at the ends of PostgreSQL's range (beyond JavaScript's Date) */
+static void
+test_timestamp_range(void)
+{
+	check_value(ZS_KIND_TIMESTAMP, "294276-12-31 23:59:59.999999", "9224318015999999.999");
+	check_value(ZS_KIND_TIMESTAMP, "294276-12-31 23:59:59.999999+00", "9224318015999999.999");
+	check_value(ZS_KIND_TIMESTAMP, "294276-12-31 23:59:59", "9.224318015999e+15");
+	check_value(ZS_KIND_TIMESTAMP, "294247-01-10 04:00:54.775807", "9223372036854775.807");
+	check_value(ZS_KIND_TIMESTAMP, "4714-11-24 00:00:00+00 BC", "-210866803200000");
+	/* JavaScript's Date ends at 275760-09-13: still JavaScript's double there */
+	check_value(ZS_KIND_TIMESTAMP, "275760-09-13 00:00:00", "8640000000000000");
+	check_value(ZS_KIND_TIMESTAMP, "275760-09-12 23:59:59.999999", "8640000000000000");
+	/* one ms later zero-cache fails; we write the exact milliseconds */
+	check_value(ZS_KIND_TIMESTAMP, "275760-09-13 00:00:00.001", "8640000000000001");
+	check_value(ZS_KIND_TIMESTAMP, "275760-09-13 00:00:00.0015", "8640000000000001.5");
+	/* years 1-99 are years 1-99, not 1901-1999 */
+	check_value(ZS_KIND_DATE, "0099-12-31", "-59011545600000");
+	check_value(ZS_KIND_DATE, "0001-01-01", "-62135596800000");
+	check_value(ZS_KIND_DATE, "5874897-12-31", "1.85331706992e+17");
+}
+
 int
 main(void)
 {
@@ -260,5 +376,8 @@ main(void)
 	test_time_values();
 	test_other_scalars();
 	test_arrays();
+	test_js_numbers();
+	test_js_elements();
+	test_timestamp_range();
 	return unit_report("test_json");
 }
