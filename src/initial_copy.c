@@ -181,7 +181,11 @@ published_tables(Datum publication_names)
 /*
  * Columns as pgoutput describes them (generated columns are not
  * published), with the replica's declared types, and the replica's unique
- * key: the primary key, else the replica identity index.
+ * key: the primary key, else the replica identity index. A column's
+ * character_max_length is information_schema.columns'
+ * character_maximum_length, computed by the same functions: the length of
+ * char(n), varchar(n), bit(n) and varbit(n), a domain's of its base type,
+ * NULL (-1 here) for everything else.
  */
 static void
 describe_table(const CopyTable *t, Datum publication_names, ZsReplicaTable *spec,
@@ -242,8 +246,9 @@ describe_table(const CopyTable *t, Datum publication_names, ZsReplicaTable *spec
 							  "       coalesce(et.typname, t.typname) "
 							  "         || repeat('[]', CASE WHEN et.oid IS NULL THEN 0 ELSE greatest(a.attndims, 1) END), "
 							  "       coalesce(et.typtype, t.typtype) = 'e', et.oid IS NOT NULL, "
-							  "       CASE WHEN a.atttypid IN ('bpchar'::regtype, 'varchar'::regtype) AND a.atttypmod > 4 "
-							  "            THEN a.atttypmod - 4 ELSE -1 END "
+							  "       coalesce(information_schema._pg_char_max_length("
+							  "                  information_schema._pg_truetypid(a, t), "
+							  "                  information_schema._pg_truetypmod(a, t)), -1) "
 							  "  FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid "
 							  "  LEFT JOIN pg_type et ON et.oid = t.typelem AND t.typlen = -1 AND t.typelem <> 0 "
 							  " WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '' "

@@ -15,9 +15,15 @@
  *               writeTimeMs are set in the same SQLite transaction.
  * The row key matches the replica's unique index when the key object has
  * all of its columns (so FULL identity does not compare every column), and
- * comparisons use IS so NULLs match. A column the table does not have yet
- * is added; a table that is not in the replica (published after the copy)
- * is created from the row, with its row key as unique index.
+ * comparisons use IS so NULLs match. Without such an index (REPLICA
+ * IDENTITY FULL and no key) the table can hold identical rows, and an
+ * update or delete must change exactly one of them, as upstream did: it
+ * addresses the rowid of the first match,
+ *   ... WHERE rowid = (SELECT rowid FROM t WHERE a IS ? AND ... LIMIT 1),
+ * and an update that matched nothing inserts the new row. A column the
+ * table does not have yet is added; a table that is not in the replica
+ * (published after the copy) is created from the row, with its row key as
+ * unique index unless the identity is FULL (every column, not a key).
  *
  * Values: numbers that are integers within int64 are stored as INTEGER
  * exactly, other numbers as REAL, booleans as 0/1, strings as TEXT, and
@@ -88,6 +94,7 @@ struct ZsReplica
 /* The members of a row that identify it. */
 typedef struct RowKey
 {
+	bool		unique;			/* the columns of the table's unique index */
 	int			n;
 	int			nodes[ZS_MAX_KEY_COLUMNS];
 	const char *names[ZS_MAX_KEY_COLUMNS];
@@ -750,7 +757,12 @@ row_table(ZsReplica *r, const char *name, const ZsJsonDoc *doc, int row,
 	if (t == NULL)
 	{
 		const char *keys[ZS_MAX_KEY_COLUMNS];
-		int			nkeys = relation_key_columns(kdoc, relation, keys);
+		int			identity = zs_json_get(kdoc, zs_json_get(kdoc, relation, "rowKey"), "type");
+		int			nkeys = 0;
+
+		/* FULL identity names every column: that is no key, rows may repeat */
+		if (!zs_json_str_eq(kdoc, identity, "full"))
+			nkeys = relation_key_columns(kdoc, relation, keys);
 
 		resetStringInfo(s);
 		appendStringInfoString(s, "CREATE TABLE ");
@@ -820,6 +832,7 @@ select_key(const TableInfo *t, const ZsJsonDoc *doc, int obj, int relation, RowK
 	int			n;
 
 	key->n = 0;
+	key->unique = false;
 	if (t->nkeys > 0)
 	{
 		for (n = 0; n < t->nkeys; n++)
@@ -832,6 +845,7 @@ select_key(const TableInfo *t, const ZsJsonDoc *doc, int obj, int relation, RowK
 		if (n == t->nkeys)
 		{
 			key->n = n;
+			key->unique = true;
 			return;
 		}
 	}
@@ -871,9 +885,47 @@ same_key(const ZsJsonDoc *doc, const RowKey *a, const RowKey *b)
 	return true;
 }
 
-static void
-append_where_key(StringInfo s, const RowKey *key)
+/*
+ * The name that reaches SQLite's rowid in a table: "rowid", unless a
+ * column of that name (in any case) hides it, then "_rowid_" or "oid";
+ * NULL when columns hide all three.
+ */
+static const char *
+rowid_name(const TableInfo *t)
 {
+	static const char *const aliases[] = {"rowid", "_rowid_", "oid"};
+
+	for (int a = 0; a < (int) lengthof(aliases); a++)
+	{
+		bool		hidden = false;
+
+		for (int i = 0; i < t->ncols && !hidden; i++)
+			hidden = (pg_strcasecmp(t->cols[i], aliases[a]) == 0);
+		if (!hidden)
+			return aliases[a];
+	}
+	return NULL;
+}
+
+/*
+ * The WHERE clause of an update or delete, the key's values bound in order
+ * after any earlier parameters. A key that is not the table's unique index
+ * may match several identical rows, of which exactly one is meant.
+ */
+static bool
+append_where_key(ZsReplica *r, StringInfo s, const char *table, const TableInfo *t,
+				 const RowKey *key)
+{
+	const char *rowid = NULL;
+
+	if (!key->unique)
+	{
+		if ((rowid = rowid_name(t)) == NULL)
+			return set_error(r, "table \"%s\" has columns rowid, _rowid_ and oid: "
+							 "one of its identical rows cannot be addressed", table);
+		appendStringInfo(s, " WHERE %s = (SELECT %s FROM ", rowid, rowid);
+		append_ident(s, table);
+	}
 	appendStringInfoString(s, " WHERE ");
 	for (int i = 0; i < key->n; i++)
 	{
@@ -882,6 +934,9 @@ append_where_key(StringInfo s, const RowKey *key)
 		append_ident(s, key->names[i]);
 		appendStringInfoString(s, " IS ?");
 	}
+	if (rowid != NULL)
+		appendStringInfoString(s, " LIMIT 1)");
+	return true;
 }
 
 /* changeLog2 bookkeeping of a serving replica */
@@ -986,8 +1041,8 @@ apply_update(ZsReplica *r, const ZsJsonDoc *doc, int change, int relation, const
 	appendStringInfoString(s, " SET ");
 	append_member_names(s, doc, row, " = ?,");
 	appendStringInfoString(s, "\"_0_version\" = ?");
-	append_where_key(s, &key);
-	if ((stmt = statement(r, s->data)) == NULL)
+	if (!append_where_key(r, s, table, t, &key) ||
+		(stmt = statement(r, s->data)) == NULL)
 		return false;
 	for (int c = doc->nodes[row].first_child; c >= 0; c = doc->nodes[c].next)
 		bind_node(stmt, idx++, doc, c);
@@ -1027,8 +1082,8 @@ apply_delete(ZsReplica *r, const ZsJsonDoc *doc, int change, int relation, const
 	resetStringInfo(s);
 	appendStringInfoString(s, "DELETE FROM ");
 	append_ident(s, table);
-	append_where_key(s, &rk);
-	if ((stmt = statement(r, s->data)) == NULL)
+	if (!append_where_key(r, s, table, t, &rk) ||
+		(stmt = statement(r, s->data)) == NULL)
 		return false;
 	for (int i = 0; i < rk.n; i++)
 		bind_node(stmt, i + 1, doc, rk.nodes[i]);
