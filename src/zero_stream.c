@@ -6,7 +6,7 @@
  * zero_stream turns PostgreSQL into the change streamer of a Zero sync
  * engine. A decoder worker decodes this server's WAL in-process with
  * pgoutput and writes a Zero-compatible change log through SPI; see
- * worker_decoder.c for the pipeline and shared/docs/architecture.md for
+ * decoder/decoder_worker.c for the pipeline and shared/docs/architecture.md for
  * the whole design.
  *-------------------------------------------------------------------------
  */
@@ -20,7 +20,7 @@
 #include "storage/proc.h"
 
 #include "guc.h"
-#include "shared_state.h"
+#include "shmem.h"
 
 PG_MODULE_MAGIC;
 

@@ -11,8 +11,8 @@
 
 #include "common/base64.h"
 
-#include "websocket.h"
-#include "ws_client.h"
+#include "codec/websocket.h"
+#include "client/ws_client.h"
 
 #define MAX_RESPONSE_HEAD 65536
 

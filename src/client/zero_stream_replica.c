@@ -48,11 +48,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "json_out.h"
-#include "json_read.h"
-#include "replica.h"
-#include "websocket.h"
-#include "ws_client.h"
+#include "codec/json_out.h"
+#include "codec/json_read.h"
+#include "replica/replica_apply.h"
+#include "codec/websocket.h"
+#include "client/ws_client.h"
 
 #define PROGRESS_INTERVAL_S 2.0
 #define RECONNECT_MAX_S 10

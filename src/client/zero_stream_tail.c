@@ -24,10 +24,10 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "http.h"
-#include "json_out.h"
-#include "websocket.h"
-#include "ws_client.h"
+#include "codec/http.h"
+#include "codec/json_out.h"
+#include "codec/websocket.h"
+#include "client/ws_client.h"
 
 static void
 usage(void)

@@ -1,0 +1,354 @@
+/*-------------------------------------------------------------------------
+ * changelog.c
+ *	  SPI access to the change log.
+ *
+ * Rows are written with one constant statement that unnests four arrays,
+ * so a batch of any size uses the same saved plan (zero-cache does the
+ * same with json_to_recordset, rocicorp/mono#3511). The change texts are
+ * put into the json[] array as-is: they are our own JSON.stringify-exact
+ * output, and json's input function would only re-parse them.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type_d.h"
+#include "executor/spi.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+
+#include "changelog/changelog.h"
+#include "guc.h"
+
+#define ZS_SCHEMA_VERSION 6
+
+typedef struct ChangelogWriter
+{
+	MemoryContext batch_context;	/* reset after every INSERT */
+	SPIPlanPtr	insert_plan;
+	char	   *insert_plan_schema;
+	int			capacity;
+	int			count;
+	Datum	   *watermarks;
+	Datum	   *positions;
+	Datum	   *changes;
+	Datum	   *precommits;
+	bool	   *precommit_nulls;
+} ChangelogWriter;
+
+static ChangelogWriter writer;
+
+static char *
+quoted_schema(void)
+{
+	return (char *) quote_identifier(zs_cdc_schema_name());
+}
+
+static void
+exec_sql(const char *sql, int expected)
+{
+	int			rc = SPI_execute(sql, false, 0);
+
+	if (rc != expected)
+		elog(ERROR, "zero_stream: SPI_execute failed (%s): %s",
+			 SPI_result_code_string(rc), sql);
+}
+
+static void
+exec_sql_args(const char *sql, int nargs, Oid *types, Datum *values,
+			  const char *nulls, int expected)
+{
+	int			rc = SPI_execute_with_args(sql, nargs, types, values, nulls, false, 0);
+
+	if (rc != expected)
+		elog(ERROR, "zero_stream: SPI_execute_with_args failed (%s): %s",
+			 SPI_result_code_string(rc), sql);
+}
+
+static void
+lock_schema_migration(void)
+{
+	Oid			types[1] = {TEXTOID};
+	Datum		values[1];
+
+	values[0] = CStringGetTextDatum(psprintf("migrate-schema:%s", zs_cdc_schema_name()));
+	exec_sql_args("SELECT pg_advisory_xact_lock(hashtext($1))", 1, types, values, NULL,
+				  SPI_OK_SELECT);
+}
+
+void
+zs_changelog_ensure_schema(void)
+{
+	char	   *s = quoted_schema();
+	bool		isnull;
+	int			version;
+
+	lock_schema_migration();
+	exec_sql(psprintf("CREATE SCHEMA IF NOT EXISTS %s", s), SPI_OK_UTILITY);
+	exec_sql(psprintf("CREATE TABLE IF NOT EXISTS %s.\"versionHistory\" ("
+					  "\"dataVersion\" int NOT NULL, \"schemaVersion\" int NOT NULL, "
+					  "\"minSafeVersion\" int NOT NULL, "
+					  "lock char(1) NOT NULL DEFAULT 'v' PRIMARY KEY CHECK (lock = 'v'))", s),
+			 SPI_OK_UTILITY);
+	exec_sql(psprintf("SELECT \"schemaVersion\" FROM %s.\"versionHistory\"", s), SPI_OK_SELECT);
+	if (SPI_processed > 0)
+	{
+		version = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+											  1, &isnull));
+		if (version != ZS_SCHEMA_VERSION)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("change-log schema %s is at version %d, zero_stream needs version %d",
+							zs_cdc_schema_name(), version, ZS_SCHEMA_VERSION),
+					 errhint("Let zero-cache migrate it, or drop the schema to start a new change log.")));
+	}
+
+	exec_sql(psprintf("CREATE TABLE IF NOT EXISTS %s.\"changeLog\" ("
+					  "\"watermark\" TEXT, \"pos\" INT8, \"change\" JSON NOT NULL, "
+					  "\"precommit\" TEXT, PRIMARY KEY (\"watermark\", \"pos\"))", s),
+			 SPI_OK_UTILITY);
+	exec_sql(psprintf("CREATE TABLE IF NOT EXISTS %s.\"replicationState\" ("
+					  "\"lastWatermark\" TEXT NOT NULL, \"owner\" TEXT, \"ownerAddress\" TEXT, "
+					  "\"lock\" INTEGER PRIMARY KEY DEFAULT 1 CHECK (lock=1))", s),
+			 SPI_OK_UTILITY);
+	exec_sql(psprintf("CREATE TABLE IF NOT EXISTS %s.\"replicationConfig\" ("
+					  "\"replicaVersion\" TEXT NOT NULL, \"publications\" TEXT[] NOT NULL, "
+					  "\"resetRequired\" BOOL, "
+					  "\"lock\" INTEGER PRIMARY KEY DEFAULT 1 CHECK (lock=1))", s),
+			 SPI_OK_UTILITY);
+	exec_sql(psprintf("CREATE TABLE IF NOT EXISTS %s.\"tableMetadata\" ("
+					  "\"schema\" TEXT NOT NULL, \"table\" TEXT NOT NULL, "
+					  "\"metadata\" JSONB NOT NULL, PRIMARY KEY (\"schema\", \"table\"))", s),
+			 SPI_OK_UTILITY);
+	exec_sql(psprintf("CREATE TABLE IF NOT EXISTS %s.\"backfilling\" ("
+					  "\"schema\" TEXT NOT NULL, \"table\" TEXT NOT NULL, "
+					  "\"column\" TEXT NOT NULL, \"backfill\" JSONB NOT NULL, "
+					  "PRIMARY KEY (\"schema\", \"table\", \"column\"))", s),
+			 SPI_OK_UTILITY);
+	exec_sql(psprintf("INSERT INTO %s.\"versionHistory\" "
+					  "(\"dataVersion\", \"schemaVersion\", \"minSafeVersion\") "
+					  "VALUES (%d, %d, 1) ON CONFLICT (lock) DO NOTHING",
+					  s, ZS_SCHEMA_VERSION, ZS_SCHEMA_VERSION),
+			 SPI_OK_INSERT);
+}
+
+bool
+zs_changelog_read_replica_version(char *replica_version)
+{
+	bool		isnull;
+	Datum		d;
+
+	exec_sql(psprintf("SELECT \"replicaVersion\" FROM %s.\"replicationConfig\"", quoted_schema()),
+			 SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return false;
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	strlcpy(replica_version, TextDatumGetCString(d), ZS_WATERMARK_MAXLEN);
+	return true;
+}
+
+void
+zs_changelog_initialize(const char *replica_version, List *publications)
+{
+	char	   *s = quoted_schema();
+	Oid			types[3] = {TEXTOID, TEXTARRAYOID, TEXTOID};
+	Datum		values[3];
+	Datum	   *pubs;
+	int			npubs = list_length(publications);
+	ListCell   *lc;
+	int			i = 0;
+
+	lock_schema_migration();
+	/* the storer's lock order (zero-protocol.md §6.3) */
+	exec_sql(psprintf("TRUNCATE %s.\"replicationState\", %s.\"changeLog\", "
+					  "%s.\"replicationConfig\", %s.\"tableMetadata\", %s.\"backfilling\"",
+					  s, s, s, s, s),
+			 SPI_OK_UTILITY);
+
+	pubs = palloc(sizeof(Datum) * Max(npubs, 1));
+	foreach(lc, publications)
+		pubs[i++] = CStringGetTextDatum((char *) lfirst(lc));
+	values[0] = CStringGetTextDatum(replica_version);
+	values[1] = PointerGetDatum(construct_array(pubs, npubs, TEXTOID, -1, false, TYPALIGN_INT));
+	values[2] = CStringGetTextDatum(zs_task_id);
+
+	exec_sql_args(psprintf("INSERT INTO %s.\"replicationConfig\" (\"replicaVersion\", \"publications\") "
+						   "SELECT $1, array_agg(p ORDER BY p) FROM unnest($2::text[]) p", s),
+				  2, types, values, NULL, SPI_OK_INSERT);
+	exec_sql_args(psprintf("INSERT INTO %s.\"replicationState\" (\"lastWatermark\", \"owner\", \"ownerAddress\") "
+						   "VALUES ($1, $3, NULL)", s),
+				  3, types, values, NULL, SPI_OK_INSERT);
+	exec_sql_args(psprintf("INSERT INTO %s.\"changeLog\" (\"watermark\", \"pos\", \"change\", \"precommit\") "
+						   "VALUES ($1, 0, '{\"tag\":\"begin\"}', NULL), ($1, 1, '{\"tag\":\"commit\"}', NULL)", s),
+				  1, types, values, NULL, SPI_OK_INSERT);
+}
+
+void
+zs_changelog_claim_ownership(void)
+{
+	Oid			types[1] = {TEXTOID};
+	Datum		values[1];
+
+	values[0] = CStringGetTextDatum(zs_task_id);
+	exec_sql_args(psprintf("UPDATE %s.\"replicationState\" SET \"owner\" = $1", quoted_schema()),
+				  1, types, values, NULL, SPI_OK_UPDATE);
+	if (SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("change log %s has no replicationState row", zs_cdc_schema_name())));
+}
+
+/* One text column of the single replicationState row, or NULL. */
+static char *
+read_state_column(const char *column, bool for_update)
+{
+	bool		isnull;
+	Datum		d;
+
+	exec_sql(psprintf("SELECT %s FROM %s.\"replicationState\"%s", quote_identifier(column),
+					  quoted_schema(), for_update ? " FOR UPDATE" : ""),
+			 SPI_OK_SELECT);
+	if (SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("change log %s has no replicationState row", zs_cdc_schema_name()),
+				 errhint("Drop schema %s to let zero_stream start a new change log.",
+						 quoted_schema())));
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	return isnull ? NULL : TextDatumGetCString(d);
+}
+
+void
+zs_changelog_read_head(char *last_watermark)
+{
+	strlcpy(last_watermark, read_state_column("lastWatermark", false), ZS_WATERMARK_MAXLEN);
+}
+
+static void
+prepare_writer(void)
+{
+	char	   *schema = zs_cdc_schema_name();
+	Oid			types[4] = {TEXTARRAYOID, INT8ARRAYOID, JSONARRAYOID, TEXTARRAYOID};
+
+	if (writer.batch_context == NULL)
+		writer.batch_context = AllocSetContextCreate(TopMemoryContext,
+													 "zero_stream changelog batch",
+													 ALLOCSET_DEFAULT_SIZES);
+	if (writer.capacity != zs_changelog_batch_size)
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		if (writer.capacity > 0)
+		{
+			pfree(writer.watermarks);
+			pfree(writer.positions);
+			pfree(writer.changes);
+			pfree(writer.precommits);
+			pfree(writer.precommit_nulls);
+		}
+		writer.capacity = zs_changelog_batch_size;
+		writer.watermarks = palloc(sizeof(Datum) * writer.capacity);
+		writer.positions = palloc(sizeof(Datum) * writer.capacity);
+		writer.changes = palloc(sizeof(Datum) * writer.capacity);
+		writer.precommits = palloc(sizeof(Datum) * writer.capacity);
+		writer.precommit_nulls = palloc(sizeof(bool) * writer.capacity);
+		MemoryContextSwitchTo(old);
+	}
+	if (writer.insert_plan == NULL || strcmp(writer.insert_plan_schema, schema) != 0)
+	{
+		SPIPlanPtr	plan;
+
+		plan = SPI_prepare(psprintf("INSERT INTO %s.\"changeLog\" "
+									"(\"watermark\", \"pos\", \"change\", \"precommit\") "
+									"SELECT * FROM unnest($1, $2, $3, $4)",
+									quote_identifier(schema)),
+						   4, types);
+		if (plan == NULL)
+			elog(ERROR, "zero_stream: SPI_prepare failed: %s",
+				 SPI_result_code_string(SPI_result));
+		if (SPI_keepplan(plan) != 0)
+			elog(ERROR, "zero_stream: SPI_keepplan failed");
+		writer.insert_plan = plan;
+		writer.insert_plan_schema = MemoryContextStrdup(TopMemoryContext, schema);
+	}
+	writer.count = 0;
+}
+
+static void
+flush_rows(void)
+{
+	int			dims[1];
+	int			lbs[1] = {1};
+	Datum		args[4];
+	int			rc;
+	MemoryContext old;
+
+	if (writer.count == 0)
+		return;
+	dims[0] = writer.count;
+	old = MemoryContextSwitchTo(writer.batch_context);
+	args[0] = PointerGetDatum(construct_array(writer.watermarks, writer.count, TEXTOID,
+											  -1, false, TYPALIGN_INT));
+	args[1] = PointerGetDatum(construct_array(writer.positions, writer.count, INT8OID,
+											  8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	args[2] = PointerGetDatum(construct_array(writer.changes, writer.count, JSONOID,
+											  -1, false, TYPALIGN_INT));
+	args[3] = PointerGetDatum(construct_md_array(writer.precommits, writer.precommit_nulls,
+												 1, dims, lbs, TEXTOID, -1, false,
+												 TYPALIGN_INT));
+	rc = SPI_execute_plan(writer.insert_plan, args, NULL, false, 0);
+	if (rc != SPI_OK_INSERT)
+		elog(ERROR, "zero_stream: change-log insert failed: %s", SPI_result_code_string(rc));
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(writer.batch_context);
+	writer.count = 0;
+}
+
+void
+zs_changelog_begin(void)
+{
+	char	   *owner;
+
+	prepare_writer();
+	/* the row stays locked until our commit: no takeover can interleave */
+	owner = read_state_column("owner", true);
+	if (owner == NULL || strcmp(owner, zs_task_id) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("changeLog ownership has been assumed by %s", owner ? owner : "nobody"),
+				 errdetail("zero_stream.task_id is \"%s\"; another change streamer now writes %s.",
+						   zs_task_id, zs_cdc_schema_name()),
+				 errhint("Stop the other change streamer, then restart zero_stream's decoder.")));
+}
+
+void
+zs_changelog_add(const char *watermark, int64 pos, const char *change, int change_len,
+				 bool is_commit)
+{
+	MemoryContext old = MemoryContextSwitchTo(writer.batch_context);
+	int			i = writer.count;
+	text	   *wm = cstring_to_text(watermark);
+
+	writer.watermarks[i] = PointerGetDatum(wm);
+	writer.positions[i] = Int64GetDatum(pos);
+	writer.changes[i] = PointerGetDatum(cstring_to_text_with_len(change, change_len));
+	writer.precommits[i] = PointerGetDatum(wm);
+	writer.precommit_nulls[i] = !is_commit;
+	writer.count++;
+	MemoryContextSwitchTo(old);
+	if (writer.count >= writer.capacity)
+		flush_rows();
+}
+
+void
+zs_changelog_finish(const char *last_watermark)
+{
+	Oid			types[1] = {TEXTOID};
+	Datum		values[1];
+
+	flush_rows();
+	values[0] = CStringGetTextDatum(last_watermark);
+	exec_sql_args(psprintf("UPDATE %s.\"replicationState\" SET \"lastWatermark\" = $1",
+						   quoted_schema()),
+				  1, types, values, NULL, SPI_OK_UPDATE);
+}

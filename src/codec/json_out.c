@@ -1,0 +1,408 @@
+/*-------------------------------------------------------------------------
+ * json_out.c
+ *	  JSON.stringify-compatible strings and numbers.
+ *
+ * zero-cache serializes with JavaScript, and zero_stream's stored change
+ * text must be byte-identical to it, so numbers are rendered from their
+ * shortest round-trip digits with ECMAScript's Number::toString rules
+ * (integer form up to 21 digits, "0.000001" down to 1e-6, exponent form
+ * beyond), and strings escape exactly what JSON.stringify escapes.
+ *-------------------------------------------------------------------------
+ */
+#ifdef FRONTEND
+#include "postgres_fe.h"
+#else
+#include "postgres.h"
+#endif
+
+#include <math.h>
+
+#include "common/shortest_dec.h"
+
+#include "mb/pg_wchar.h"
+
+#include "codec/json_out.h"
+
+void
+zs_json_append_string(StringInfo out, const char *s, int len)
+{
+	static const char hex[] = "0123456789abcdef";
+	int			run_start = 0;
+
+	enlargeStringInfo(out, len + 2);
+	appendStringInfoCharMacro(out, '"');
+	for (int i = 0; i < len; i++)
+	{
+		unsigned char c = (unsigned char) s[i];
+		const char *esc = NULL;
+		char		ubuf[7];
+
+		if (c >= 0x20 && c != '"' && c != '\\')
+			continue;
+		switch (c)
+		{
+			case '"':
+				esc = "\\\"";
+				break;
+			case '\\':
+				esc = "\\\\";
+				break;
+			case '\b':
+				esc = "\\b";
+				break;
+			case '\f':
+				esc = "\\f";
+				break;
+			case '\n':
+				esc = "\\n";
+				break;
+			case '\r':
+				esc = "\\r";
+				break;
+			case '\t':
+				esc = "\\t";
+				break;
+			default:
+				ubuf[0] = '\\';
+				ubuf[1] = 'u';
+				ubuf[2] = '0';
+				ubuf[3] = '0';
+				ubuf[4] = hex[c >> 4];
+				ubuf[5] = hex[c & 0xF];
+				ubuf[6] = '\0';
+				esc = ubuf;
+				break;
+		}
+		appendBinaryStringInfo(out, s + run_start, i - run_start);
+		appendStringInfoString(out, esc);
+		run_start = i + 1;
+	}
+	appendBinaryStringInfo(out, s + run_start, len - run_start);
+	appendStringInfoCharMacro(out, '"');
+}
+
+void
+zs_json_append_cstring(StringInfo out, const char *s)
+{
+	zs_json_append_string(out, s, (int) strlen(s));
+}
+
+/*
+ * Render digits d[0..k-1] with decimal exponent n (value = 0.d * 10^n) in
+ * exponent form: "1e+21", "1.5e-7".
+ */
+static void
+append_exponent_form(StringInfo out, const char *d, int k, int n)
+{
+	int			e = n - 1;
+
+	appendStringInfoCharMacro(out, d[0]);
+	if (k > 1)
+	{
+		appendStringInfoCharMacro(out, '.');
+		appendBinaryStringInfo(out, d + 1, k - 1);
+	}
+	appendStringInfo(out, "e%c%d", e < 0 ? '-' : '+', e < 0 ? -e : e);
+}
+
+/*
+ * Render digits d[0..k-1] with decimal exponent n (value = 0.d * 10^n) per
+ * ECMAScript Number::toString.
+ */
+static void
+append_js_digits(StringInfo out, bool negative, const char *d, int k, int n)
+{
+	if (negative)
+		appendStringInfoCharMacro(out, '-');
+	if (k <= n && n <= 21)
+	{
+		appendBinaryStringInfo(out, d, k);
+		for (int i = k; i < n; i++)
+			appendStringInfoCharMacro(out, '0');
+	}
+	else if (0 < n && n <= 21)
+	{
+		appendBinaryStringInfo(out, d, n);
+		appendStringInfoCharMacro(out, '.');
+		appendBinaryStringInfo(out, d + n, k - n);
+	}
+	else if (-6 < n && n <= 0)
+	{
+		appendStringInfoString(out, "0.");
+		for (int i = 0; i < -n; i++)
+			appendStringInfoCharMacro(out, '0');
+		appendBinaryStringInfo(out, d, k);
+	}
+	else
+		append_exponent_form(out, d, k, n);
+}
+
+/* Significant digits kept while reading a decimal; more go to strtod. */
+#define DIGITS_KEPT 20
+
+/*
+ * A decimal literal split into value = (negative ? -1 : 1) * 0.d * 10^n,
+ * d being its significant digits without trailing zeros.
+ */
+typedef struct Decimal
+{
+	bool		negative;
+	char		digits[DIGITS_KEPT];
+	int			k;				/* digits kept (0 for a zero value) */
+	bool		inexact;		/* nonzero digits beyond DIGITS_KEPT dropped */
+	int			n;				/* decimal exponent */
+} Decimal;
+
+/*
+ * Read "[-+]digits[.digits][e[-+]digits]" (either digit run may be empty,
+ * not both). False if malformed.
+ */
+static bool
+parse_decimal(const char *s, int len, Decimal *dec)
+{
+	int			i = 0;
+	int			point_shift = 0;	/* exponent contribution of the digits */
+	int			zeros = 0;		/* zeros after the last kept digit */
+	bool		seen_point = false;
+	bool		seen_digit = false;
+	bool		started = false;	/* a nonzero digit was seen */
+	long		e = 0;
+
+	dec->negative = false;
+	dec->k = 0;
+	dec->inexact = false;
+	if (i < len && (s[i] == '-' || s[i] == '+'))
+		dec->negative = (s[i++] == '-');
+	for (; i < len; i++)
+	{
+		char		c = s[i];
+
+		if (c == '.' && !seen_point)
+		{
+			seen_point = true;
+			continue;
+		}
+		if (c < '0' || c > '9')
+			break;
+		seen_digit = true;
+		if (!started && c == '0')
+		{
+			/* leading zero: only shifts the exponent after the point */
+			if (seen_point)
+				point_shift--;
+			continue;
+		}
+		started = true;
+		if (!seen_point)
+			point_shift++;
+		if (c == '0')
+		{
+			zeros++;
+			continue;
+		}
+		/* a nonzero digit: the zeros before it are significant */
+		if (dec->k + zeros + 1 > DIGITS_KEPT)
+		{
+			dec->inexact = true;
+			zeros = 0;
+			continue;
+		}
+		memset(dec->digits + dec->k, '0', zeros);
+		dec->k += zeros;
+		zeros = 0;
+		dec->digits[dec->k++] = c;
+	}
+	if (!seen_digit)
+		return false;
+	if (i < len && (s[i] == 'e' || s[i] == 'E'))
+	{
+		bool		eneg = false;
+		bool		edigit = false;
+
+		i++;
+		if (i < len && (s[i] == '-' || s[i] == '+'))
+			eneg = (s[i++] == '-');
+		for (; i < len && s[i] >= '0' && s[i] <= '9'; i++)
+		{
+			edigit = true;
+			if (e < 1000000)
+				e = e * 10 + (s[i] - '0');
+		}
+		if (!edigit)
+			return false;
+		if (eneg)
+			e = -e;
+	}
+	if (i != len)
+		return false;
+	dec->n = point_shift + (int) e;
+	return true;
+}
+
+/*
+ * Does the integer with digits d[0..k-1] and decimal exponent n exceed
+ * 2^53 - 1? Only called for integer-valued numbers (k <= n).
+ */
+static bool
+exceeds_safe_integer(const char *d, int k, int n)
+{
+	static const char max_safe[] = "9007199254740991";
+	char		padded[17];
+
+	if (n != 16)
+		return n > 16;
+	memset(padded, '0', 16);
+	memcpy(padded, d, k);
+	padded[16] = '\0';
+	return strcmp(padded, max_safe) > 0;
+}
+
+/* Spell an exact decimal as JavaScript prints a number of the same digits. */
+static void
+append_digits(StringInfo out, const Decimal *dec, bool no_bigint)
+{
+	if (dec->k == 0)
+	{
+		/* JavaScript prints -0 as 0 */
+		appendStringInfoCharMacro(out, '0');
+		return;
+	}
+	if (no_bigint && dec->k <= dec->n && dec->n <= 21 &&
+		exceeds_safe_integer(dec->digits, dec->k, dec->n))
+	{
+		if (dec->negative)
+			appendStringInfoCharMacro(out, '-');
+		append_exponent_form(out, dec->digits, dec->k, dec->n);
+		return;
+	}
+	append_js_digits(out, dec->negative, dec->digits, dec->k, dec->n);
+}
+
+/*
+ * Ryu (PostgreSQL's float8out) gives the shortest round-trip digits, the
+ * same digits JavaScript prints; only their spelling differs.
+ */
+static void
+append_double(StringInfo out, double value, bool no_bigint)
+{
+	char		buf[DOUBLE_SHORTEST_DECIMAL_LEN];
+	int			len;
+	Decimal		dec;
+
+	if (isnan(value) || isinf(value))
+	{
+		appendStringInfoString(out, "null");
+		return;
+	}
+	len = double_to_shortest_decimal_buf(value, buf);
+	if (parse_decimal(buf, len, &dec))
+		append_digits(out, &dec, no_bigint);
+}
+
+/* Number(text) as a correctly rounded double (strtod is, like JavaScript). */
+static double
+decimal_text_to_double(const char *s, int len)
+{
+	char		buf[64];
+	char	   *copy = buf;
+	double		value;
+
+	if (len >= (int) sizeof(buf))
+		copy = palloc(len + 1);
+	memcpy(copy, s, len);
+	copy[len] = '\0';
+	value = strtod(copy, NULL);
+	if (copy != buf)
+		pfree(copy);
+	return value;
+}
+
+/*
+ * A decimal of at most DBL_DIG (15) significant digits whose magnitude is
+ * well inside the normal doubles reads back from a double unchanged, and no
+ * shorter decimal reads as the same double: its own digits are the
+ * shortest ones, and no conversion is needed.
+ */
+static bool
+is_exact_double_digits(const Decimal *dec)
+{
+	return !dec->inexact && dec->k <= 15 && dec->n >= -306 && dec->n <= 308;
+}
+
+static bool
+append_number(StringInfo out, const char *s, int len, bool no_bigint)
+{
+	Decimal		dec;
+
+	if (!parse_decimal(s, len, &dec))
+		return false;
+	if (dec.k == 0 && !dec.inexact)
+		appendStringInfoCharMacro(out, '0');
+	else if (is_exact_double_digits(&dec))
+		append_digits(out, &dec, no_bigint);
+	else
+		append_double(out, decimal_text_to_double(s, len), no_bigint);
+	return true;
+}
+
+bool
+zs_json_append_shortest_text(StringInfo out, const char *s, int len)
+{
+	Decimal		dec;
+
+	if (!parse_decimal(s, len, &dec))
+		return false;
+	/* longer than any shortest form, or beyond the doubles: convert */
+	if (dec.inexact || dec.n > 309 || dec.n < -323)
+		append_double(out, decimal_text_to_double(s, len), false);
+	else
+		append_digits(out, &dec, false);
+	return true;
+}
+
+bool
+zs_json_append_exact_decimal_no_bigint(StringInfo out, const char *s, int len)
+{
+	Decimal		dec;
+
+	if (!parse_decimal(s, len, &dec))
+		return false;
+	if (dec.inexact)
+		append_double(out, decimal_text_to_double(s, len), true);
+	else
+		append_digits(out, &dec, true);
+	return true;
+}
+
+bool
+zs_json_append_number_text(StringInfo out, const char *s, int len)
+{
+	return append_number(out, s, len, false);
+}
+
+bool
+zs_json_append_number_text_no_bigint(StringInfo out, const char *s, int len)
+{
+	return append_number(out, s, len, true);
+}
+
+void
+zs_json_append_double(StringInfo out, double value)
+{
+	append_double(out, value, false);
+}
+
+void
+zs_json_append_double_no_bigint(StringInfo out, double value)
+{
+	append_double(out, value, true);
+}
+
+void
+zs_append_utf8(StringInfo out, unsigned int cp)
+{
+	unsigned char buf[4];
+
+	unicode_to_utf8((pg_wchar) cp, buf);
+	appendBinaryStringInfo(out, (const char *) buf, pg_utf_mblen(buf));
+}

@@ -1,0 +1,530 @@
+/*-------------------------------------------------------------------------
+ * json_read.c
+ *	  Parse one JSON document into a flat node array (see json_read.h).
+ *
+ * RFC 8259: one value, optional whitespace around it, no trailing commas.
+ * Two liberties, both because PostgreSQL's json type takes them and such
+ * values reach us inside json[] columns: a \u escape of an unpaired
+ * surrogate decodes to its three-byte (WTF-8) form, and nesting is limited
+ * by memory only, as the parser keeps its open containers on a stack of its
+ * own instead of recursing. Errors name the byte offset.
+ *-------------------------------------------------------------------------
+ */
+#ifdef FRONTEND
+#include "postgres_fe.h"
+#else
+#include "postgres.h"
+#endif
+
+#include <math.h>
+
+#include "codec/hex.h"
+#include "codec/json_out.h"
+#include "codec/json_read.h"
+
+typedef struct Parser
+{
+	ZsJsonDoc  *doc;
+	const char *p;
+	const char *end;
+	int			depth;
+} Parser;
+
+void
+zs_json_doc_init(ZsJsonDoc *doc)
+{
+	memset(doc, 0, sizeof(*doc));
+	doc->maxnodes = 64;
+	doc->nodes = palloc(sizeof(ZsJsonNode) * doc->maxnodes);
+	doc->maxstack = 16;
+	doc->stack = palloc(sizeof(ZsJsonOpen) * doc->maxstack);
+	initStringInfo(&doc->strings);
+}
+
+void
+zs_json_doc_free(ZsJsonDoc *doc)
+{
+	pfree(doc->nodes);
+	pfree(doc->stack);
+	pfree(doc->strings.data);
+	doc->nodes = NULL;
+}
+
+static bool
+fail(Parser *ps, const char *what)
+{
+	snprintf(ps->doc->error, sizeof(ps->doc->error), "%s at offset %d",
+			 what, (int) (ps->p - ps->doc->text));
+	return false;
+}
+
+static int
+new_node(Parser *ps, ZsJsonType type)
+{
+	ZsJsonDoc  *doc = ps->doc;
+	ZsJsonNode *n;
+
+	if (doc->nnodes == doc->maxnodes)
+	{
+		doc->maxnodes *= 2;
+		doc->nodes = repalloc(doc->nodes, sizeof(ZsJsonNode) * doc->maxnodes);
+	}
+	n = &doc->nodes[doc->nnodes];
+	n->type = type;
+	n->raw_start = (int) (ps->p - doc->text);
+	n->raw_len = 0;
+	n->str_start = n->str_len = 0;
+	n->key_start = n->key_len = 0;
+	n->first_child = n->next = -1;
+	n->count = 0;
+	return doc->nnodes++;
+}
+
+static void
+skip_space(Parser *ps)
+{
+	while (ps->p < ps->end &&
+		   (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\n' || *ps->p == '\r'))
+		ps->p++;
+}
+
+
+static bool
+read_hex4(Parser *ps, unsigned int *cp)
+{
+	if (ps->end - ps->p < 4)
+		return fail(ps, "truncated \\u escape");
+	if (!zs_hex4_value(ps->p, cp))
+		return fail(ps, "invalid \\u escape");
+	ps->p += 4;
+	return true;
+}
+
+/* Decode a string at ps->p (the opening quote) into doc->strings. */
+static bool
+read_string(Parser *ps, int *start, int *len)
+{
+	StringInfo	s = &ps->doc->strings;
+	const char *run;
+
+	ps->p++;
+	*start = s->len;
+	run = ps->p;
+	for (;;)
+	{
+		unsigned char c;
+
+		if (ps->p >= ps->end)
+			return fail(ps, "unterminated string");
+		c = (unsigned char) *ps->p;
+		if (c == '"')
+			break;
+		if (c < 0x20)
+			return fail(ps, "control character in string");
+		if (c != '\\')
+		{
+			ps->p++;
+			continue;
+		}
+		appendBinaryStringInfo(s, run, ps->p - run);
+		ps->p++;
+		if (ps->p >= ps->end)
+			return fail(ps, "unterminated string");
+		c = (unsigned char) *ps->p++;
+		switch (c)
+		{
+			case '"':
+			case '\\':
+			case '/':
+				appendStringInfoChar(s, (char) c);
+				break;
+			case 'b':
+				appendStringInfoChar(s, '\b');
+				break;
+			case 'f':
+				appendStringInfoChar(s, '\f');
+				break;
+			case 'n':
+				appendStringInfoChar(s, '\n');
+				break;
+			case 'r':
+				appendStringInfoChar(s, '\r');
+				break;
+			case 't':
+				appendStringInfoChar(s, '\t');
+				break;
+			case 'u':
+				{
+					unsigned int cp,
+								low;
+
+					if (!read_hex4(ps, &cp))
+						return false;
+					if (cp >= 0xD800 && cp <= 0xDBFF && ps->end - ps->p >= 6 &&
+						ps->p[0] == '\\' && ps->p[1] == 'u' &&
+						zs_hex4_value(ps->p + 2, &low) &&
+						low >= 0xDC00 && low <= 0xDFFF)
+					{
+						cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+						ps->p += 6;
+					}
+					/* an unpaired surrogate is kept as its WTF-8 bytes */
+					zs_append_utf8(s, cp);
+					break;
+				}
+			default:
+				ps->p--;
+				return fail(ps, "invalid escape");
+		}
+		run = ps->p;
+	}
+	appendBinaryStringInfo(s, run, ps->p - run);
+	*len = s->len - *start;
+	appendStringInfoChar(s, '\0');
+	ps->p++;
+	return true;
+}
+
+static bool
+read_number(Parser *ps)
+{
+	const char *p = ps->p;
+
+	if (p < ps->end && *p == '-')
+		p++;
+	if (p >= ps->end || !isdigit((unsigned char) *p))
+		return fail(ps, "invalid number");
+	if (*p == '0')
+		p++;
+	else
+		while (p < ps->end && isdigit((unsigned char) *p))
+			p++;
+	if (p < ps->end && *p == '.')
+	{
+		p++;
+		if (p >= ps->end || !isdigit((unsigned char) *p))
+			return fail(ps, "invalid number");
+		while (p < ps->end && isdigit((unsigned char) *p))
+			p++;
+	}
+	if (p < ps->end && (*p == 'e' || *p == 'E'))
+	{
+		p++;
+		if (p < ps->end && (*p == '+' || *p == '-'))
+			p++;
+		if (p >= ps->end || !isdigit((unsigned char) *p))
+			return fail(ps, "invalid number");
+		while (p < ps->end && isdigit((unsigned char) *p))
+			p++;
+	}
+	ps->p = p;
+	return true;
+}
+
+static bool
+read_literal(Parser *ps, const char *word)
+{
+	size_t		n = strlen(word);
+
+	if ((size_t) (ps->end - ps->p) < n || memcmp(ps->p, word, n) != 0)
+		return fail(ps, "invalid literal");
+	ps->p += n;
+	return true;
+}
+
+/* Read a scalar (anything but an array or object) into a new node. */
+static bool
+read_scalar(Parser *ps, int *out)
+{
+	int			node;
+	bool		ok;
+
+	if (ps->p >= ps->end)
+		return fail(ps, "expected a value");
+	switch (*ps->p)
+	{
+		case '"':
+			{
+				int			start,
+							len;
+
+				node = new_node(ps, ZS_JSON_STRING);
+				ok = read_string(ps, &start, &len);
+				ps->doc->nodes[node].str_start = start;
+				ps->doc->nodes[node].str_len = len;
+				break;
+			}
+		case 't':
+			node = new_node(ps, ZS_JSON_TRUE);
+			ok = read_literal(ps, "true");
+			break;
+		case 'f':
+			node = new_node(ps, ZS_JSON_FALSE);
+			ok = read_literal(ps, "false");
+			break;
+		case 'n':
+			node = new_node(ps, ZS_JSON_NULL);
+			ok = read_literal(ps, "null");
+			break;
+		default:
+			node = new_node(ps, ZS_JSON_NUMBER);
+			ok = read_number(ps);
+			break;
+	}
+	if (!ok)
+		return false;
+	ps->doc->nodes[node].raw_len =
+		(int) (ps->p - ps->doc->text) - ps->doc->nodes[node].raw_start;
+	*out = node;
+	return true;
+}
+
+/* Make child the next member of the container on top of the stack. */
+static void
+link_child(Parser *ps, int child, int key_start, int key_len)
+{
+	ZsJsonDoc  *doc = ps->doc;
+	ZsJsonOpen *top = &doc->stack[ps->depth - 1];
+
+	doc->nodes[child].key_start = key_start;
+	doc->nodes[child].key_len = key_len;
+	if (top->last < 0)
+		doc->nodes[top->node].first_child = child;
+	else
+		doc->nodes[top->last].next = child;
+	doc->nodes[top->node].count++;
+	top->last = child;
+}
+
+static void
+push_container(Parser *ps, int node)
+{
+	ZsJsonDoc  *doc = ps->doc;
+
+	if (ps->depth == doc->maxstack)
+	{
+		doc->maxstack *= 2;
+		doc->stack = repalloc(doc->stack, sizeof(ZsJsonOpen) * doc->maxstack);
+	}
+	doc->stack[ps->depth].node = node;
+	doc->stack[ps->depth].last = -1;
+	ps->depth++;
+}
+
+/* Close the container on top of the stack at ps->p (its closing bracket). */
+static void
+pop_container(Parser *ps)
+{
+	ZsJsonDoc  *doc = ps->doc;
+	int			node = doc->stack[--ps->depth].node;
+
+	ps->p++;
+	doc->nodes[node].raw_len = (int) (ps->p - doc->text) - doc->nodes[node].raw_start;
+}
+
+static inline bool
+top_is_object(Parser *ps)
+{
+	return ps->doc->nodes[ps->doc->stack[ps->depth - 1].node].type == ZS_JSON_OBJECT;
+}
+
+/*
+ * Read one value, arrays and objects included, without recursion: open
+ * containers are kept on doc->stack, so nesting is limited by memory only
+ * (PostgreSQL's own json type accepts any depth its stack allows).
+ */
+static bool
+read_value(Parser *ps, int *out)
+{
+	int			root = -1;
+
+	for (;;)
+	{
+		int			key_start = 0,
+					key_len = 0,
+					node;
+
+		/* a member name, when filling an object */
+		if (ps->depth > 0 && top_is_object(ps))
+		{
+			if (ps->p >= ps->end || *ps->p != '"')
+				return fail(ps, "expected a member name");
+			if (!read_string(ps, &key_start, &key_len))
+				return false;
+			skip_space(ps);
+			if (ps->p >= ps->end || *ps->p != ':')
+				return fail(ps, "expected ':'");
+			ps->p++;
+			skip_space(ps);
+		}
+
+		if (ps->p < ps->end && (*ps->p == '[' || *ps->p == '{'))
+		{
+			bool		is_object = (*ps->p == '{');
+
+			node = new_node(ps, is_object ? ZS_JSON_OBJECT : ZS_JSON_ARRAY);
+			if (ps->depth > 0)
+				link_child(ps, node, key_start, key_len);
+			else
+				root = node;
+			push_container(ps, node);
+			ps->p++;
+			skip_space(ps);
+			if (ps->p >= ps->end || *ps->p != (is_object ? '}' : ']'))
+				continue;		/* read the first member */
+			pop_container(ps);
+		}
+		else
+		{
+			if (!read_scalar(ps, &node))
+				return false;
+			if (ps->depth > 0)
+				link_child(ps, node, key_start, key_len);
+			else
+				root = node;
+		}
+
+		/* after a value: a separator, or the end of containers */
+		for (;;)
+		{
+			bool		is_object;
+
+			if (ps->depth == 0)
+			{
+				*out = root;
+				return true;
+			}
+			is_object = top_is_object(ps);
+			skip_space(ps);
+			if (ps->p >= ps->end)
+				return fail(ps, is_object ? "unterminated object" : "unterminated array");
+			if (*ps->p == ',')
+			{
+				ps->p++;
+				skip_space(ps);
+				break;
+			}
+			if (*ps->p != (is_object ? '}' : ']'))
+				return fail(ps, is_object ? "expected ',' or '}'" : "expected ',' or ']'");
+			pop_container(ps);
+		}
+	}
+}
+
+bool
+zs_json_parse(ZsJsonDoc *doc, const char *text, int len)
+{
+	Parser		ps;
+	int			root;
+
+	doc->text = text;
+	doc->len = len;
+	doc->nnodes = 0;
+	doc->error[0] = '\0';
+	resetStringInfo(&doc->strings);
+	ps.doc = doc;
+	ps.p = text;
+	ps.end = text + len;
+	ps.depth = 0;
+	skip_space(&ps);
+	if (!read_value(&ps, &root))
+		return false;
+	skip_space(&ps);
+	if (ps.p != ps.end)
+		return fail(&ps, "unexpected text after the value");
+	return true;
+}
+
+int
+zs_json_get(const ZsJsonDoc *doc, int node, const char *key)
+{
+	size_t		klen = strlen(key);
+
+	if (node < 0 || doc->nodes[node].type != ZS_JSON_OBJECT)
+		return -1;
+	for (int c = doc->nodes[node].first_child; c >= 0; c = doc->nodes[c].next)
+		if ((size_t) doc->nodes[c].key_len == klen &&
+			memcmp(zs_json_key(doc, c), key, klen) == 0)
+			return c;
+	return -1;
+}
+
+const char *
+zs_json_get_string(const ZsJsonDoc *doc, int node, const char *key)
+{
+	int			n = zs_json_get(doc, node, key);
+
+	return n >= 0 && doc->nodes[n].type == ZS_JSON_STRING ? zs_json_str(doc, n) : NULL;
+}
+
+int
+zs_json_at(const ZsJsonDoc *doc, int node, int i)
+{
+	int			c;
+
+	if (node < 0 || doc->nodes[node].type != ZS_JSON_ARRAY)
+		return -1;
+	for (c = doc->nodes[node].first_child; c >= 0 && i > 0; c = doc->nodes[c].next)
+		i--;
+	return c;
+}
+
+bool
+zs_json_str_eq(const ZsJsonDoc *doc, int node, const char *s)
+{
+	return node >= 0 && doc->nodes[node].type == ZS_JSON_STRING &&
+		(size_t) doc->nodes[node].str_len == strlen(s) &&
+		memcmp(zs_json_str(doc, node), s, doc->nodes[node].str_len) == 0;
+}
+
+bool
+zs_json_int64(const ZsJsonDoc *doc, int node, int64 *value)
+{
+	const ZsJsonNode *n = &doc->nodes[node];
+	const char *p = doc->text + n->raw_start;
+	const char *end = p + n->raw_len;
+	bool		neg = false;
+	uint64		acc = 0;
+	uint64		limit;
+
+	if (n->type != ZS_JSON_NUMBER)
+		return false;
+	if (*p == '-')
+	{
+		neg = true;
+		p++;
+	}
+	limit = neg ? (uint64) PG_INT64_MAX + 1 : (uint64) PG_INT64_MAX;
+	for (; p < end; p++)
+	{
+		if (!isdigit((unsigned char) *p))
+			return false;		/* fraction or exponent */
+		if (acc > (limit - (*p - '0')) / 10)
+			return false;		/* beyond int64 */
+		acc = acc * 10 + (*p - '0');
+	}
+	*value = neg ? (int64) (0 - acc) : (int64) acc;
+	return true;
+}
+
+double
+zs_json_double(const ZsJsonDoc *doc, int node)
+{
+	char		buf[64];
+	const ZsJsonNode *n = &doc->nodes[node];
+
+	if (n->raw_len < (int) sizeof(buf))
+	{
+		memcpy(buf, doc->text + n->raw_start, n->raw_len);
+		buf[n->raw_len] = '\0';
+		return strtod(buf, NULL);
+	}
+	else
+	{
+		char	   *copy = pnstrdup(doc->text + n->raw_start, n->raw_len);
+		double		d = strtod(copy, NULL);
+
+		pfree(copy);
+		return d;
+	}
+}

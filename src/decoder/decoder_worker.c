@@ -1,0 +1,633 @@
+/*-------------------------------------------------------------------------
+ * decoder_worker.c
+ *	  The decoder background worker: WAL -> pgoutput -> Zero change log.
+ *
+ * One loop iteration:
+ *   1. decode the WAL flushed so far (bounded by commit_batch_size); the
+ *      output plugin's write callback parses each pgoutput message, encodes
+ *      the Zero change JSON once and stages it in the spool;
+ *   2. store every staged transaction in one local transaction through SPI,
+ *      stamped with our replication origin's progress (the commit LSN end of
+ *      the last stored upstream transaction);
+ *   3. confirm the slot only after that commit; publish progress in shmem.
+ * Between the decoding phase (historic catalog snapshots) and the SPI phase
+ * (present-day catalogs) the system caches are invalidated both ways
+ * (pg-internals.md fact 2).
+ *
+ * Exactly-once: our commit carries the origin progress, and decoding
+ * restarts from it (commits before it are skipped by the snapshot builder).
+ * As a second line, a transaction whose watermark is not above the stored
+ * head is dropped at its BEGIN.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "access/xlogrecovery.h"
+#include "commands/extension.h"
+#include "commands/publicationcmds.h"
+#include "catalog/pg_publication.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "replication/decode.h"
+#include "replication/logical.h"
+#include "replication/origin.h"
+#include "replication/slot.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "tcop/tcopprot.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/inval.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "decoder/change_encode.h"
+#include "changelog/changelog.h"
+#include "decoder/lineage.h"
+#include "guc.h"
+#include "decoder/output_plugin.h"
+#include "decoder/pgoutput_read.h"
+#include "shmem.h"
+#include "decoder/spool.h"
+#include "codec/watermark.h"
+
+PGDLLEXPORT void zs_decoder_main(Datum main_arg);
+
+/* staged changes beyond this stay on disk, not in memory */
+#define SPOOL_MEMORY_LIMIT (16 * 1024 * 1024)
+
+/* The upstream transaction whose messages the write callback is receiving. */
+typedef struct CurrentTxn
+{
+	bool		skip;			/* already stored: drop its messages */
+	char		watermark[ZS_WATERMARK_MAXLEN];
+	int64		pos;
+} CurrentTxn;
+
+/* Whole upstream transactions staged for the next local commit. */
+typedef struct Batch
+{
+	ZsSpool    *spool;
+	int			ntxns;
+	uint64		nchanges;
+	char		last_watermark[ZS_WATERMARK_MAXLEN];
+	XLogRecPtr	last_end_lsn;
+	TimestampTz last_commit_time;
+} Batch;
+
+static CurrentTxn txn;
+static Batch batch;
+static char stored_head[ZS_WATERMARK_MAXLEN];	/* lastWatermark in the log */
+static ZsPgoutputMsg msg;
+static ZsTuple old_tuple;
+static ZsTuple new_tuple;
+static StringInfoData change_text;
+static MemoryContext message_context;
+static ResourceOwner decoding_owner;
+
+static void
+stage_change(bool is_commit)
+{
+	ZsSpoolRecord header;
+
+	memcpy(header.watermark, txn.watermark, sizeof(header.watermark));
+	header.pos = txn.pos++;
+	header.len = change_text.len;
+	header.is_commit = is_commit;
+	zs_spool_append(batch.spool, &header, change_text.data);
+}
+
+static void
+handle_begin(void)
+{
+	zs_watermark_encode(msg.final_lsn, txn.watermark);
+	txn.pos = 0;
+	txn.skip = strcmp(txn.watermark, stored_head) <= 0;
+	if (txn.skip)
+		return;
+	zs_encode_begin(&change_text, &msg);
+	stage_change(false);
+}
+
+static void
+handle_commit(void)
+{
+	if (txn.skip)
+		return;
+	zs_encode_commit(&change_text, &msg);
+	stage_change(true);
+	batch.ntxns++;
+	batch.nchanges += txn.pos - 2;
+	memcpy(batch.last_watermark, txn.watermark, sizeof(batch.last_watermark));
+	batch.last_end_lsn = msg.end_lsn;
+	batch.last_commit_time = (TimestampTz) msg.commit_time;
+}
+
+static void
+handle_row_change(void)
+{
+	ZsRelation *rel;
+
+	if (txn.skip)
+		return;
+	rel = zs_relcache_lookup(msg.relid);
+	if (zs_relation_is_own(rel))
+		return;
+	switch (msg.type)
+	{
+		case 'I':
+			zs_encode_insert(&change_text, rel, &msg);
+			break;
+		case 'U':
+			zs_encode_update(&change_text, rel, &msg);
+			break;
+		default:
+			zs_encode_delete(&change_text, rel, &msg);
+			break;
+	}
+	stage_change(false);
+}
+
+/*
+ * Writer callback: ctx->out holds exactly one pgoutput message. Runs inside
+ * the reorder buffer's replay transaction; it must not write to tables.
+ */
+static void
+decoder_write(LogicalDecodingContext *ctx, XLogRecPtr lsn, TransactionId xid, bool last_write)
+{
+	MemoryContext old = MemoryContextSwitchTo(message_context);
+	const char *error;
+
+	msg.old_tuple = &old_tuple;
+	msg.new_tuple = &new_tuple;
+	error = zs_pgoutput_parse(ctx->out->data, ctx->out->len, &msg);
+	if (error != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("malformed pgoutput message at %X/%X: %s", LSN_FORMAT_ARGS(lsn), error)));
+
+	resetStringInfo(&change_text);
+	switch (msg.type)
+	{
+		case 'B':
+			handle_begin();
+			break;
+		case 'C':
+			handle_commit();
+			break;
+		case 'R':
+			zs_relcache_update(&msg);
+			break;
+		case 'I':
+		case 'U':
+		case 'D':
+			handle_row_change();
+			break;
+		case 'T':
+			if (!txn.skip && zs_encode_truncate(&change_text, &msg))
+				stage_change(false);
+			break;
+		default:
+			/* 'Y' types, 'O' origins, 'M' messages carry no change rows */
+			break;
+	}
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(message_context);
+}
+
+static void
+decoder_prepare_write(LogicalDecodingContext *ctx, XLogRecPtr lsn, TransactionId xid,
+					  bool last_write)
+{
+	resetStringInfo(ctx->out);
+}
+
+static void
+reset_batch(void)
+{
+	zs_spool_clear(batch.spool);
+	batch.ntxns = 0;
+	batch.nchanges = 0;
+}
+
+/* Store the staged transactions in one local transaction. */
+static void
+store_batch(void)
+{
+	ZsSpoolRecord header;
+	StringInfoData text;
+	TimestampTz now;
+	Latch	   *server_latch;
+	Latch	   *replicator_latch;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	pgstat_report_activity(STATE_RUNNING, "zero_stream: storing decoded transactions");
+
+	zs_changelog_begin();
+	initStringInfo(&text);
+	zs_spool_start_read(batch.spool);
+	while (zs_spool_read(batch.spool, &header, &text))
+		zs_changelog_add(header.watermark, header.pos, text.data, text.len, header.is_commit);
+	zs_changelog_finish(batch.last_watermark);
+
+	SPI_finish();
+	PopActiveSnapshot();
+	replorigin_session_origin_lsn = batch.last_end_lsn;
+	replorigin_session_origin_timestamp = batch.last_commit_time;
+	CommitTransactionCommand();
+	replorigin_session_origin_lsn = InvalidXLogRecPtr;
+	pgstat_report_stat(false);
+	pgstat_report_activity(STATE_IDLE, NULL);
+
+	memcpy(stored_head, batch.last_watermark, sizeof(stored_head));
+	now = GetCurrentTimestamp();
+	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
+	zs_shared->txns_stored += batch.ntxns;
+	zs_shared->changes_stored += batch.nchanges;
+	zs_shared->local_commits++;
+	zs_shared->last_store_time = now;
+	zs_shared->last_upstream_commit_time = batch.last_commit_time;
+	strlcpy(zs_shared->last_watermark, stored_head, sizeof(zs_shared->last_watermark));
+	zs_shared->last_error[0] = '\0';
+	server_latch = zs_shared->server_latch;
+	replicator_latch = zs_shared->replicator_latch;
+	LWLockRelease(zs_shared->lock);
+
+	/* the new rows are committed: subscribers and the replicator may read them */
+	if (server_latch != NULL)
+		SetLatch(server_latch);
+	if (replicator_latch != NULL)
+		SetLatch(replicator_latch);
+}
+
+static void
+confirm_position(XLogRecPtr lsn)
+{
+	LogicalConfirmReceivedLocation(lsn);
+	ReplicationSlotMarkDirty();
+	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
+	zs_shared->confirmed_lsn = lsn;
+	LWLockRelease(zs_shared->lock);
+}
+
+/*
+ * Decode what is flushed, store it, confirm. Returns true if WAL was read,
+ * so the caller loops again without sleeping.
+ */
+static bool
+decode_and_store(LogicalDecodingContext *ctx)
+{
+	XLogRecPtr	end_of_wal = GetFlushRecPtr(NULL);
+	Size		limit = (Size) zs_commit_batch_kb * 1024;
+
+	if (ctx->reader->EndRecPtr >= end_of_wal)
+		return false;
+
+	InvalidateSystemCaches();
+	while (ctx->reader->EndRecPtr < end_of_wal && zs_spool_bytes(batch.spool) < limit)
+	{
+		XLogRecord *record;
+		char	   *errm = NULL;
+
+		CurrentResourceOwner = decoding_owner;
+		record = XLogReadRecord(ctx->reader, &errm);
+		if (errm)
+			ereport(ERROR,
+					(errcode(ERRCODE_INTERNAL_ERROR),
+					 errmsg("could not read WAL for zero_stream: %s", errm)));
+		if (record != NULL)
+			LogicalDecodingProcessRecord(ctx, ctx->reader);
+		/* an aborted replay transaction resets the resource owner */
+		CurrentResourceOwner = decoding_owner;
+		CHECK_FOR_INTERRUPTS();
+	}
+	InvalidateSystemCaches();
+
+	if (batch.ntxns > 0)
+		store_batch();
+	reset_batch();
+	/* everything before EndRecPtr is now stored, or was never ours */
+	confirm_position(ctx->reader->EndRecPtr);
+	return true;
+}
+
+static void
+record_error_and_rethrow(MemoryContext context)
+{
+	ErrorData  *edata;
+
+	MemoryContextSwitchTo(context);
+	edata = CopyErrorData();
+	if (zs_shared != NULL)
+	{
+		zs_set_last_error(edata->message);
+		zs_set_decoder_state("error (restarting)");
+	}
+	FreeErrorData(edata);
+	PG_RE_THROW();
+}
+
+static void
+check_server_settings(void)
+{
+	if (wal_level < WAL_LEVEL_LOGICAL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("zero_stream requires wal_level = logical (it is \"%s\")",
+						GetConfigOption("wal_level", false, false)),
+				 errhint("Set wal_level = logical in postgresql.conf and restart the server.")));
+	if (max_replication_slots < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("zero_stream requires max_replication_slots > 0"),
+				 errhint("Set max_replication_slots in postgresql.conf and restart the server.")));
+	if (RecoveryInProgress())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("zero_stream cannot decode on a standby")));
+}
+
+/* Session settings that make the text of every value canonical. */
+static void
+set_session_settings(void)
+{
+	SetConfigOption("synchronous_commit", "on", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("DateStyle", "ISO, YMD", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("TimeZone", "UTC", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("IntervalStyle", "postgres", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("extra_float_digits", "1", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("bytea_output", "hex", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("lc_monetary", "C", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("application_name", "zero_stream decoder", PGC_SUSET, PGC_S_OVERRIDE);
+	zs_allow_output_plugin();
+}
+
+/* Wait, without spinning, until CREATE EXTENSION zero_stream has run. */
+static void
+wait_for_extension(void)
+{
+	bool		logged = false;
+
+	for (;;)
+	{
+		bool		exists;
+
+		StartTransactionCommand();
+		exists = OidIsValid(get_extension_oid("zero_stream", true));
+		CommitTransactionCommand();
+		if (exists)
+			return;
+		if (!logged)
+		{
+			char	   *message = psprintf("extension \"zero_stream\" is not installed in database \"%s\"; run CREATE EXTENSION zero_stream there",
+										   zs_database);
+
+			ereport(LOG, (errmsg("zero_stream: %s", message)));
+			zs_set_last_error(message);
+			zs_set_decoder_state("waiting for CREATE EXTENSION");
+			logged = true;
+		}
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 1000L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+static void
+set_up_origin(void)
+{
+	char	   *name = zs_origin_name();
+	RepOriginId origin;
+
+	StartTransactionCommand();
+	origin = replorigin_by_name(name, true);
+	if (origin == InvalidRepOriginId)
+		origin = replorigin_create(name);
+	CommitTransactionCommand();
+	replorigin_session_setup(origin);
+	replorigin_session_origin = origin;
+	zs_own_origin = origin;
+}
+
+/* The configured publications must exist; the default one is created. */
+static void
+ensure_publications(List *publications, bool is_default)
+{
+	ListCell   *lc;
+
+	StartTransactionCommand();
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	foreach(lc, publications)
+	{
+		char	   *name = (char *) lfirst(lc);
+
+		if (OidIsValid(get_publication_oid(name, true)))
+			continue;
+		if (!is_default)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("publication \"%s\" named in zero_stream.publications does not exist in database \"%s\"",
+							name, zs_database),
+					 errhint("Create it (CREATE PUBLICATION %s FOR TABLES IN SCHEMA public), or change zero_stream.publications and restart.",
+							 quote_identifier(name))));
+		if (SPI_execute(psprintf("CREATE PUBLICATION %s FOR TABLES IN SCHEMA public",
+								 quote_identifier(name)), false, 0) != SPI_OK_UTILITY)
+			elog(ERROR, "zero_stream: could not create publication \"%s\"", name);
+		ereport(LOG,
+				(errmsg("zero_stream created publication \"%s\" FOR TABLES IN SCHEMA public", name)));
+	}
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+}
+
+static void
+prepare_change_log(void)
+{
+	StartTransactionCommand();
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	zs_changelog_ensure_schema();
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+}
+
+static void
+claim_change_log(void)
+{
+	StartTransactionCommand();
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	zs_changelog_claim_ownership();
+	zs_changelog_read_head(stored_head);
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+}
+
+static List *
+plugin_options(List *publications)
+{
+	StringInfoData names;
+	ListCell   *lc;
+
+	initStringInfo(&names);
+	foreach(lc, publications)
+	{
+		if (names.len > 0)
+			appendStringInfoChar(&names, ',');
+		appendStringInfoString(&names, quote_identifier((char *) lfirst(lc)));
+	}
+	return list_make2(makeDefElem("proto_version", (Node *) makeString("1"), -1),
+					  makeDefElem("publication_names", (Node *) makeString(names.data), -1));
+}
+
+static LogicalDecodingContext *
+start_decoding(List *publications)
+{
+	LogicalDecodingContext *ctx;
+	XLogRecPtr	start = replorigin_session_get_progress(false);
+	MemoryContext old;
+
+	/* inside a transaction, so this backend's xmin keeps counting (fact 3) */
+	StartTransactionCommand();
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	ctx = CreateDecodingContext(start, plugin_options(publications), false,
+								zs_wal_reader_routine(),
+								decoder_prepare_write, decoder_write, NULL);
+	MemoryContextSwitchTo(old);
+	CommitTransactionCommand();
+
+	XLogBeginRead(ctx->reader, MyReplicationSlot->data.restart_lsn);
+	ereport(LOG,
+			(errmsg("zero_stream decoding slot \"%s\" from %X/%X (progress %X/%X), change log head %s",
+					NameStr(MyReplicationSlot->data.name),
+					LSN_FORMAT_ARGS(MyReplicationSlot->data.restart_lsn),
+					LSN_FORMAT_ARGS(start), stored_head)));
+	return ctx;
+}
+
+static void
+publish_start(const char *slot_name, const char *replica_version)
+{
+	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
+	strlcpy(zs_shared->slot_name, slot_name, sizeof(zs_shared->slot_name));
+	strlcpy(zs_shared->replica_version, replica_version, sizeof(zs_shared->replica_version));
+	strlcpy(zs_shared->last_watermark, stored_head, sizeof(zs_shared->last_watermark));
+	zs_shared->confirmed_lsn = MyReplicationSlot->data.confirmed_flush;
+	strlcpy(zs_shared->decoder_state, "streaming", sizeof(zs_shared->decoder_state));
+	LWLockRelease(zs_shared->lock);
+}
+
+static bool
+take_resync_request(void)
+{
+	bool		requested;
+
+	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
+	requested = zs_shared->resync_requested;
+	zs_shared->resync_requested = false;
+	LWLockRelease(zs_shared->lock);
+	return requested;
+}
+
+static void
+run_decoder(MemoryContext worker_context)
+{
+	char	   *slot_name;
+	List	   *publications;
+	bool		default_publication;
+	char		replica_version[ZS_WATERMARK_MAXLEN];
+	LogicalDecodingContext *ctx;
+	TimestampTz last_slot_save = GetCurrentTimestamp();
+
+	check_server_settings();
+	set_session_settings();
+	wait_for_extension();
+	zs_set_decoder_state("starting");
+
+	slot_name = zs_effective_slot_name();
+	publications = zs_publication_list(&default_publication);
+	set_up_origin();
+	prepare_change_log();
+	ensure_publications(publications, default_publication);
+	/* the initial copy encodes rows through the relation cache */
+	zs_relcache_init(worker_context, zs_cdc_schema_name());
+	zs_acquire_slot(slot_name, publications, replica_version);
+	claim_change_log();
+
+	message_context = AllocSetContextCreate(worker_context, "zero_stream message",
+											ALLOCSET_DEFAULT_SIZES);
+	batch.spool = zs_spool_create(worker_context, SPOOL_MEMORY_LIMIT);
+	initStringInfo(&change_text);
+	decoding_owner = ResourceOwnerCreate(NULL, "zero_stream decoding");
+
+	ctx = start_decoding(publications);
+	publish_start(slot_name, replica_version);
+
+	for (;;)
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+		if (decode_and_store(ctx))
+			continue;
+		if (take_resync_request())
+		{
+			FreeDecodingContext(ctx);
+			zs_restart_lineage(slot_name, publications, replica_version);
+			claim_change_log();
+			ctx = start_decoding(publications);
+			publish_start(slot_name, replica_version);
+			continue;
+		}
+
+		if (TimestampDifferenceExceeds(last_slot_save, GetCurrentTimestamp(),
+									   zs_slot_save_interval_ms))
+		{
+			ReplicationSlotSave();
+			last_slot_save = GetCurrentTimestamp();
+		}
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 zs_poll_interval_ms, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+}
+
+void
+zs_decoder_main(Datum main_arg)
+{
+	MemoryContext worker_context;
+
+	zs_worker_attach(ZS_WORKER_DECODER, "zero_stream decoder");
+	worker_context = AllocSetContextCreate(TopMemoryContext, "zero_stream decoder",
+										   ALLOCSET_DEFAULT_SIZES);
+
+	PG_TRY();
+	{
+		run_decoder(worker_context);
+	}
+	PG_CATCH();
+	{
+		record_error_and_rethrow(worker_context);
+	}
+	PG_END_TRY();
+}

@@ -1,0 +1,242 @@
+/*-------------------------------------------------------------------------
+ * lineage.c
+ *	  Create or acquire the decoder's logical replication slot.
+ *
+ * The slot and the change log's replicaVersion belong together: the
+ * replicaVersion is the watermark just before the slot's consistent point
+ * (see create_slot_and_lineage), and a
+ * change log is only continuous as long as the same slot feeds it. So:
+ *   slot exists and log initialized -> resume;
+ *   anything else -> new slot, new lineage (replicaVersion), seed row.
+ * The slot is created ephemeral with a full snapshot (USE_SNAPSHOT): the
+ * initial copy of the published tables into the backup replica runs on the
+ * slot's own consistent snapshot, then the lineage commits, and only then
+ * is the slot persisted. A crash anywhere before that leaves no slot, and
+ * the next start simply begins again (pg-internals.md §3).
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "access/xlogutils.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "replication/logical.h"
+#include "replication/origin.h"
+#include "replication/slot.h"
+#include "replication/snapbuild.h"
+#include "storage/proc.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+
+#include "changelog/changelog.h"
+#include "decoder/lineage.h"
+#include "guc.h"
+#include "replica/initial_copy.h"
+#include "decoder/output_plugin.h"
+#include "shmem.h"
+#include "codec/watermark.h"
+
+static XLogReaderRoutine wal_reader_routine = {
+	.page_read = read_local_xlog_page,
+	.segment_open = wal_segment_open,
+	.segment_close = wal_segment_close,
+};
+
+XLogReaderRoutine *
+zs_wal_reader_routine(void)
+{
+	return &wal_reader_routine;
+}
+
+static bool
+read_lineage(char *replica_version)
+{
+	bool		found;
+
+	StartTransactionCommand();
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	found = zs_changelog_read_replica_version(replica_version);
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	return found;
+}
+
+static void
+check_slot_is_ours(const char *slot_name)
+{
+	ReplicationSlot *slot = MyReplicationSlot;
+
+	if (SlotIsLogical(slot) && slot->data.database != MyDatabaseId)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("replication slot \"%s\" belongs to another database (OID %u), not to \"%s\"",
+						slot_name, slot->data.database, zs_database),
+				 errhint("Drop the slot, or choose another one with zero_stream.slot_name.")));
+	if (!SlotIsLogical(slot) ||
+		strcmp(NameStr(slot->data.plugin), ZS_OUTPUT_PLUGIN_NAME) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("replication slot \"%s\" was not created by zero_stream", slot_name),
+				 errdetail("zero_stream needs a logical slot of database \"%s\" using the \"%s\" output plugin.",
+						   zs_database, ZS_OUTPUT_PLUGIN_NAME),
+				 errhint("Drop the slot, or choose another one with zero_stream.slot_name.")));
+}
+
+static void
+check_slot_not_in_use(const char *slot_name)
+{
+	ReplicationSlot *slot;
+	int			active_pid = 0;
+
+	LWLockAcquire(ReplicationSlotControlLock, LW_SHARED);
+	slot = SearchNamedReplicationSlot(slot_name, false);
+	if (slot != NULL)
+	{
+		SpinLockAcquire(&slot->mutex);
+		active_pid = slot->active_pid;
+		SpinLockRelease(&slot->mutex);
+	}
+	LWLockRelease(ReplicationSlotControlLock);
+	if (active_pid != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("replication slot \"%s\" is in use by process %d", slot_name, active_pid),
+				 errhint("zero_stream's decoder must be the slot's only consumer; stop the other one or set zero_stream.slot_name.")));
+}
+
+/*
+ * Copy the published tables on the slot's consistent snapshot: the
+ * walsender's USE_SNAPSHOT, in this process (pg-internals.md §3).
+ */
+static void
+copy_at_slot_snapshot(LogicalDecodingContext *ctx, const char *replica_version,
+					  List *publications)
+{
+	Snapshot	snap;
+
+	zs_set_decoder_state("initial copy");
+	StartTransactionCommand();
+	XactIsoLevel = XACT_REPEATABLE_READ;
+	snap = SnapBuildInitialSnapshot(ctx->snapshot_builder);
+	RestoreTransactionSnapshot(snap, MyProc);
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	zs_initial_copy(replica_version, publications);
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+}
+
+/* Create the slot, copy the tables, and start a new lineage at its consistent point. */
+static void
+create_slot_and_lineage(const char *slot_name, List *publications, char *replica_version)
+{
+	LogicalDecodingContext *ctx;
+	XLogRecPtr	consistent;
+	MemoryContext old;
+
+	zs_set_decoder_state("creating replication slot");
+	ReplicationSlotCreate(slot_name, true, RS_EPHEMERAL, false);
+
+	/*
+	 * Inside a transaction, so this backend's xmin keeps counting (fact 3).
+	 * need_full_snapshot holds back the data xmin too, until the slot is
+	 * released below, so the copy's snapshot stays valid.
+	 */
+	StartTransactionCommand();
+	/* the context and its WAL reader's buffers outlive this transaction */
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	ctx = CreateInitDecodingContext(ZS_OUTPUT_PLUGIN_NAME, NIL, true, InvalidXLogRecPtr,
+									&wal_reader_routine, NULL, NULL, NULL);
+	DecodingContextFindStartpoint(ctx);
+	MemoryContextSwitchTo(old);
+	consistent = MyReplicationSlot->data.confirmed_flush;
+	CommitTransactionCommand();
+
+	/*
+	 * The lineage is named one byte before the consistent point, not at it
+	 * (as zero-cache does). The consistent point is the end of a
+	 * running-xacts record, so the very next record can be the commit of a
+	 * transaction that was still running there: it is not in the copy's
+	 * snapshot and must be streamed, but its commit LSN, hence its
+	 * watermark, equals the consistent point. Named at the consistent point,
+	 * the lineage's seed transaction would take that watermark and the
+	 * transaction would be dropped as already stored (and skipped by every
+	 * replica at stateVersion = replicaVersion). No commit record can start
+	 * at consistent - 1, and every commit in the snapshot is before it.
+	 */
+	zs_watermark_encode(consistent - 1, replica_version);
+	copy_at_slot_snapshot(ctx, replica_version, publications);
+	FreeDecodingContext(ctx);
+
+	StartTransactionCommand();
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	zs_changelog_initialize(replica_version, publications);
+	SPI_finish();
+	PopActiveSnapshot();
+	/* our progress starts at the consistent point */
+	replorigin_session_origin_lsn = consistent;
+	replorigin_session_origin_timestamp = GetCurrentTimestamp();
+	CommitTransactionCommand();
+	replorigin_session_origin_lsn = InvalidXLogRecPtr;
+
+	ReplicationSlotMarkDirty();
+	ReplicationSlotSave();
+	ReplicationSlotPersist();
+	/* as the walsender does: release drops the copy's data xmin; take it back */
+	ReplicationSlotRelease();
+	ReplicationSlotAcquire(slot_name, true);
+
+	ereport(LOG,
+			(errmsg("zero_stream created replication slot \"%s\" at %X/%X; change log %s starts at replicaVersion %s",
+					slot_name, LSN_FORMAT_ARGS(consistent), zs_cdc_schema_name(),
+					replica_version)));
+}
+
+void
+zs_restart_lineage(const char *slot_name, List *publications, char *replica_version)
+{
+	ereport(LOG,
+			(errmsg("zero_stream: resync requested: dropping replication slot \"%s\" and starting a new lineage",
+					slot_name)));
+	ReplicationSlotRelease();
+	ReplicationSlotDrop(slot_name, true);
+	create_slot_and_lineage(slot_name, publications, replica_version);
+}
+
+void
+zs_acquire_slot(const char *slot_name, List *publications, char *replica_version)
+{
+	bool		have_lineage = read_lineage(replica_version);
+	bool		slot_exists;
+
+	LWLockAcquire(ReplicationSlotControlLock, LW_SHARED);
+	slot_exists = SearchNamedReplicationSlot(slot_name, false) != NULL;
+	LWLockRelease(ReplicationSlotControlLock);
+
+	if (slot_exists)
+	{
+		check_slot_not_in_use(slot_name);
+		ReplicationSlotAcquire(slot_name, true);
+		check_slot_is_ours(slot_name);
+		if (have_lineage)
+			return;
+		ereport(LOG,
+				(errmsg("zero_stream: change log %s has no replicaVersion; recreating replication slot \"%s\"",
+						zs_cdc_schema_name(), slot_name)));
+		ReplicationSlotRelease();
+		ReplicationSlotDrop(slot_name, true);
+	}
+	else if (have_lineage)
+		ereport(WARNING,
+				(errmsg("zero_stream: replication slot \"%s\" is missing; the change log of replicaVersion %s cannot continue",
+						slot_name, replica_version),
+				 errdetail("Changes made while the slot did not exist cannot be recovered."),
+				 errhint("A new replicaVersion is started; subscribers of the old one will be told to resync.")));
+
+	create_slot_and_lineage(slot_name, publications, replica_version);
+}

@@ -1,0 +1,30 @@
+/*-------------------------------------------------------------------------
+ * lineage.h
+ *	  The decoder's replication slot, and the change-log lineage tied to it.
+ *-------------------------------------------------------------------------
+ */
+#ifndef ZS_LINEAGE_H
+#define ZS_LINEAGE_H
+
+#include "access/xlogreader.h"
+#include "nodes/pg_list.h"
+
+/* XLogReaderRoutine for decoding the local WAL */
+extern XLogReaderRoutine *zs_wal_reader_routine(void);
+
+/*
+ * Acquire the slot, creating it (and starting a new change-log lineage at
+ * its consistent point) when it does not exist or the log has no lineage.
+ * On return MyReplicationSlot is ours and replica_version is set.
+ */
+extern void zs_acquire_slot(const char *slot_name, List *publications,
+							char *replica_version);
+
+/*
+ * zero_stream.resync(): drop the acquired slot and start again with a new
+ * slot, initial copy and lineage. The new slot is left acquired.
+ */
+extern void zs_restart_lineage(const char *slot_name, List *publications,
+							   char *replica_version);
+
+#endif							/* ZS_LINEAGE_H */

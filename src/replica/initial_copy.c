@@ -1,0 +1,497 @@
+/*-------------------------------------------------------------------------
+ * initial_copy.c
+ *	  Copy every published table, as of the new slot's consistent snapshot,
+ *	  into a new backup replica (zero-protocol.md §8, "initial sync").
+ *
+ * The decoder calls this inside the REPEATABLE READ transaction that runs
+ * on the slot's initial snapshot (decoder/lineage.c), so the copy plus the
+ * change log from the consistent point on is exactly the database. Rows go
+ * through the same path as streamed inserts: each row's output-function
+ * text becomes a pgoutput-shaped tuple, change_encode.c writes the Zero
+ * insert, and the replica library applies it, so a copied value is stored
+ * exactly as a streamed one would be.
+ *
+ * Crash safety: the copy is written to "<replica_file>.tmp" and renamed over
+ * the replica file (durably) only when complete; the slot is persisted
+ * after that. A crash before the rename leaves the old replica file (or
+ * none) and no slot, so the next start copies again; a crash after it but
+ * before the slot is persisted leaves a replica whose replicaVersion no
+ * slot has, which the next copy replaces. The replicator only applies to a
+ * replica whose replicaVersion is the change log's.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "storage/fd.h"
+#include "storage/latch.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "decoder/change_encode.h"
+#include "guc.h"
+#include "replica/initial_copy.h"
+#include "codec/json_out.h"
+#include "codec/json_read.h"
+#include "replica/replica_apply.h"
+#include "shmem.h"
+#include "replica/replicator_worker.h"
+
+#define COPY_FETCH_ROWS 2000
+#define COPY_COMMIT_ROWS 100000	/* rows per SQLite commit while copying */
+#define COPY_LOG_INTERVAL_MS 10000
+
+typedef struct CopyTable
+{
+	Oid			relid;
+	char	   *schema;
+	char	   *name;
+	char		replident;
+	int64		estimated_rows;
+} CopyTable;
+
+/* The path of the backup replica: zero_stream.replica_file, relative to the data directory. */
+char *
+zs_replica_file_path(void)
+{
+	if (zs_replica_file == NULL || zs_replica_file[0] == '\0')
+		return NULL;
+	if (is_absolute_path(zs_replica_file))
+		return pstrdup(zs_replica_file);
+	return psprintf("%s/%s", DataDir, zs_replica_file);
+}
+
+static void
+remove_sqlite_files(const char *path)
+{
+	char		err[512];
+
+	if (!zs_replica_remove_files(path, err, sizeof(err)))
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("zero_stream: %s", err)));
+}
+
+static void
+ensure_parent_directory(const char *path)
+{
+	char	   *dir = pstrdup(path);
+	struct stat st;
+
+	get_parent_directory(dir);
+	if (dir[0] != '\0' && stat(dir, &st) != 0)
+	{
+		if (MakePGDirectory(dir) != 0 && errno != EEXIST)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not create directory \"%s\" for zero_stream.replica_file: %m", dir)));
+	}
+	pfree(dir);
+}
+
+static void
+replica_error(ZsReplica *r, const char *what)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
+			 errmsg("zero_stream initial copy: %s: %s", what, zs_replica_error(r))));
+}
+
+static int
+cstring_cmp(const ListCell *a, const ListCell *b)
+{
+	return strcmp((const char *) lfirst(a), (const char *) lfirst(b));
+}
+
+/* publications as a sorted JSON array, as zero-cache writes it */
+static char *
+publications_json(List *publications)
+{
+	List	   *sorted = list_copy(publications);
+	StringInfoData out;
+	ListCell   *lc;
+
+	list_sort(sorted, cstring_cmp);
+	initStringInfo(&out);
+	appendStringInfoChar(&out, '[');
+	foreach(lc, sorted)
+	{
+		if (foreach_current_index(lc) > 0)
+			appendStringInfoChar(&out, ',');
+		zs_json_append_cstring(&out, (char *) lfirst(lc));
+	}
+	appendStringInfoChar(&out, ']');
+	return out.data;
+}
+
+static Datum
+publication_array(List *publications)
+{
+	Datum	   *names = palloc(sizeof(Datum) * Max(list_length(publications), 1));
+	ListCell   *lc;
+
+	foreach(lc, publications)
+		names[foreach_current_index(lc)] = CStringGetTextDatum((char *) lfirst(lc));
+	return PointerGetDatum(construct_array(names, list_length(publications), TEXTOID, -1, false, TYPALIGN_INT));
+}
+
+static List *
+published_tables(Datum publication_names)
+{
+	Oid			argtypes[2] = {TEXTARRAYOID, TEXTOID};
+	Datum		args[2];
+	List	   *tables = NIL;
+
+	args[0] = publication_names;
+	args[1] = CStringGetTextDatum(zs_cdc_schema_name());
+	if (SPI_execute_with_args(
+							  "SELECT c.oid, n.nspname, c.relname, c.relreplident::text, "
+							  "       greatest(c.reltuples, 0)::int8 "
+							  "  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+							  " WHERE c.oid IN (SELECT format('%I.%I', schemaname, tablename)::regclass "
+							  "                   FROM pg_publication_tables WHERE pubname = ANY ($1)) "
+							  "   AND n.nspname <> $2 "
+							  " ORDER BY n.nspname, c.relname",
+							  2, argtypes, args, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "zero_stream: could not list published tables");
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		CopyTable  *t = palloc(sizeof(CopyTable));
+		bool		isnull;
+
+		t->relid = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
+		t->schema = SPI_getvalue(tup, desc, 2);
+		t->name = SPI_getvalue(tup, desc, 3);
+		t->replident = SPI_getvalue(tup, desc, 4)[0];
+		t->estimated_rows = DatumGetInt64(SPI_getbinval(tup, desc, 5, &isnull));
+		tables = lappend(tables, t);
+	}
+	return tables;
+}
+
+/*
+ * Columns as pgoutput describes them (generated columns are not
+ * published), with the replica's declared types, and the replica's unique
+ * key: the primary key, else the replica identity index. A column's
+ * character_max_length is information_schema.columns'
+ * character_maximum_length, computed by the same functions: the length of
+ * char(n), varchar(n), bit(n) and varbit(n), a domain's of its base type,
+ * NULL (-1 here) for everything else.
+ */
+static void
+describe_table(const CopyTable *t, Datum publication_names, ZsReplicaTable *spec,
+			   ZsPgoutputMsg *rel)
+{
+	Oid			argtypes[2] = {OIDOID, TEXTARRAYOID};
+	Datum		args[2] = {ObjectIdGetDatum(t->relid), publication_names};
+	int			n;
+	int16	   *identity_keys = NULL;
+	int			nidentity = 0;
+	int16		index_keys[ZS_MAX_KEY_COLUMNS];
+	int			nindex = 0;
+	int			named = 0;
+
+	spec->schema = t->schema;
+	spec->name = t->name;
+	spec->key_index = NULL;
+	spec->nkeys = 0;
+	spec->key_columns = palloc(sizeof(char *) * ZS_MAX_KEY_COLUMNS);
+
+	/* the key index, and which columns pgoutput flags as key */
+	if (SPI_execute_with_args(
+							  "SELECT ic.relname, array_to_string(i.indkey::int2[], ','), i.indisprimary, i.indisreplident "
+							  "  FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid "
+							  " WHERE i.indrelid = $1 AND i.indisunique AND i.indisvalid "
+							  "   AND (i.indisprimary OR i.indisreplident) "
+							  " ORDER BY i.indisprimary DESC",
+							  1, argtypes, args, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "zero_stream: could not read the indexes of \"%s\"", t->name);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		bool		primary = DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull));
+		bool		replident = DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull));
+		char	   *attnums = SPI_getvalue(tup, desc, 2);	/* "1,2" */
+		int16	   *keys = palloc(sizeof(int16) * ZS_MAX_KEY_COLUMNS);
+		int			nkeys = 0;
+
+		for (char *p = strtok(attnums, ","); p && nkeys < ZS_MAX_KEY_COLUMNS; p = strtok(NULL, ","))
+			keys[nkeys++] = (int16) atoi(p);
+		if (i == 0)
+		{
+			spec->key_index = SPI_getvalue(tup, desc, 1);
+			memcpy(index_keys, keys, sizeof(int16) * nkeys);
+			nindex = nkeys;
+		}
+		if ((t->replident == 'd' && primary) || (t->replident == 'i' && replident))
+		{
+			identity_keys = keys;
+			nidentity = nkeys;
+		}
+	}
+
+	if (SPI_execute_with_args(
+							  "SELECT a.attnum, a.attname, a.atttypid, a.atttypmod, a.attnotnull, "
+							  "       coalesce(et.typname, t.typname) "
+							  "         || repeat('[]', CASE WHEN et.oid IS NULL THEN 0 ELSE greatest(a.attndims, 1) END), "
+							  "       coalesce(et.typtype, t.typtype) = 'e', et.oid IS NOT NULL, "
+							  "       coalesce(information_schema._pg_char_max_length("
+							  "                  information_schema._pg_truetypid(a, t), "
+							  "                  information_schema._pg_truetypmod(a, t)), -1) "
+							  "  FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid "
+							  "  LEFT JOIN pg_type et ON et.oid = t.typelem AND t.typlen = -1 AND t.typelem <> 0 "
+							  " WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '' "
+							  "   AND NOT EXISTS (SELECT FROM pg_publication_tables pt "
+							  "                    WHERE pt.pubname = ANY ($2) AND pt.attnames IS NOT NULL "
+							  "                      AND format('%I.%I', pt.schemaname, pt.tablename)::regclass = a.attrelid "
+							  "                      AND NOT a.attname = ANY (pt.attnames)) "
+							  " ORDER BY a.attnum",
+							  2, argtypes, args, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "zero_stream: could not read the columns of \"%s\"", t->name);
+
+	n = (int) SPI_processed;
+	spec->ncolumns = n;
+	spec->columns = palloc0(sizeof(ZsReplicaColumn) * Max(n, 1));
+	rel->type = 'R';
+	rel->relid = t->relid;
+	rel->nspname = t->schema;
+	rel->relname = t->name;
+	rel->replident = t->replident;
+	rel->natts = n;
+	rel->attrs = palloc0(sizeof(ZsRelationAttr) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		int16		attnum = DatumGetInt16(SPI_getbinval(tup, desc, 1, &isnull));
+		ZsReplicaColumn *c = &spec->columns[i];
+		ZsRelationAttr *a = &rel->attrs[i];
+
+		c->name = SPI_getvalue(tup, desc, 2);
+		c->not_null = DatumGetBool(SPI_getbinval(tup, desc, 5, &isnull));
+		c->upstream_type = SPI_getvalue(tup, desc, 6);
+		c->is_enum = DatumGetBool(SPI_getbinval(tup, desc, 7, &isnull));
+		c->is_array = DatumGetBool(SPI_getbinval(tup, desc, 8, &isnull));
+		c->char_max_length = DatumGetInt32(SPI_getbinval(tup, desc, 9, &isnull));
+
+		a->name = c->name;
+		a->typid = DatumGetObjectId(SPI_getbinval(tup, desc, 3, &isnull));
+		a->typmod = DatumGetInt32(SPI_getbinval(tup, desc, 4, &isnull));
+		a->is_key = (t->replident == 'f');
+		for (int k = 0; k < nidentity; k++)
+			a->is_key |= (identity_keys[k] == attnum);
+		for (int k = 0; k < nindex; k++)
+			if (index_keys[k] == attnum)
+			{
+				spec->key_columns[k] = c->name;
+				named++;
+			}
+	}
+	/* a key column that is not published leaves the replica without that key */
+	spec->nkeys = (named == nindex) ? nindex : 0;
+	if (spec->nkeys == 0)
+		spec->key_index = NULL;
+}
+
+static void
+publish_progress(const char *table, int64 rows, int64 estimated, int table_no, int ntables)
+{
+	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
+	if (table != NULL)
+		snprintf(zs_shared->copy_progress, sizeof(zs_shared->copy_progress),
+				 "table %d of %d, %s: " INT64_FORMAT " of ~" INT64_FORMAT " rows",
+				 table_no, ntables, table, rows, estimated);
+	else
+		zs_shared->copy_progress[0] = '\0';
+	LWLockRelease(zs_shared->lock);
+}
+
+static int64
+copy_rows(ZsReplica *r, const char *replica_version, const CopyTable *t,
+		  const ZsPgoutputMsg *relmsg, int table_no, int ntables)
+{
+	StringInfoData sql;
+	SPIPlanPtr	plan;
+	Portal		portal;
+	ZsRelation *rel;
+	ZsPgoutputMsg msg;
+	ZsTuple    *tuple = palloc0(sizeof(ZsTuple));
+	StringInfoData change;
+	ZsJsonDoc	doc;
+	MemoryContext batch_context = AllocSetContextCreate(CurrentMemoryContext, "zero_stream copy batch",
+														ALLOCSET_DEFAULT_SIZES);
+	int64		rows = 0;
+	TimestampTz last_log = GetCurrentTimestamp();
+	char	   *qualified = psprintf("%s.%s", quote_identifier(t->schema), quote_identifier(t->name));
+
+	zs_relcache_update(relmsg);
+	rel = zs_relcache_lookup(t->relid);
+
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, "SELECT ");
+	for (int i = 0; i < relmsg->natts; i++)
+		appendStringInfo(&sql, "%s%s", i > 0 ? ", " : "", quote_identifier(relmsg->attrs[i].name));
+	if (relmsg->natts == 0)
+		appendStringInfoString(&sql, "NULL");
+	appendStringInfo(&sql, " FROM ONLY %s", qualified);
+	plan = SPI_prepare(sql.data, 0, NULL);
+	if (plan == NULL)
+		elog(ERROR, "zero_stream: could not prepare \"%s\": %s", sql.data, SPI_result_code_string(SPI_result));
+	portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
+
+	memset(&msg, 0, sizeof(msg));
+	msg.type = 'I';
+	msg.relid = t->relid;
+	msg.new_tuple = tuple;
+	tuple->natts = relmsg->natts;
+	initStringInfo(&change);
+	zs_json_doc_init(&doc);
+
+	for (;;)
+	{
+		MemoryContext old;
+
+		SPI_cursor_fetch(portal, true, COPY_FETCH_ROWS);
+		if (SPI_processed == 0)
+			break;
+		old = MemoryContextSwitchTo(batch_context);
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			HeapTuple	tup = SPI_tuptable->vals[i];
+			TupleDesc	desc = SPI_tuptable->tupdesc;
+
+			for (int c = 0; c < relmsg->natts; c++)
+			{
+				char	   *value = SPI_getvalue(tup, desc, c + 1);
+
+				tuple->cols[c].kind = value ? 't' : 'n';
+				tuple->cols[c].data = value;
+				tuple->cols[c].len = value ? strlen(value) : 0;
+			}
+			resetStringInfo(&change);
+			zs_encode_insert(&change, rel, &msg);
+			if (!zs_json_parse(&doc, change.data, change.len))
+				elog(ERROR, "zero_stream: initial copy produced invalid JSON: %s", doc.error);
+			if (!zs_replica_apply_change(r, &doc, 0))
+				replica_error(r, psprintf("copying %s", qualified));
+			rows++;
+		}
+		/* bounded SQLite transactions: the journal does not grow with the table */
+		if (rows % COPY_COMMIT_ROWS < COPY_FETCH_ROWS &&
+			(!zs_replica_commit(r, replica_version) || !zs_replica_flush(r) ||
+			 !zs_replica_begin(r, replica_version)))
+			replica_error(r, psprintf("committing part of %s", qualified));
+		MemoryContextSwitchTo(old);
+		MemoryContextReset(batch_context);
+		SPI_freetuptable(SPI_tuptable);
+		publish_progress(qualified, rows, t->estimated_rows, table_no, ntables);
+		if (TimestampDifferenceExceeds(last_log, GetCurrentTimestamp(), COPY_LOG_INTERVAL_MS))
+		{
+			ereport(LOG,
+					(errmsg("zero_stream initial copy: %s: " INT64_FORMAT " of ~" INT64_FORMAT " rows",
+							qualified, rows, t->estimated_rows)));
+			last_log = GetCurrentTimestamp();
+		}
+		CHECK_FOR_INTERRUPTS();
+	}
+	SPI_cursor_close(portal);
+	zs_json_doc_free(&doc);
+	MemoryContextDelete(batch_context);
+	return rows;
+}
+
+void
+zs_initial_copy(const char *replica_version, List *publications)
+{
+	char	   *path = zs_replica_file_path();
+	char	   *tmp;
+	char		err[512];
+	ZsReplica  *r;
+	List	   *tables;
+	ListCell   *lc;
+	Datum		names;		/* text[] of the publications, for the catalog queries */
+	StringInfoData context;
+	int64		total_rows = 0;
+	TimestampTz start = GetCurrentTimestamp();
+
+	if (path == NULL)
+		return;
+	tmp = psprintf("%s.tmp", path);
+	ensure_parent_directory(path);
+	remove_sqlite_files(tmp);
+
+	r = zs_replica_open(tmp, ZS_REPLICA_CREATE, err, sizeof(err));
+	if (r == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
+				 errmsg("zero_stream initial copy: %s", err),
+				 errhint("Check zero_stream.replica_file.")));
+	/* a crash discards the whole file anyway: no journal, no syncs until the end */
+	if (sqlite3_exec(zs_replica_db(r), "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF",
+					 NULL, NULL, NULL) != SQLITE_OK)
+		replica_error(r, "setting up the copy");
+
+	initStringInfo(&context);
+	appendStringInfoString(&context, "{\"appID\":");
+	zs_json_append_cstring(&context, zs_app_id);
+	appendStringInfo(&context, ",\"shardNum\":%d,\"taskID\":", zs_shard_num);
+	zs_json_append_cstring(&context, zs_task_id);
+	appendStringInfoString(&context, ",\"copiedBy\":\"zero_stream\",\"timestamp\":");
+	zs_json_append_cstring(&context, timestamptz_to_str(start));
+	appendStringInfoChar(&context, '}');
+	if (!zs_replica_init(r, replica_version, publications_json(publications), context.data))
+		replica_error(r, "creating the replica schema");
+
+	names = publication_array(publications);
+	tables = published_tables(names);
+	foreach(lc, tables)
+	{
+		CopyTable  *t = lfirst(lc);
+		ZsReplicaTable spec;
+		ZsPgoutputMsg relmsg;
+		int64		rows;
+
+		memset(&relmsg, 0, sizeof(relmsg));
+		describe_table(t, names, &spec, &relmsg);
+		if (!zs_replica_begin(r, replica_version))
+			replica_error(r, "starting the copy");
+		if (!zs_replica_create_table(r, &spec))
+			replica_error(r, psprintf("creating table %s.%s", t->schema, t->name));
+		rows = copy_rows(r, replica_version, t, &relmsg, foreach_current_index(lc) + 1,
+						 list_length(tables));
+		if (!zs_replica_commit(r, replica_version) || !zs_replica_flush(r))
+			replica_error(r, psprintf("committing table %s.%s", t->schema, t->name));
+		total_rows += rows;
+		ereport(LOG,
+				(errmsg("zero_stream initial copy: copied %s.%s (" INT64_FORMAT " rows)",
+						t->schema, t->name, rows)));
+	}
+	/* the finished file is a WAL-mode replica, synced before it is renamed */
+	if (sqlite3_exec(zs_replica_db(r), "PRAGMA synchronous = FULL; PRAGMA journal_mode = WAL",
+					 NULL, NULL, NULL) != SQLITE_OK)
+		replica_error(r, "finishing the copy");
+	zs_replica_close(r);
+	publish_progress(NULL, 0, 0, 0, 0);
+
+	/* the old replica's WAL must not be applied to the new file */
+	zs_backup_replica_release();
+	remove_sqlite_files(path);
+	if (durable_rename(tmp, path, ERROR) != 0)
+		elog(ERROR, "zero_stream: could not rename \"%s\"", tmp);
+	ereport(LOG,
+			(errmsg("zero_stream initial copy: %d tables, " INT64_FORMAT " rows at replicaVersion %s into \"%s\" in %.1f s",
+					list_length(tables), total_rows, replica_version, path,
+					(double) (GetCurrentTimestamp() - start) / USECS_PER_SEC)));
+}

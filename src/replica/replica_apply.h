@@ -1,0 +1,108 @@
+/*-------------------------------------------------------------------------
+ * replica_apply.h
+ *	  Apply Zero change messages to a SQLite file in zero-cache's replica
+ *	  format (zero-protocol.md §8): replicated tables with "_0_version",
+ *	  "_zero.replicationConfig", "_zero.replicationState",
+ *	  "_zero.changeLog2" and column metadata.
+ *
+ * Shared by the extension (initial copy, replicator worker) and the
+ * zero-stream-replica client; compiles as backend or frontend code.
+ * Functions return false with zs_replica_error() set instead of throwing,
+ * so each caller reports in its own way.
+ *
+ * Transactions: every upstream transaction is a SAVEPOINT inside one SQLite
+ * transaction that zs_replica_flush() commits, so a caller groups as many
+ * upstream transactions per SQLite commit as it likes, and a rollback
+ * abandons exactly one.
+ *-------------------------------------------------------------------------
+ */
+#ifndef ZS_REPLICA_APPLY_H
+#define ZS_REPLICA_APPLY_H
+
+#include "codec/json_read.h"
+#include "codec/watermark.h"
+
+typedef struct ZsReplica ZsReplica;
+
+/* open flags */
+#define ZS_MAX_KEY_COLUMNS 32	/* INDEX_MAX_KEYS */
+
+#define ZS_REPLICA_CREATE		0x01	/* create the file if missing */
+#define ZS_REPLICA_LOG_CHANGES	0x02	/* serving replica: keep changeLog2 */
+
+typedef struct ZsReplicaColumn
+{
+	const char *name;
+	const char *upstream_type;	/* pg type name, "[]" per array dimension */
+	bool		not_null;
+	bool		is_enum;
+	bool		is_array;
+	int			char_max_length;	/* -1 if none */
+} ZsReplicaColumn;
+
+typedef struct ZsReplicaTable
+{
+	const char *schema;
+	const char *name;
+	int			ncolumns;
+	ZsReplicaColumn *columns;
+	const char *key_index;		/* name of the unique index, or NULL */
+	int			nkeys;
+	const char **key_columns;
+} ZsReplicaTable;
+
+/* Open (or create) a replica file; NULL with err filled on failure. */
+extern ZsReplica *zs_replica_open(const char *path, int flags, char *err, int errlen);
+extern void zs_replica_close(ZsReplica *r);
+
+/* Remove a SQLite file and its -wal, -shm and -journal companions, if present. */
+extern bool zs_replica_remove_files(const char *path, char *err, int errlen);
+extern const char *zs_replica_error(const ZsReplica *r);
+
+/* Write the "_zero.*" tables of a new replica at replicaVersion. */
+extern bool zs_replica_init(ZsReplica *r, const char *replica_version,
+							const char *publications_json, const char *context_json);
+
+/*
+ * Read replicaVersion and stateVersion. False (with the reason) when the
+ * file is not a Zero replica, or is one that was never completed.
+ */
+extern bool zs_replica_read_state(ZsReplica *r, char *replica_version, char *state_version);
+
+/* The table name a replica uses: "name" for schema public, else "schema.name". */
+extern char *zs_replica_table_name(const char *schema, const char *name);
+
+extern bool zs_replica_create_table(ZsReplica *r, const ZsReplicaTable *table);
+
+/* Upstream transactions. */
+extern bool zs_replica_begin(ZsReplica *r, const char *watermark);
+extern bool zs_replica_apply_change(ZsReplica *r, const ZsJsonDoc *doc, int change);
+extern bool zs_replica_commit(ZsReplica *r, const char *watermark);
+extern bool zs_replica_rollback(ZsReplica *r);
+
+/*
+ * One downstream message of the change stream (zero-protocol.md §2.4):
+ * ["begin",{...},{"commitWatermark":w}], ["data",{...}],
+ * ["commit",{...},{"watermark":w}] or ["rollback",...]. Returns 1 when
+ * applied, 0 for a message of another type (status, error: the caller's),
+ * -1 with zs_replica_error() set.
+ */
+extern int	zs_replica_apply_message(ZsReplica *r, const ZsJsonDoc *doc, int message);
+
+/* Is an upstream transaction open (begun, not yet committed or rolled back)? */
+extern bool zs_replica_in_transaction(const ZsReplica *r);
+
+/* Commit the SQLite transaction holding the committed upstream transactions. */
+extern bool zs_replica_flush(ZsReplica *r);
+
+/* Last committed (flushed or not) stateVersion. */
+extern const char *zs_replica_state_version(const ZsReplica *r);
+
+/* Rows applied since open (insert/update/delete), for progress and benchmarks. */
+extern uint64 zs_replica_rows_applied(const ZsReplica *r);
+
+/* The open sqlite3 handle, for callers that read (status, backup). */
+struct sqlite3;
+extern struct sqlite3 *zs_replica_db(ZsReplica *r);
+
+#endif							/* ZS_REPLICA_APPLY_H */

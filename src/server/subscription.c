@@ -1,0 +1,755 @@
+/*-------------------------------------------------------------------------
+ * subscription.c
+ *	  Serving the change log to one subscriber.
+ *
+ * Catch-up and live streaming are one code path: the subscriber's position
+ * is a (watermark, pos) key, and every page is the next rows after it in
+ * the committed change log. Only whole transactions are ever committed to
+ * the log, so the subscriber sees every transaction after its watermark
+ * exactly once, in commit order, with no hand-off between modes. Pages are
+ * paced by acks: a page is read only while fewer than a page of messages
+ * is unacknowledged, so a stalled subscriber holds at most two pages.
+ *
+ * The stored change text is the exact JSON that was serialized once by the
+ * decoder; the message is rebuilt around it by concatenation (§3.6).
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <cjson/cJSON.h>
+
+#include "catalog/pg_type_d.h"
+#include "executor/spi.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+
+#include "codec/change_message.h"
+#include "guc.h"
+#include "codec/json_out.h"
+#include "replica/backup_copy.h"
+#include "server/subscription.h"
+#include "codec/websocket.h"
+
+#define MIN_PROTOCOL 4
+#define MAX_PROTOCOL 7
+
+/* most messages in one {"id":n,"batch":[...]} frame, as zero-cache's maxBatchSize */
+#define MAX_BATCH 64
+
+/* a frame sent but not yet acknowledged */
+typedef struct PendingFrame
+{
+	int64		id;
+	int			nmessages;
+	char		commit_watermark[ZS_WATERMARK_MAXLEN];	/* last commit in it, or "" */
+} PendingFrame;
+
+struct ZsSubscriber
+{
+	char	   *id;
+	char	   *task_id;
+	int			protocol;
+	bool		backup_mode;
+	char		replica_version[ZS_WATERMARK_MAXLEN];
+	char		watermark[ZS_WATERMARK_MAXLEN];	/* last commit sent (or requested) */
+
+	/* keyset position in the log */
+	char		cursor_watermark[ZS_WATERMARK_MAXLEN];
+	int64		cursor_pos;
+	bool		validated;		/* first page checked, status sent */
+	bool		found;			/* requested watermark seen in the log */
+	bool		last_page_full;	/* more rows may follow without a new commit */
+	bool		reached_head;	/* has been live at least once */
+	int64		error_id;		/* id of the error message that ends it, or 0 */
+
+	bool		batched;		/* {"id":n,"batch":[...]} frames (v7 wsBatched) */
+	int64		next_id;		/* id of the next frame */
+	int64		acked_id;		/* last acknowledged frame id */
+	int64		messages_sent;
+	int64		messages_acked;
+	char		acked_watermark[ZS_WATERMARK_MAXLEN];
+	PendingFrame *pending;		/* ring buffer: npending frames from pending_head */
+	int			pending_head;
+	int			npending;
+	int			pending_capacity;
+
+	/* the batch being filled */
+	StringInfoData batch;
+	int			batch_count;
+	char		batch_commit[ZS_WATERMARK_MAXLEN];
+};
+
+static SPIPlanPtr page_plan = NULL;
+static const char status_message[] = "[\"status\",{\"tag\":\"status\"}]";
+
+/* The parameters of a subscription, from a query string or a start-subscription message. */
+typedef struct SubscribeParams
+{
+	const char *id;
+	const char *task_id;
+	const char *replica_version;
+	const char *watermark;
+	const char *mode;
+	bool		batched;
+} SubscribeParams;
+
+static bool
+missing(const char *value)
+{
+	return value == NULL || value[0] == '\0';
+}
+
+static ZsSubscriber *
+subscriber_start(const SubscribeParams *p, int protocol, char **error)
+{
+	ZsSubscriber *sub;
+	uint64		ignored;
+	const char *name = missing(p->id) ? "id" : missing(p->task_id) ? "taskID"
+		: missing(p->replica_version) ? "replicaVersion"
+		: missing(p->watermark) ? "watermark" : NULL;
+
+	if (name != NULL)
+	{
+		*error = psprintf("invalid querystring - missing %s", name);
+		return NULL;
+	}
+	if (strlen(p->watermark) >= ZS_WATERMARK_MAXLEN || !zs_watermark_decode(p->watermark, &ignored))
+	{
+		*error = psprintf("invalid watermark: %s", p->watermark);
+		return NULL;
+	}
+	sub = palloc0(sizeof(ZsSubscriber));
+	sub->protocol = protocol;
+	sub->id = pstrdup(p->id);
+	sub->task_id = pstrdup(p->task_id);
+	strlcpy(sub->replica_version, p->replica_version, sizeof(sub->replica_version));
+	strlcpy(sub->watermark, p->watermark, sizeof(sub->watermark));
+	sub->backup_mode = p->mode != NULL && strcmp(p->mode, "backup") == 0;
+	sub->batched = p->batched;
+	strlcpy(sub->cursor_watermark, sub->watermark, sizeof(sub->cursor_watermark));
+	sub->cursor_pos = -1;
+	sub->next_id = 1;
+	sub->acked_id = 0;
+	sub->pending_capacity = 64;
+	sub->pending = palloc(sizeof(PendingFrame) * sub->pending_capacity);
+	initStringInfo(&sub->batch);
+	return sub;
+}
+
+static const char *
+query_value(const ZsHttpRequest *req, const char *name)
+{
+	StringInfoData v;
+
+	initStringInfo(&v);
+	if (!zs_http_query_param(req->query, name, &v))
+	{
+		pfree(v.data);
+		return NULL;
+	}
+	return v.data;
+}
+
+ZsSubscriber *
+zs_subscriber_create(const ZsHttpRequest *req, bool *awaiting_start, char **snapshot_task,
+					 int *protocol, char **error)
+{
+	int			version = 0;
+	ZsRouteAction action = zs_http_route(req->path, &version);
+	SubscribeParams params;
+	const char *batched;
+
+	*awaiting_start = false;
+	*snapshot_task = NULL;
+	*error = NULL;
+	if (action == ZS_ROUTE_NONE)
+	{
+		*error = psprintf("invalid path: %s", req->path);
+		return NULL;
+	}
+	if (version < MIN_PROTOCOL || version > MAX_PROTOCOL)
+	{
+		*error = psprintf("Cannot service client at protocol v%d. Supported protocols: [v%d ... v%d]",
+						  version, MIN_PROTOCOL, MAX_PROTOCOL);
+		return NULL;
+	}
+	*protocol = version;
+	if (action == ZS_ROUTE_SUBSCRIBE)
+	{
+		if (version < 7)
+			*error = psprintf("the /subscribe endpoint requires protocol v7 (client is at v%d)", version);
+		else
+			*awaiting_start = true;
+		return NULL;
+	}
+	if (action == ZS_ROUTE_SNAPSHOT)
+	{
+		const char *task = query_value(req, "taskID");
+
+		if (missing(task))
+			*error = pstrdup("Missing taskID in snapshot request");
+		else
+			*snapshot_task = pstrdup(task);
+		return NULL;
+	}
+
+	params.id = query_value(req, "id");
+	params.task_id = query_value(req, "taskID");
+	params.replica_version = query_value(req, "replicaVersion");
+	params.watermark = query_value(req, "watermark");
+	params.mode = query_value(req, "mode");
+	batched = query_value(req, "wsBatched");
+	params.batched = version >= 7 && batched != NULL && strcmp(batched, "true") == 0;
+	return subscriber_start(&params, version, error);
+}
+
+static const char *
+json_string(const cJSON *object, const char *name)
+{
+	const cJSON *item = cJSON_GetObjectItemCaseSensitive(object, name);
+
+	return cJSON_IsString(item) ? item->valuestring : NULL;
+}
+
+/* {"ack":n} to the client, for an upstream frame (v7) */
+static void
+send_ack(StringInfo out, int64 id)
+{
+	char		ack[48];
+	int			len = snprintf(ack, sizeof(ack), "{\"ack\":" INT64_FORMAT "}", id);
+
+	zs_ws_append_frame(out, ZS_WS_OP_TEXT, ack, len);
+}
+
+/* ["reserved",{"tag":"snapshot",...}] in a frame of its own, before any subscription */
+static bool
+reserve_snapshot(ZsUpstream *up, const cJSON *body, StringInfo out, char **error)
+{
+	const char *task = json_string(body, "taskID");
+	StringInfoData frame;
+	StringInfoData status;
+
+	if (missing(task))
+	{
+		*error = pstrdup("Missing taskID in snapshot request");
+		return false;
+	}
+	initStringInfo(&status);
+	if (!zs_snapshot_reserve(up->host, task, "snapshot", &status, up->reserved_watermark, error))
+		return false;
+	up->reserved_task = pstrdup(task);
+	initStringInfo(&frame);
+	appendStringInfo(&frame, "{\"id\":" INT64_FORMAT ",\"batch\":[[\"reserved\",%s]]}",
+					 ++up->sent, status.data);
+	zs_ws_append_frame(out, ZS_WS_OP_TEXT, frame.data, frame.len);
+	pfree(frame.data);
+	pfree(status.data);
+	return true;
+}
+
+/* One upstream application message of a /subscribe connection (§2.6). */
+static bool
+handle_upstream_message(ZsSubscriber **sub, int protocol, ZsUpstream *up, const cJSON *msg,
+						StringInfo out, char **error)
+{
+	const cJSON *type = cJSON_GetArrayItem(msg, 0);
+	const cJSON *body = cJSON_GetArrayItem(msg, 1);
+	SubscribeParams params;
+
+	if (!cJSON_IsArray(msg) || !cJSON_IsString(type) || !cJSON_IsObject(body))
+	{
+		*error = pstrdup("malformed upstream message");
+		return false;
+	}
+	if (strcmp(type->valuestring, "reserve-snapshot") == 0)
+	{
+		if (*sub != NULL || up->reserved_task != NULL)
+		{
+			*error = pstrdup("reserve-snapshot after a reservation or subscription on this connection");
+			return false;
+		}
+		return reserve_snapshot(up, body, out, error);
+	}
+	if (strcmp(type->valuestring, "start-subscription") != 0)
+	{
+		*error = psprintf("unknown upstream message type: %s", type->valuestring);
+		return false;
+	}
+	if (*sub != NULL)
+	{
+		*error = pstrdup("start-subscription on a connection that is already subscribed");
+		return false;
+	}
+	params.id = json_string(body, "id");
+	params.task_id = json_string(body, "taskID");
+	params.replica_version = json_string(body, "replicaVersion");
+	params.watermark = json_string(body, "watermark");
+	params.mode = json_string(body, "mode");
+	params.batched = true;		/* always batched on /subscribe */
+	*sub = subscriber_start(&params, protocol, error);
+	if (*sub == NULL)
+		return false;
+	/* frame ids continue after the reservation's; the subscription releases it */
+	(*sub)->next_id = up->sent + 1;
+	(*sub)->acked_id = up->acked;
+	up->reserved_task = NULL;
+	up->started_task = (*sub)->task_id;
+	return true;
+}
+
+/* Apply a parsed {"ack":n}: acks must come in order and name a frame sent. */
+static bool
+apply_ack(ZsSubscriber *sub, const cJSON *json, char **error)
+{
+	const cJSON *ack = json ? cJSON_GetObjectItemCaseSensitive(json, "ack") : NULL;
+	int64		id;
+
+	if (ack == NULL || !cJSON_IsNumber(ack) || cJSON_GetArraySize(json) != 1)
+	{
+		*error = pstrdup("unexpected message from subscriber (only {\"ack\":n} is accepted)");
+		return false;
+	}
+	id = (int64) ack->valuedouble;
+	if (id != sub->acked_id + 1 || id >= sub->next_id)
+	{
+		*error = psprintf("Unexpected ack for " INT64_FORMAT ": " INT64_FORMAT,
+						  sub->acked_id + 1, id);
+		return false;
+	}
+	sub->acked_id = id;
+	while (sub->npending > 0 && sub->pending[sub->pending_head].id <= id)
+	{
+		PendingFrame *f = &sub->pending[sub->pending_head];
+
+		sub->messages_acked += f->nmessages;
+		if (f->commit_watermark[0] != '\0')
+			strlcpy(sub->acked_watermark, f->commit_watermark, ZS_WATERMARK_MAXLEN);
+		sub->pending_head = (sub->pending_head + 1) % sub->pending_capacity;
+		sub->npending--;
+	}
+	return true;
+}
+
+bool
+zs_subscriber_handle_upstream(ZsSubscriber **sub, int protocol, ZsUpstream *up,
+							  const char *text, int len, StringInfo out, char **error)
+{
+	cJSON	   *json = cJSON_ParseWithLength(text, len);
+	const cJSON *id;
+	const cJSON *msg;
+	const cJSON *batch;
+	bool		ok = true;
+
+	if (json == NULL || !cJSON_IsObject(json))
+	{
+		cJSON_Delete(json);
+		*error = pstrdup("upstream frame is not a JSON object");
+		return false;
+	}
+	/* an ack of one of our frames */
+	if (cJSON_GetObjectItemCaseSensitive(json, "ack") != NULL)
+	{
+		if (*sub == NULL)
+		{
+			const cJSON *ack = cJSON_GetObjectItemCaseSensitive(json, "ack");
+
+			/* only the reservation's frames can be acked before a subscription */
+			ok = cJSON_IsNumber(ack) && (int64) ack->valuedouble == up->acked + 1 &&
+				up->acked < up->sent;
+			if (ok)
+				up->acked++;
+			else
+				*error = pstrdup("ack before start-subscription");
+		}
+		else
+			ok = apply_ack(*sub, json, error);
+		cJSON_Delete(json);
+		return ok;
+	}
+	id = cJSON_GetObjectItemCaseSensitive(json, "id");
+	msg = cJSON_GetObjectItemCaseSensitive(json, "msg");
+	batch = cJSON_GetObjectItemCaseSensitive(json, "batch");
+	if (!cJSON_IsNumber(id) || (msg == NULL) == (batch == NULL) ||
+		(batch != NULL && !cJSON_IsArray(batch)))
+	{
+		ok = false;
+		*error = pstrdup("upstream frame needs an id and exactly one of msg or batch");
+	}
+	else if ((int64) id->valuedouble != up->upstream_id + 1)
+	{
+		ok = false;
+		*error = psprintf("unexpected upstream frame id " INT64_FORMAT " (expected " INT64_FORMAT ")",
+						  (int64) id->valuedouble, up->upstream_id + 1);
+	}
+	else if (msg != NULL)
+		ok = handle_upstream_message(sub, protocol, up, msg, out, error);
+	else
+	{
+		const cJSON *item;
+
+		cJSON_ArrayForEach(item, batch)
+		{
+			if (!(ok = handle_upstream_message(sub, protocol, up, item, out, error)))
+				break;
+		}
+	}
+	if (ok)
+	{
+		up->upstream_id += 1;
+		send_ack(out, up->upstream_id);
+	}
+	cJSON_Delete(json);
+	return ok;
+}
+
+const char *
+zs_subscriber_id(const ZsSubscriber *sub)
+{
+	return sub->id;
+}
+
+const char *
+zs_subscriber_task(const ZsSubscriber *sub)
+{
+	return sub->task_id;
+}
+
+void
+zs_subscriber_describe(const ZsSubscriber *sub, const char *head, ZsSubscriberInfo *info)
+{
+	info->id = sub->id;
+	info->backup_mode = sub->backup_mode;
+	info->protocol = sub->protocol;
+	info->watermark_sent = sub->watermark;
+	info->watermark_acked = sub->acked_watermark;
+	info->messages_sent = sub->messages_sent;
+	info->messages_acked = sub->messages_acked;
+	if (sub->error_id != 0)
+		info->state = "failed";
+	else if (!sub->validated || sub->last_page_full || strcmp(sub->cursor_watermark, head) < 0)
+		info->state = "catching up";
+	else
+		info->state = "live";
+}
+
+bool
+zs_subscriber_wants_rows(const ZsSubscriber *sub, const char *head)
+{
+	if (sub->error_id != 0 || sub->messages_sent - sub->messages_acked >= zs_catchup_page_rows)
+		return false;
+	/* after a short page, rows can only follow once the head moves on */
+	return !sub->validated || sub->last_page_full ||
+		strcmp(sub->cursor_watermark, head) < 0;
+}
+
+static void
+remember_frame(ZsSubscriber *sub, int64 id, int nmessages, const char *commit_watermark)
+{
+	PendingFrame *f;
+
+	if (sub->npending == sub->pending_capacity)
+	{
+		/*
+		 * Grow, unrolling the ring so that it starts at 0 again; in the
+		 * subscriber's own context, as this runs inside SPI.
+		 */
+		PendingFrame *grown = MemoryContextAlloc(GetMemoryChunkContext(sub->pending),
+												 sizeof(PendingFrame) * sub->pending_capacity * 2);
+
+		for (int i = 0; i < sub->npending; i++)
+			grown[i] = sub->pending[(sub->pending_head + i) % sub->pending_capacity];
+		pfree(sub->pending);
+		sub->pending = grown;
+		sub->pending_head = 0;
+		sub->pending_capacity *= 2;
+	}
+	f = &sub->pending[(sub->pending_head + sub->npending) % sub->pending_capacity];
+	sub->npending++;
+	f->id = id;
+	f->nmessages = nmessages;
+	strlcpy(f->commit_watermark, commit_watermark, ZS_WATERMARK_MAXLEN);
+	sub->messages_sent += nmessages;
+}
+
+/*
+ * {"id":n,"msg":<msg>} as one text frame: the message bytes are shared,
+ * only the id prefix is the subscriber's own.
+ */
+static void
+send_frame(ZsSubscriber *sub, StringInfo out, const char *msg, int len,
+		   const char *commit_watermark)
+{
+	char		prefix[48];
+	int64		id = sub->next_id++;
+	int			prefix_len = snprintf(prefix, sizeof(prefix), "{\"id\":" INT64_FORMAT ",\"msg\":", id);
+
+	zs_ws_append_header(out, true, ZS_WS_OP_TEXT, (uint64) (prefix_len + len + 1), NULL);
+	appendBinaryStringInfo(out, prefix, prefix_len);
+	appendBinaryStringInfo(out, msg, len);
+	appendStringInfoChar(out, '}');
+	remember_frame(sub, id, 1, commit_watermark);
+}
+
+/* Send the batch being filled: {"id":n,"batch":[...]}, or a msg frame for one item. */
+static void
+flush_batch(ZsSubscriber *sub, StringInfo out)
+{
+	char		prefix[48];
+	int64		id;
+	int			prefix_len;
+
+	if (sub->batch_count == 0)
+		return;
+	if (sub->batch_count == 1)
+		send_frame(sub, out, sub->batch.data, sub->batch.len, sub->batch_commit);
+	else
+	{
+		id = sub->next_id++;
+		prefix_len = snprintf(prefix, sizeof(prefix), "{\"id\":" INT64_FORMAT ",\"batch\":[", id);
+		zs_ws_append_header(out, true, ZS_WS_OP_TEXT,
+							(uint64) (prefix_len + sub->batch.len + 2), NULL);
+		appendBinaryStringInfo(out, prefix, prefix_len);
+		appendBinaryStringInfo(out, sub->batch.data, sub->batch.len);
+		appendStringInfoString(out, "]}");
+		remember_frame(sub, id, sub->batch_count, sub->batch_commit);
+	}
+	resetStringInfo(&sub->batch);
+	sub->batch_count = 0;
+	sub->batch_commit[0] = '\0';
+}
+
+/* Queue one message: straight into a frame, or into the batch. */
+static void
+send_message(ZsSubscriber *sub, StringInfo out, const char *msg, int len,
+			 const char *commit_watermark)
+{
+	if (!sub->batched)
+	{
+		send_frame(sub, out, msg, len, commit_watermark);
+		return;
+	}
+	if (sub->batch_count > 0)
+		appendStringInfoChar(&sub->batch, ',');
+	appendBinaryStringInfo(&sub->batch, msg, len);
+	if (commit_watermark[0] != '\0')
+		strlcpy(sub->batch_commit, commit_watermark, sizeof(sub->batch_commit));
+	if (++sub->batch_count == MAX_BATCH)
+		flush_batch(sub, out);
+}
+
+static void
+send_error(ZsSubscriber *sub, StringInfo out, int type, const char *message)
+{
+	StringInfoData msg;
+
+	flush_batch(sub, out);
+	sub->error_id = sub->next_id;
+	initStringInfo(&msg);
+	appendStringInfo(&msg, "[\"error\",{\"type\":%d,\"message\":", type);
+	zs_json_append_cstring(&msg, message);
+	appendStringInfoString(&msg, "}]");
+	send_frame(sub, out, msg.data, msg.len, "");
+	pfree(msg.data);
+}
+
+/* The wire message of a stored change: built once per row of a page. */
+static char *
+build_message(const char *watermark, const char *change, int change_len, bool *is_commit)
+{
+	StringInfoData msg;
+
+	initStringInfo(&msg);
+	*is_commit = zs_append_change_message(&msg, watermark, change, change_len) == ZS_MSG_COMMIT;
+	return msg.data;
+}
+
+static void
+prepare_page_plan(void)
+{
+	Oid			types[3] = {TEXTOID, INT8OID, INT8OID};
+	SPIPlanPtr	plan;
+
+	if (page_plan != NULL)
+		return;
+	plan = SPI_prepare(psprintf("SELECT watermark, pos, change::text FROM %s.\"changeLog\" "
+								"WHERE (watermark, pos) > ($1, $2) "
+								"ORDER BY watermark, pos LIMIT $3",
+								quote_identifier(zs_cdc_schema_name())),
+					   3, types);
+	if (plan == NULL)
+		elog(ERROR, "zero_stream: SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+	SPI_keepplan(plan);
+	page_plan = plan;
+}
+
+bool
+zs_subscriber_is_live(const ZsSubscriber *sub, const char *head)
+{
+	return sub->validated && sub->error_id == 0 && !sub->last_page_full &&
+		strcmp(sub->cursor_watermark, head) >= 0;
+}
+
+bool
+zs_subscriber_is_lagging(ZsSubscriber *sub, const char *head)
+{
+	if (zs_subscriber_is_live(sub, head))
+	{
+		sub->reached_head = true;
+		return false;
+	}
+	return sub->reached_head && sub->error_id == 0 &&
+		sub->messages_sent - sub->messages_acked >= zs_catchup_page_rows;
+}
+
+void
+zs_subscriber_fail_lagging(ZsSubscriber *sub, StringInfo out, int64 grace_ms, int64 lagging_ms)
+{
+	send_error(sub, out, 3, psprintf("lagging for over " INT64_FORMAT "ms (" INT64_FORMAT "ms)",
+									 grace_ms, lagging_ms));
+}
+
+bool
+zs_subscriber_is_finished(const ZsSubscriber *sub)
+{
+	return sub->error_id != 0 && sub->acked_id >= sub->error_id;
+}
+
+void
+zs_subscriber_position(const ZsSubscriber *sub, char *watermark, int64 *pos)
+{
+	strlcpy(watermark, sub->cursor_watermark, ZS_WATERMARK_MAXLEN);
+	*pos = sub->cursor_pos;
+}
+
+ZsPage *
+zs_page_read(const char *after_watermark, int64 after_pos, int limit)
+{
+	ZsPage	   *page = palloc0(sizeof(ZsPage));
+	Datum		args[3];
+	int			rc;
+
+	prepare_page_plan();
+	args[0] = CStringGetTextDatum(after_watermark);
+	args[1] = Int64GetDatum(after_pos);
+	args[2] = Int64GetDatum(limit);
+	rc = SPI_execute_plan(page_plan, args, NULL, true, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "zero_stream: change-log read failed: %s", SPI_result_code_string(rc));
+
+	strlcpy(page->after_watermark, after_watermark, sizeof(page->after_watermark));
+	page->after_pos = after_pos;
+	page->full = (SPI_processed == (uint64) limit);
+	page->nrows = (int) SPI_processed;
+	page->rows = palloc(sizeof(ZsPageRow) * Max(page->nrows, 1));
+	for (int i = 0; i < page->nrows; i++)
+	{
+		HeapTuple	tuple = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		ZsPageRow  *row = &page->rows[i];
+		bool		isnull;
+		text	   *change = DatumGetTextPP(SPI_getbinval(tuple, desc, 3, &isnull));
+
+		strlcpy(row->watermark, TextDatumGetCString(SPI_getbinval(tuple, desc, 1, &isnull)),
+				sizeof(row->watermark));
+		row->pos = DatumGetInt64(SPI_getbinval(tuple, desc, 2, &isnull));
+		row->message = build_message(row->watermark, VARDATA_ANY(change),
+									 VARSIZE_ANY_EXHDR(change), &row->is_commit);
+		row->message_len = (int) strlen(row->message);
+	}
+	return page;
+}
+
+/* The subscription is accepted: its first message is the status (protocol >= 2). */
+static void
+mark_validated(ZsSubscriber *sub, StringInfo out)
+{
+	sub->validated = true;
+	if (sub->protocol >= 2)
+		send_message(sub, out, status_message, sizeof(status_message) - 1, "");
+}
+
+void
+zs_subscriber_consume_page(ZsSubscriber *sub, const ZsPage *page, const char *replica_version,
+						   StringInfo out, Size room)
+{
+	int			start_len = out->len;
+
+	/*
+	 * Also after validation: a new lineage (the slot was lost and the log
+	 * started again) must end every subscription of the old one, never
+	 * continue it with the new log's transactions.
+	 */
+	if (strcmp(sub->replica_version, replica_version) != 0)
+	{
+		send_error(sub, out, 1, psprintf("current replica version is %s (requested %s)",
+										 replica_version, sub->replica_version));
+		return;
+	}
+	Assert(strcmp(page->after_watermark, sub->cursor_watermark) == 0 &&
+		   page->after_pos == sub->cursor_pos);
+	sub->last_page_full = page->full;
+
+	for (int i = 0; i < page->nrows; i++)
+	{
+		const ZsPageRow *row = &page->rows[i];
+		int			cmp;
+
+		/* the backlog is full: continue from here once it drains */
+		if ((Size) (out->len - start_len) + sub->batch.len >= room)
+		{
+			sub->last_page_full = true;
+			break;
+		}
+		cmp = strcmp(row->watermark, sub->watermark);
+
+		strlcpy(sub->cursor_watermark, row->watermark, sizeof(sub->cursor_watermark));
+		sub->cursor_pos = row->pos;
+
+		if (!sub->validated)
+		{
+			/* the requested watermark must still be in the log (§6.7) */
+			if (cmp == 0)
+				sub->found = true;
+			else if (cmp > 0 && !sub->found && strcmp(sub->watermark, replica_version) != 0)
+			{
+				/*
+				 * A backup replica that fell behind the log cannot be served
+				 * either; zero-cache tells it to reset (resync) with an
+				 * AutoResetSignal, error type 0.
+				 */
+				if (sub->backup_mode)
+					send_error(sub, out, 0,
+							   psprintf("AutoResetSignal: backup replica at watermark %s is behind change db: earliest supported watermark is %s",
+										sub->watermark, row->watermark));
+				else
+					send_error(sub, out, 2, psprintf("earliest supported watermark is %s (requested %s)",
+													 row->watermark, sub->watermark));
+				return;
+			}
+			mark_validated(sub, out);
+		}
+		/* the subscriber already has everything up to its watermark */
+		if (cmp <= 0)
+			continue;
+		if (row->is_commit)
+			strlcpy(sub->watermark, row->watermark, sizeof(sub->watermark));
+		send_message(sub, out, row->message, row->message_len,
+					 row->is_commit ? row->watermark : "");
+	}
+
+	/* nothing at or after the watermark: the subscriber is at (or ahead of) the head */
+	if (!sub->validated)
+		mark_validated(sub, out);
+	/* only what is already queued is batched: never hold messages back */
+	flush_batch(sub, out);
+}
+
+bool
+zs_subscriber_handle_message(ZsSubscriber *sub, const char *text, int len, char **error)
+{
+	cJSON	   *json = cJSON_ParseWithLength(text, len);
+	bool		ok = apply_ack(sub, json, error);
+
+	cJSON_Delete(json);
+	return ok;
+}

@@ -1,0 +1,239 @@
+/*-------------------------------------------------------------------------
+ * sql_functions.c
+ *	  The extension's SQL functions: zero_stream.status() and
+ *	  zero_stream.subscribers() read what the workers publish in shared
+ *	  memory; zero_stream.resync() asks the decoder to start a new lineage.
+ *
+ * zero_stream.resync(): the decoder drops its slot, creates a new one,
+ * copies every published table into a new backup replica at the new
+ * slot's snapshot and starts the change log again at a new replicaVersion.
+ * Subscribers of the old one are told WrongReplicaVersion and restore from
+ * a snapshot. This is how a lost backup replica is rebuilt, or how a
+ * deployment starts afresh on purpose.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/xlog.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "replication/slot.h"
+#include "storage/latch.h"
+#include "utils/builtins.h"
+#include "utils/pg_lsn.h"
+#include "utils/timestamp.h"
+
+#include "guc.h"
+#include "shmem.h"
+
+PG_FUNCTION_INFO_V1(zs_status);
+PG_FUNCTION_INFO_V1(zs_subscribers);
+
+#define STATUS_COLUMNS 24
+
+static Datum
+text_or_null(const char *s, bool *isnull)
+{
+	*isnull = (s == NULL || s[0] == '\0');
+	return *isnull ? (Datum) 0 : CStringGetTextDatum(s);
+}
+
+static Datum
+lsn_or_null(XLogRecPtr lsn, bool *isnull)
+{
+	*isnull = XLogRecPtrIsInvalid(lsn);
+	return *isnull ? (Datum) 0 : LSNGetDatum(lsn);
+}
+
+static Datum
+time_or_null(TimestampTz t, bool *isnull)
+{
+	*isnull = (t == 0);
+	return *isnull ? (Datum) 0 : TimestampTzGetDatum(t);
+}
+
+static void
+check_loaded(void)
+{
+	if (zs_shared == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("zero_stream is not loaded through shared_preload_libraries"),
+				 errhint("Add zero_stream to shared_preload_libraries and restart the server.")));
+}
+
+Datum
+zs_status(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	Datum		values[STATUS_COLUMNS];
+	bool		nulls[STATUS_COLUMNS];
+	ZsSharedState snap;
+	ReplicationSlot *slot;
+	XLogRecPtr	restart_lsn = InvalidXLogRecPtr;
+	XLogRecPtr	confirmed_lsn = InvalidXLogRecPtr;
+	XLogRecPtr	flush = GetFlushRecPtr(NULL);
+	int			i = 0;
+
+	check_loaded();
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+
+	LWLockAcquire(zs_shared->lock, LW_SHARED);
+	memcpy(&snap, zs_shared, offsetof(ZsSharedState, subscribers));
+	LWLockRelease(zs_shared->lock);
+
+	if (snap.slot_name[0] != '\0')
+	{
+		LWLockAcquire(ReplicationSlotControlLock, LW_SHARED);
+		slot = SearchNamedReplicationSlot(snap.slot_name, false);
+		if (slot != NULL)
+		{
+			SpinLockAcquire(&slot->mutex);
+			restart_lsn = slot->data.restart_lsn;
+			confirmed_lsn = slot->data.confirmed_flush;
+			SpinLockRelease(&slot->mutex);
+		}
+		LWLockRelease(ReplicationSlotControlLock);
+	}
+
+	memset(nulls, 0, sizeof(nulls));
+	values[i] = CStringGetTextDatum(snap.decoder_state);
+	i++;
+	values[i] = Int32GetDatum(snap.decoder_pid);
+	nulls[i++] = (snap.decoder_pid == 0);
+	values[i] = text_or_null(zs_database, &nulls[i]);
+	i++;
+	values[i] = text_or_null(snap.slot_name, &nulls[i]);
+	i++;
+	values[i] = lsn_or_null(confirmed_lsn, &nulls[i]);
+	i++;
+	values[i] = lsn_or_null(restart_lsn, &nulls[i]);
+	i++;
+	values[i] = Int64GetDatum(flush - restart_lsn);
+	nulls[i++] = XLogRecPtrIsInvalid(restart_lsn) || flush < restart_lsn;
+	values[i] = Int64GetDatum(flush - confirmed_lsn);
+	nulls[i++] = XLogRecPtrIsInvalid(confirmed_lsn) || flush < confirmed_lsn;
+	values[i] = text_or_null(snap.replica_version, &nulls[i]);
+	i++;
+	values[i] = text_or_null(snap.last_watermark, &nulls[i]);
+	i++;
+	values[i] = Int64GetDatum((int64) snap.txns_stored);
+	i++;
+	values[i] = Int64GetDatum((int64) snap.changes_stored);
+	i++;
+	values[i] = Int64GetDatum((int64) snap.local_commits);
+	i++;
+	values[i] = time_or_null(snap.last_store_time, &nulls[i]);
+	i++;
+	values[i] = time_or_null(snap.last_upstream_commit_time, &nulls[i]);
+	i++;
+	/* replication lag of the newest stored transaction */
+	if (snap.last_store_time != 0 && snap.last_upstream_commit_time != 0)
+	{
+		Interval   *lag = palloc0(sizeof(Interval));
+
+		lag->time = snap.last_store_time - snap.last_upstream_commit_time;
+		values[i++] = IntervalPGetDatum(lag);
+	}
+	else
+		nulls[i++] = true;
+	values[i] = text_or_null(zs_cdc_schema_name(), &nulls[i]);
+	i++;
+	values[i] = text_or_null(snap.copy_progress, &nulls[i]);
+	i++;
+	values[i] = text_or_null(snap.backup_state, &nulls[i]);
+	i++;
+	values[i] = text_or_null(snap.backup_watermark, &nulls[i]);
+	i++;
+	values[i] = text_or_null(snap.last_error, &nulls[i]);
+	i++;
+	values[i] = time_or_null(snap.last_error[0] ? snap.last_error_time : 0, &nulls[i]);
+	i++;
+	values[i++] = Int64GetDatum((int64) snap.value_errors);
+	values[i] = text_or_null(snap.last_value_error, &nulls[i]);
+	i++;
+	Assert(i == STATUS_COLUMNS);
+
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
+}
+
+#define SUBSCRIBER_COLUMNS 11
+
+/* zero_stream.subscribers(): one row per connection of the subscriber server */
+Datum
+zs_subscribers(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+
+	check_loaded();
+	InitMaterializedSRF(fcinfo, 0);
+
+	LWLockAcquire(zs_shared->lock, LW_SHARED);
+	for (int s = 0; s < zs_shared->max_subscribers; s++)
+	{
+		ZsSubscriberSlot *slot = &zs_shared->subscribers[s];
+		Datum		values[SUBSCRIBER_COLUMNS];
+		bool		nulls[SUBSCRIBER_COLUMNS];
+		int			i = 0;
+
+		if (!slot->in_use)
+			continue;
+		memset(nulls, 0, sizeof(nulls));
+		values[i] = text_or_null(slot->id, &nulls[i]);
+		i++;
+		values[i] = text_or_null(slot->address, &nulls[i]);
+		i++;
+		values[i] = text_or_null(slot->mode, &nulls[i]);
+		i++;
+		values[i] = Int32GetDatum(slot->protocol);
+		nulls[i++] = (slot->protocol == 0);
+		values[i] = text_or_null(slot->state, &nulls[i]);
+		i++;
+		values[i] = text_or_null(slot->watermark_sent, &nulls[i]);
+		i++;
+		values[i] = text_or_null(slot->watermark_acked, &nulls[i]);
+		i++;
+		values[i++] = Int64GetDatum(slot->messages_sent);
+		values[i++] = Int64GetDatum(slot->messages_acked);
+		values[i++] = Int64GetDatum(slot->backlog_bytes);
+		values[i] = time_or_null(slot->connected_since, &nulls[i]);
+		i++;
+		Assert(i == SUBSCRIBER_COLUMNS);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	LWLockRelease(zs_shared->lock);
+	return (Datum) 0;
+}
+
+PG_FUNCTION_INFO_V1(zs_resync);
+
+Datum
+zs_resync(PG_FUNCTION_ARGS)
+{
+	int			pid;
+	Latch	   *latch;
+
+	if (zs_shared == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("zero_stream is not loaded through shared_preload_libraries")));
+	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
+	pid = zs_shared->decoder_pid;
+	latch = zs_shared->decoder_latch;
+	if (pid != 0)
+		zs_shared->resync_requested = true;
+	LWLockRelease(zs_shared->lock);
+	if (pid == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the zero_stream decoder is not running"),
+				 errhint("Check zero_stream.status() and the server log.")));
+	SetLatch(latch);
+	ereport(NOTICE,
+			(errmsg("zero_stream decoder (PID %d) will start a new lineage", pid),
+			 errdetail("Subscribers of the current replicaVersion will be told to restore from a snapshot.")));
+	PG_RETURN_VOID();
+}
