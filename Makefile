@@ -5,6 +5,7 @@ OBJS = \
 	src/guc.o \
 	src/shmem.o \
 	src/sql_functions.o \
+	src/spi_xact.o \
 	src/codec/watermark.o \
 	src/codec/json_out.o \
 	src/codec/json_read.o \
@@ -20,12 +21,14 @@ OBJS = \
 	src/decoder/change_encode.o \
 	src/decoder/value_encode.o \
 	src/changelog/changelog.o \
+	src/changelog/changelog_read.o \
 	src/server/server_worker.o \
 	src/server/subscription.o \
 	src/replica/replica_apply.o \
 	src/replica/replicator_worker.o \
-	src/replica/initial_copy.o \
-	src/replica/backup_copy.o
+	src/decoder/initial_copy.o \
+	src/replica/backup_copy.o \
+	src/replica/backup_file.o
 
 EXTENSION = zero_stream
 DATA = sql/zero_stream--0.1.0.sql

@@ -37,4 +37,37 @@ extern void zs_changelog_add(const char *watermark, int64 pos,
 							 const char *change, int change_len, bool is_commit);
 extern void zs_changelog_finish(const char *last_watermark);
 
+/*
+ * A page of the committed change log after a (watermark, pos) key, with each
+ * row's wire message built once, to be shared by every subscriber at that
+ * position.
+ */
+typedef struct ZsChangeLogRow
+{
+	char		watermark[ZS_WATERMARK_MAXLEN];
+	int64		pos;
+	bool		is_commit;
+	char	   *message;		/* ["begin"|"data"|"commit"|"rollback", ...] */
+	int			message_len;
+} ZsChangeLogRow;
+
+typedef struct ZsChangeLogPage
+{
+	char		after_watermark[ZS_WATERMARK_MAXLEN];
+	int64		after_pos;
+	bool		full;			/* more rows may follow */
+	int			nrows;
+	ZsChangeLogRow  *rows;
+} ZsChangeLogPage;
+
+/*
+ * Read a page of at most limit committed rows after (after_watermark,
+ * after_pos).
+ */
+extern ZsChangeLogPage *zs_changelog_read_page(const char *after_watermark, int64 after_pos,
+											   int limit);
+
+/* The oldest watermark in the log ("" if it is empty). */
+extern void zs_changelog_read_floor(char *floor);
+
 #endif							/* ZS_CHANGELOG_H */

@@ -57,6 +57,7 @@
 #include "decoder/output_plugin.h"
 #include "decoder/pgoutput_read.h"
 #include "shmem.h"
+#include "spi_xact.h"
 #include "decoder/spool.h"
 #include "codec/watermark.h"
 
@@ -229,11 +230,7 @@ store_batch(void)
 	Latch	   *server_latch;
 	Latch	   *replicator_latch;
 
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	SPI_connect();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	pgstat_report_activity(STATE_RUNNING, "zero_stream: storing decoded transactions");
+	zs_spi_xact_begin("zero_stream: storing decoded transactions");
 
 	zs_changelog_begin();
 	initStringInfo(&text);
@@ -242,14 +239,12 @@ store_batch(void)
 		zs_changelog_add(header.watermark, header.pos, text.data, text.len, header.is_commit);
 	zs_changelog_finish(batch.last_watermark);
 
-	SPI_finish();
-	PopActiveSnapshot();
+	/* the commit stamps our progress into the origin, atomically */
 	replorigin_session_origin_lsn = batch.last_end_lsn;
 	replorigin_session_origin_timestamp = batch.last_commit_time;
-	CommitTransactionCommand();
+	zs_spi_xact_commit();
 	replorigin_session_origin_lsn = InvalidXLogRecPtr;
 	pgstat_report_stat(false);
-	pgstat_report_activity(STATE_IDLE, NULL);
 
 	memcpy(stored_head, batch.last_watermark, sizeof(stored_head));
 	now = GetCurrentTimestamp();
@@ -428,9 +423,7 @@ ensure_publications(List *publications, bool is_default)
 {
 	ListCell   *lc;
 
-	StartTransactionCommand();
-	SPI_connect();
-	PushActiveSnapshot(GetTransactionSnapshot());
+	zs_spi_xact_begin(NULL);
 	foreach(lc, publications)
 	{
 		char	   *name = (char *) lfirst(lc);
@@ -450,34 +443,24 @@ ensure_publications(List *publications, bool is_default)
 		ereport(LOG,
 				(errmsg("zero_stream created publication \"%s\" FOR TABLES IN SCHEMA public", name)));
 	}
-	SPI_finish();
-	PopActiveSnapshot();
-	CommitTransactionCommand();
+	zs_spi_xact_commit();
 }
 
 static void
 prepare_change_log(void)
 {
-	StartTransactionCommand();
-	SPI_connect();
-	PushActiveSnapshot(GetTransactionSnapshot());
+	zs_spi_xact_begin(NULL);
 	zs_changelog_ensure_schema();
-	SPI_finish();
-	PopActiveSnapshot();
-	CommitTransactionCommand();
+	zs_spi_xact_commit();
 }
 
 static void
 claim_change_log(void)
 {
-	StartTransactionCommand();
-	SPI_connect();
-	PushActiveSnapshot(GetTransactionSnapshot());
+	zs_spi_xact_begin(NULL);
 	zs_changelog_claim_ownership();
 	zs_changelog_read_head(stored_head);
-	SPI_finish();
-	PopActiveSnapshot();
-	CommitTransactionCommand();
+	zs_spi_xact_commit();
 }
 
 static List *

@@ -32,9 +32,10 @@
 #include "changelog/changelog.h"
 #include "decoder/lineage.h"
 #include "guc.h"
-#include "replica/initial_copy.h"
+#include "decoder/initial_copy.h"
 #include "decoder/output_plugin.h"
 #include "shmem.h"
+#include "spi_xact.h"
 #include "codec/watermark.h"
 
 static XLogReaderRoutine wal_reader_routine = {
@@ -54,13 +55,9 @@ read_lineage(char *replica_version)
 {
 	bool		found;
 
-	StartTransactionCommand();
-	SPI_connect();
-	PushActiveSnapshot(GetTransactionSnapshot());
+	zs_spi_xact_begin(NULL);
 	found = zs_changelog_read_replica_version(replica_version);
-	SPI_finish();
-	PopActiveSnapshot();
-	CommitTransactionCommand();
+	zs_spi_xact_commit();
 	return found;
 }
 
@@ -125,9 +122,7 @@ copy_at_slot_snapshot(LogicalDecodingContext *ctx, const char *replica_version,
 	SPI_connect();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	zs_initial_copy(replica_version, publications);
-	SPI_finish();
-	PopActiveSnapshot();
-	CommitTransactionCommand();
+	zs_spi_xact_commit();
 }
 
 /* Create the slot, copy the tables, and start a new lineage at its consistent point. */
@@ -172,16 +167,12 @@ create_slot_and_lineage(const char *slot_name, List *publications, char *replica
 	copy_at_slot_snapshot(ctx, replica_version, publications);
 	FreeDecodingContext(ctx);
 
-	StartTransactionCommand();
-	SPI_connect();
-	PushActiveSnapshot(GetTransactionSnapshot());
+	zs_spi_xact_begin(NULL);
 	zs_changelog_initialize(replica_version, publications);
-	SPI_finish();
-	PopActiveSnapshot();
 	/* our progress starts at the consistent point */
 	replorigin_session_origin_lsn = consistent;
 	replorigin_session_origin_timestamp = GetCurrentTimestamp();
-	CommitTransactionCommand();
+	zs_spi_xact_commit();
 	replorigin_session_origin_lsn = InvalidXLogRecPtr;
 
 	ReplicationSlotMarkDirty();

@@ -33,11 +33,13 @@
 #include "utils/builtins.h"
 #include "utils/snapmgr.h"
 
+#include "changelog/changelog.h"
 #include "guc.h"
-#include "replica/initial_copy.h"
+#include "replica/backup_file.h"
 #include "codec/json_out.h"
 #include "replica/replica_apply.h"
 #include "shmem.h"
+#include "spi_xact.h"
 #include "replica/backup_copy.h"
 
 #define REPLICA_PATH_PREFIX "/replica/"
@@ -46,21 +48,9 @@
 static void
 read_log_floor(char *floor)
 {
-	char	   *sql = psprintf("SELECT \"watermark\" FROM %s.\"changeLog\" ORDER BY \"watermark\", \"pos\" LIMIT 1",
-							   quote_identifier(zs_cdc_schema_name()));
-
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	SPI_connect();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	if (SPI_execute(sql, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "zero_stream: could not read the change log's oldest watermark");
-	floor[0] = '\0';
-	if (SPI_processed == 1)
-		strlcpy(floor, SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), ZS_WATERMARK_MAXLEN);
-	SPI_finish();
-	PopActiveSnapshot();
-	CommitTransactionCommand();
+	zs_spi_xact_begin(NULL);
+	zs_changelog_read_floor(floor);
+	zs_spi_xact_commit();
 }
 
 bool

@@ -12,7 +12,7 @@
  * It only applies to a replica whose replicaVersion is the change log's;
  * a replica of an older lineage waits for the decoder's initial copy to
  * replace it. Before replacing the file the decoder bumps
- * backup_generation and waits (zs_backup_replica_release) until this
+ * backup_generation and waits (zs_backup_file_release) until this
  * worker has closed it, so no connection ever sees the file swapped
  * under it. On any error the worker exits and restarts from the
  * replica's committed stateVersion: a transaction is applied at most once
@@ -38,13 +38,13 @@
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
+#include "changelog/changelog.h"
 #include "guc.h"
-#include "replica/initial_copy.h"
+#include "replica/backup_file.h"
 #include "codec/json_read.h"
 #include "replica/replica_apply.h"
 #include "shmem.h"
-#include "server/subscription.h"
-#include "replica/replicator_worker.h"
+#include "spi_xact.h"
 
 PGDLLEXPORT void zs_replicator_main(Datum main_arg);
 
@@ -72,34 +72,6 @@ set_backup_state(const char *state, const char *watermark)
 	LWLockRelease(zs_shared->lock);
 }
 
-/* Decoder side: make the replicator close the replica file, and wait for it. */
-void
-zs_backup_replica_release(void)
-{
-	uint32		generation;
-
-	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
-	generation = ++zs_shared->backup_generation;
-	if (zs_shared->replicator_latch != NULL)
-		SetLatch(zs_shared->replicator_latch);
-	LWLockRelease(zs_shared->lock);
-
-	for (;;)
-	{
-		bool		done;
-
-		LWLockAcquire(zs_shared->lock, LW_SHARED);
-		done = zs_shared->replicator_pid == 0 || zs_shared->backup_released == generation;
-		LWLockRelease(zs_shared->lock);
-		if (done)
-			return;
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 50L, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-	}
-}
-
 static void
 close_replica(Replicator *rep)
 {
@@ -114,19 +86,13 @@ close_replica(Replicator *rep)
 static bool
 honour_release(Replicator *rep)
 {
-	uint32		generation;
+	uint32		generation = zs_backup_file_generation();
 
-	LWLockAcquire(zs_shared->lock, LW_SHARED);
-	generation = zs_shared->backup_generation;
-	LWLockRelease(zs_shared->lock);
 	if (generation == rep->generation)
 		return false;
 	close_replica(rep);
 	rep->generation = generation;
-	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
-	zs_shared->backup_released = generation;
-	zs_shared->backup_watermark[0] = '\0';
-	LWLockRelease(zs_shared->lock);
+	zs_backup_file_released(generation);
 	set_backup_state("replaced by a new initial copy", NULL);
 	return true;
 }
@@ -195,17 +161,13 @@ open_replica(Replicator *rep)
 static uint64
 apply_page(Replicator *rep)
 {
-	ZsPage	   *page;
+	ZsChangeLogPage	   *page;
 
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	SPI_connect();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	pgstat_report_activity(STATE_RUNNING, "zero_stream: applying the change log to the backup replica");
-	page = zs_page_read(rep->watermark, rep->pos, REPLICATOR_PAGE_ROWS);
+	zs_spi_xact_begin("zero_stream: applying the change log to the backup replica");
+	page = zs_changelog_read_page(rep->watermark, rep->pos, REPLICATOR_PAGE_ROWS);
 	for (int i = 0; i < page->nrows; i++)
 	{
-		const ZsPageRow *row = &page->rows[i];
+		const ZsChangeLogRow *row = &page->rows[i];
 
 		if (!zs_json_parse(&rep->doc, row->message, row->message_len))
 			ereport(ERROR,
@@ -222,10 +184,7 @@ apply_page(Replicator *rep)
 		strlcpy(rep->watermark, row->watermark, sizeof(rep->watermark));
 		rep->pos = row->pos;
 	}
-	SPI_finish();
-	PopActiveSnapshot();
-	CommitTransactionCommand();
-	pgstat_report_activity(STATE_IDLE, NULL);
+	zs_spi_xact_commit();
 
 	/* whole transactions only: a page never ends inside one for long */
 	if (page->nrows > 0 && !zs_replica_in_transaction(rep->replica))

@@ -42,6 +42,7 @@
 #include "guc.h"
 #include "codec/http.h"
 #include "shmem.h"
+#include "spi_xact.h"
 #include "replica/backup_copy.h"
 #include "server/subscription.h"
 #include "codec/websocket.h"
@@ -732,7 +733,7 @@ static void
 serve_subscribers(const char *head, const char *replica_version)
 {
 	bool		any = false;
-	ZsPage	  **pages;
+	ZsChangeLogPage	  **pages;
 	int			npages = 0;
 	char		log_version[ZS_WATERMARK_MAXLEN];
 	bool		have_log;
@@ -750,21 +751,17 @@ serve_subscribers(const char *head, const char *replica_version)
 	if (!any)
 		return;
 
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	SPI_connect();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	pgstat_report_activity(STATE_RUNNING, "zero_stream: reading the change log");
+	zs_spi_xact_begin("zero_stream: reading the change log");
 	/* the lineage as of the pages' snapshot; a log being initialized has none */
 	have_log = zs_changelog_read_replica_version(log_version);
-	pages = palloc(sizeof(ZsPage *) * nclients);
+	pages = palloc(sizeof(ZsChangeLogPage *) * nclients);
 	/* subscribers at the same position share one read and its messages */
 	for (int i = 0; have_log && i < nclients; i++)
 	{
 		Client	   *c = clients[i];
 		char		watermark[ZS_WATERMARK_MAXLEN];
 		int64		pos;
-		ZsPage	   *page = NULL;
+		ZsChangeLogPage	   *page = NULL;
 
 		if (c->closed || c->close_after_flush || c->sub == NULL ||
 			!zs_subscriber_wants_rows(c->sub, head) || backlog_full(c))
@@ -777,16 +774,13 @@ serve_subscribers(const char *head, const char *replica_version)
 		}
 		if (page == NULL)
 		{
-			page = zs_page_read(watermark, pos, zs_catchup_page_rows);
+			page = zs_changelog_read_page(watermark, pos, zs_catchup_page_rows);
 			pages[npages++] = page;
 		}
 		zs_subscriber_consume_page(c->sub, page, log_version, &c->out,
 								   backlog_limit() - (c->out.len - c->out_pos));
 	}
-	SPI_finish();
-	PopActiveSnapshot();
-	CommitTransactionCommand();
-	pgstat_report_activity(STATE_IDLE, NULL);
+	zs_spi_xact_commit();
 }
 
 /*

@@ -79,7 +79,6 @@ struct ZsSubscriber
 	char		batch_commit[ZS_WATERMARK_MAXLEN];
 };
 
-static SPIPlanPtr page_plan = NULL;
 static const char status_message[] = "[\"status\",{\"tag\":\"status\"}]";
 
 /* The parameters of a subscription, from a query string or a start-subscription message. */
@@ -552,36 +551,6 @@ send_error(ZsSubscriber *sub, StringInfo out, int type, const char *message)
 	pfree(msg.data);
 }
 
-/* The wire message of a stored change: built once per row of a page. */
-static char *
-build_message(const char *watermark, const char *change, int change_len, bool *is_commit)
-{
-	StringInfoData msg;
-
-	initStringInfo(&msg);
-	*is_commit = zs_append_change_message(&msg, watermark, change, change_len) == ZS_MSG_COMMIT;
-	return msg.data;
-}
-
-static void
-prepare_page_plan(void)
-{
-	Oid			types[3] = {TEXTOID, INT8OID, INT8OID};
-	SPIPlanPtr	plan;
-
-	if (page_plan != NULL)
-		return;
-	plan = SPI_prepare(psprintf("SELECT watermark, pos, change::text FROM %s.\"changeLog\" "
-								"WHERE (watermark, pos) > ($1, $2) "
-								"ORDER BY watermark, pos LIMIT $3",
-								quote_identifier(zs_cdc_schema_name())),
-					   3, types);
-	if (plan == NULL)
-		elog(ERROR, "zero_stream: SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-	SPI_keepplan(plan);
-	page_plan = plan;
-}
-
 bool
 zs_subscriber_is_live(const ZsSubscriber *sub, const char *head)
 {
@@ -621,44 +590,6 @@ zs_subscriber_position(const ZsSubscriber *sub, char *watermark, int64 *pos)
 	*pos = sub->cursor_pos;
 }
 
-ZsPage *
-zs_page_read(const char *after_watermark, int64 after_pos, int limit)
-{
-	ZsPage	   *page = palloc0(sizeof(ZsPage));
-	Datum		args[3];
-	int			rc;
-
-	prepare_page_plan();
-	args[0] = CStringGetTextDatum(after_watermark);
-	args[1] = Int64GetDatum(after_pos);
-	args[2] = Int64GetDatum(limit);
-	rc = SPI_execute_plan(page_plan, args, NULL, true, 0);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "zero_stream: change-log read failed: %s", SPI_result_code_string(rc));
-
-	strlcpy(page->after_watermark, after_watermark, sizeof(page->after_watermark));
-	page->after_pos = after_pos;
-	page->full = (SPI_processed == (uint64) limit);
-	page->nrows = (int) SPI_processed;
-	page->rows = palloc(sizeof(ZsPageRow) * Max(page->nrows, 1));
-	for (int i = 0; i < page->nrows; i++)
-	{
-		HeapTuple	tuple = SPI_tuptable->vals[i];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		ZsPageRow  *row = &page->rows[i];
-		bool		isnull;
-		text	   *change = DatumGetTextPP(SPI_getbinval(tuple, desc, 3, &isnull));
-
-		strlcpy(row->watermark, TextDatumGetCString(SPI_getbinval(tuple, desc, 1, &isnull)),
-				sizeof(row->watermark));
-		row->pos = DatumGetInt64(SPI_getbinval(tuple, desc, 2, &isnull));
-		row->message = build_message(row->watermark, VARDATA_ANY(change),
-									 VARSIZE_ANY_EXHDR(change), &row->is_commit);
-		row->message_len = (int) strlen(row->message);
-	}
-	return page;
-}
-
 /* The subscription is accepted: its first message is the status (protocol >= 2). */
 static void
 mark_validated(ZsSubscriber *sub, StringInfo out)
@@ -669,7 +600,7 @@ mark_validated(ZsSubscriber *sub, StringInfo out)
 }
 
 void
-zs_subscriber_consume_page(ZsSubscriber *sub, const ZsPage *page, const char *replica_version,
+zs_subscriber_consume_page(ZsSubscriber *sub, const ZsChangeLogPage *page, const char *replica_version,
 						   StringInfo out, Size room)
 {
 	int			start_len = out->len;
@@ -691,7 +622,7 @@ zs_subscriber_consume_page(ZsSubscriber *sub, const ZsPage *page, const char *re
 
 	for (int i = 0; i < page->nrows; i++)
 	{
-		const ZsPageRow *row = &page->rows[i];
+		const ZsChangeLogRow *row = &page->rows[i];
 		int			cmp;
 
 		/* the backlog is full: continue from here once it drains */

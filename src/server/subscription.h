@@ -10,6 +10,7 @@
 #include "lib/stringinfo.h"
 
 #include "codec/http.h"
+#include "changelog/changelog.h"
 #include "codec/watermark.h"
 
 typedef struct ZsSubscriber ZsSubscriber;
@@ -54,34 +55,8 @@ extern bool zs_subscriber_handle_upstream(ZsSubscriber **sub, int protocol, ZsUp
 /* Does the subscriber have room for another page of messages? */
 extern bool zs_subscriber_wants_rows(const ZsSubscriber *sub, const char *head);
 
-/*
- * A page of the committed change log after a (watermark, pos) key, with each
- * row's wire message built once, to be shared by every subscriber at that
- * position.
- */
-typedef struct ZsPageRow
-{
-	char		watermark[ZS_WATERMARK_MAXLEN];
-	int64		pos;
-	bool		is_commit;
-	char	   *message;		/* ["begin"|"data"|"commit"|"rollback", ...] */
-	int			message_len;
-} ZsPageRow;
-
-typedef struct ZsPage
-{
-	char		after_watermark[ZS_WATERMARK_MAXLEN];
-	int64		after_pos;
-	bool		full;			/* more rows may follow */
-	int			nrows;
-	ZsPageRow  *rows;
-} ZsPage;
-
 /* The key after which the subscriber's next page starts. */
 extern void zs_subscriber_position(const ZsSubscriber *sub, char *watermark, int64 *pos);
-
-/* Read a page of at most limit rows through SPI, in the caller's transaction. */
-extern ZsPage *zs_page_read(const char *after_watermark, int64 after_pos, int limit);
 
 /*
  * Append the frames of a page read at the subscriber's position, stopping at
@@ -90,7 +65,7 @@ extern ZsPage *zs_page_read(const char *after_watermark, int64 after_pos, int li
  * subscription that cannot be served gets an error message instead
  * (zero-protocol.md §2.4) and reads nothing more.
  */
-extern void zs_subscriber_consume_page(ZsSubscriber *sub, const ZsPage *page,
+extern void zs_subscriber_consume_page(ZsSubscriber *sub, const ZsChangeLogPage *page,
 									   const char *replica_version, StringInfo out,
 									   Size room);
 

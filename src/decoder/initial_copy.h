@@ -9,9 +9,6 @@
 
 #include "nodes/pg_list.h"
 
-/* zero_stream.replica_file resolved against the data directory; NULL if disabled */
-extern char *zs_replica_file_path(void);
-
 /*
  * Runs in the caller's transaction, on the slot's snapshot, with SPI
  * connected. Does nothing if zero_stream.replica_file is empty.

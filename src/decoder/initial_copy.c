@@ -37,12 +37,12 @@
 
 #include "decoder/change_encode.h"
 #include "guc.h"
-#include "replica/initial_copy.h"
+#include "decoder/initial_copy.h"
 #include "codec/json_out.h"
 #include "codec/json_read.h"
+#include "replica/backup_file.h"
 #include "replica/replica_apply.h"
 #include "shmem.h"
-#include "replica/replicator_worker.h"
 
 #define COPY_FETCH_ROWS 2000
 #define COPY_COMMIT_ROWS 100000	/* rows per SQLite commit while copying */
@@ -56,17 +56,6 @@ typedef struct CopyTable
 	char		replident;
 	int64		estimated_rows;
 } CopyTable;
-
-/* The path of the backup replica: zero_stream.replica_file, relative to the data directory. */
-char *
-zs_replica_file_path(void)
-{
-	if (zs_replica_file == NULL || zs_replica_file[0] == '\0')
-		return NULL;
-	if (is_absolute_path(zs_replica_file))
-		return pstrdup(zs_replica_file);
-	return psprintf("%s/%s", DataDir, zs_replica_file);
-}
 
 static void
 remove_sqlite_files(const char *path)
@@ -486,7 +475,7 @@ zs_initial_copy(const char *replica_version, List *publications)
 	publish_progress(NULL, 0, 0, 0, 0);
 
 	/* the old replica's WAL must not be applied to the new file */
-	zs_backup_replica_release();
+	zs_backup_file_release();
 	remove_sqlite_files(path);
 	if (durable_rename(tmp, path, ERROR) != 0)
 		elog(ERROR, "zero_stream: could not rename \"%s\"", tmp);

@@ -1,0 +1,113 @@
+/*-------------------------------------------------------------------------
+ * changelog_read.c
+ *	  Reading the committed change log: keyset pages in (watermark, pos)
+ *	  order with each row's wire message built once, and the oldest
+ *	  watermark still stored. Used by the server (catch-up and live pages,
+ *	  snapshot reservations) and the replicator. Every function runs inside
+ *	  the caller's transaction with SPI connected.
+ *
+ * A page is read with one prepared keyset query, so a page costs an index
+ * range scan wherever it starts; the server shares one page among every
+ * subscriber at the same position.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type_d.h"
+#include "executor/spi.h"
+#include "utils/builtins.h"
+
+#include "changelog/changelog.h"
+#include "codec/change_message.h"
+#include "guc.h"
+
+static SPIPlanPtr page_plan = NULL;
+
+/* The wire message of a stored change: built once per row of a page. */
+static char *
+build_message(const char *watermark, const char *change, int change_len, bool *is_commit)
+{
+	StringInfoData msg;
+
+	initStringInfo(&msg);
+	*is_commit = zs_append_change_message(&msg, watermark, change, change_len) == ZS_MSG_COMMIT;
+	return msg.data;
+}
+
+static void
+prepare_page_plan(void)
+{
+	Oid			types[3] = {TEXTOID, INT8OID, INT8OID};
+	SPIPlanPtr	plan;
+
+	if (page_plan != NULL)
+		return;
+	plan = SPI_prepare(psprintf("SELECT watermark, pos, change::text FROM %s.\"changeLog\" "
+								"WHERE (watermark, pos) > ($1, $2) "
+								"ORDER BY watermark, pos LIMIT $3",
+								quote_identifier(zs_cdc_schema_name())),
+					   3, types);
+	if (plan == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("could not prepare the change-log page query: %s",
+						SPI_result_code_string(SPI_result))));
+	SPI_keepplan(plan);
+	page_plan = plan;
+}
+
+ZsChangeLogPage *
+zs_changelog_read_page(const char *after_watermark, int64 after_pos, int limit)
+{
+	ZsChangeLogPage	   *page = palloc0(sizeof(ZsChangeLogPage));
+	Datum		args[3];
+	int			rc;
+
+	prepare_page_plan();
+	args[0] = CStringGetTextDatum(after_watermark);
+	args[1] = Int64GetDatum(after_pos);
+	args[2] = Int64GetDatum(limit);
+	rc = SPI_execute_plan(page_plan, args, NULL, true, 0);
+	if (rc != SPI_OK_SELECT)
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("could not read the change log: %s", SPI_result_code_string(rc))));
+
+	strlcpy(page->after_watermark, after_watermark, sizeof(page->after_watermark));
+	page->after_pos = after_pos;
+	page->full = (SPI_processed == (uint64) limit);
+	page->nrows = (int) SPI_processed;
+	page->rows = palloc(sizeof(ZsChangeLogRow) * Max(page->nrows, 1));
+	for (int i = 0; i < page->nrows; i++)
+	{
+		HeapTuple	tuple = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		ZsChangeLogRow  *row = &page->rows[i];
+		bool		isnull;
+		text	   *change = DatumGetTextPP(SPI_getbinval(tuple, desc, 3, &isnull));
+
+		strlcpy(row->watermark, TextDatumGetCString(SPI_getbinval(tuple, desc, 1, &isnull)),
+				sizeof(row->watermark));
+		row->pos = DatumGetInt64(SPI_getbinval(tuple, desc, 2, &isnull));
+		row->message = build_message(row->watermark, VARDATA_ANY(change),
+									 VARSIZE_ANY_EXHDR(change), &row->is_commit);
+		row->message_len = (int) strlen(row->message);
+	}
+	return page;
+}
+
+void
+zs_changelog_read_floor(char *floor)
+{
+	char	   *sql = psprintf("SELECT \"watermark\" FROM %s.\"changeLog\" ORDER BY \"watermark\", \"pos\" LIMIT 1",
+							   quote_identifier(zs_cdc_schema_name()));
+
+	if (SPI_execute(sql, true, 1) != SPI_OK_SELECT)
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("could not read the change log's oldest watermark")));
+	floor[0] = '\0';
+	if (SPI_processed == 1)
+		strlcpy(floor, SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1),
+				ZS_WATERMARK_MAXLEN);
+}
