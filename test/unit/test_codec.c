@@ -6,7 +6,7 @@
  */
 #include "postgres_fe.h"
 
-#include "change_log_codec.h"
+#include "codec/change_message.h"
 #include "unit.h"
 
 static void

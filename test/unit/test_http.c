@@ -5,7 +5,7 @@
  */
 #include "postgres_fe.h"
 
-#include "http.h"
+#include "codec/http.h"
 #include "unit.h"
 
 static ZsHttpParseResult

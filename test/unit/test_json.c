@@ -8,8 +8,8 @@
 
 #include "catalog/pg_type_d.h"
 
-#include "change_json.h"
-#include "json_out.h"
+#include "decoder/value_encode.h"
+#include "codec/json_out.h"
 #include "unit.h"
 
 #include "js_reference.h"

@@ -5,7 +5,7 @@
  */
 #include "postgres_fe.h"
 
-#include "pgoutput_parse.h"
+#include "decoder/pgoutput_read.h"
 #include "unit.h"
 
 static ZsTuple old_tuple;

@@ -9,8 +9,8 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
-#include "json_read.h"
-#include "replica.h"
+#include "codec/json_read.h"
+#include "replica/replica_apply.h"
 #include "unit.h"
 
 static ZsJsonDoc doc;

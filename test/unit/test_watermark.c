@@ -5,7 +5,7 @@
  */
 #include "postgres_fe.h"
 
-#include "watermark.h"
+#include "codec/watermark.h"
 #include "unit.h"
 
 static void

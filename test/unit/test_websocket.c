@@ -6,7 +6,7 @@
  */
 #include "postgres_fe.h"
 
-#include "websocket.h"
+#include "codec/websocket.h"
 #include "unit.h"
 
 static ZsWsMessage msg;
