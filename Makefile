@@ -25,6 +25,8 @@ OBJS = \
 	src/server/server_worker.o \
 	src/server/subscription.o \
 	src/replica/replica_apply.o \
+	src/replica/replica_schema.o \
+	src/replica/replica_sqlite.o \
 	src/replica/replicator_worker.o \
 	src/decoder/initial_copy.o \
 	src/replica/backup_copy.o \
@@ -63,7 +65,8 @@ $(CLIENT): $(CLIENT_SRCS) $(wildcard $(srcdir)/src/*/*.h)
 
 REPLICA_CLIENT = zero-stream-replica
 REPLICA_CLIENT_SRCS = src/client/zero_stream_replica.c src/client/ws_client.c src/codec/websocket.c \
-	src/codec/json_out.c src/codec/json_read.c src/replica/replica_apply.c
+	src/codec/json_out.c src/codec/json_read.c src/replica/replica_apply.c \
+	src/replica/replica_schema.c src/replica/replica_sqlite.c
 
 $(REPLICA_CLIENT): $(REPLICA_CLIENT_SRCS) $(wildcard $(srcdir)/src/*/*.h)
 	$(CC) $(CLIENT_CFLAGS) -o $@ $(REPLICA_CLIENT_SRCS) $(CLIENT_LIBS) -lsqlite3
@@ -106,8 +109,8 @@ test/unit/test_http: test/unit/test_http.c src/codec/http.c test/unit/unit.h $(w
 test/unit/test_codec: test/unit/test_codec.c src/codec/change_message.c test/unit/unit.h $(wildcard $(srcdir)/src/*/*.h)
 	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_codec.c src/codec/change_message.c $(UNIT_LIBS)
 
-test/unit/test_replica: test/unit/test_replica.c src/replica/replica_apply.c src/codec/json_read.c src/codec/json_out.c test/unit/unit.h $(wildcard $(srcdir)/src/*/*.h)
-	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_replica.c src/replica/replica_apply.c src/codec/json_read.c src/codec/json_out.c $(UNIT_LIBS) -lsqlite3
+test/unit/test_replica: test/unit/test_replica.c src/replica/replica_apply.c src/replica/replica_schema.c src/replica/replica_sqlite.c src/codec/json_read.c src/codec/json_out.c test/unit/unit.h $(wildcard $(srcdir)/src/*/*.h)
+	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_replica.c src/replica/replica_apply.c src/replica/replica_schema.c src/replica/replica_sqlite.c src/codec/json_read.c src/codec/json_out.c $(UNIT_LIBS) -lsqlite3
 
 .PHONY: unitcheck regresscheck tapcheck check-all
 unitcheck: $(UNIT_TESTS) all

@@ -89,6 +89,21 @@ COMMENT ON FUNCTION subscribers() IS
 
 REVOKE ALL ON FUNCTION subscribers() FROM PUBLIC;
 
+CREATE FUNCTION workers(
+    OUT worker text,
+    OUT pid integer,
+    OUT restarts bigint,
+    OUT last_error text,
+    OUT last_error_time timestamptz)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'zs_workers'
+LANGUAGE C STRICT VOLATILE;
+
+COMMENT ON FUNCTION workers() IS
+  'The zero_stream background workers: pid, restarts since the server started, the error each last stopped on';
+
+REVOKE ALL ON FUNCTION workers() FROM PUBLIC;
+
 CREATE FUNCTION resync()
 RETURNS void
 AS 'MODULE_PATHNAME', 'zs_resync'

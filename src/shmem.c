@@ -1,6 +1,7 @@
 /*-------------------------------------------------------------------------
  * shmem.c
- *	  Shared memory request/startup hooks and small publishing helpers.
+ *	  The shared state: its request/startup hooks, the workers' start-up
+ *	  and failure bookkeeping, and small publishing helpers.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -53,7 +54,6 @@ zs_shmem_startup(void)
 		memset(zs_shared, 0, shared_state_size());
 		zs_shared->max_subscribers = zs_max_subscribers;
 		zs_shared->lock = &(GetNamedLWLockTranche("zero_stream"))->lock;
-		strlcpy(zs_shared->decoder_state, "not started", sizeof(zs_shared->decoder_state));
 	}
 	LWLockRelease(AddinShmemInitLock);
 }
@@ -68,10 +68,21 @@ zs_shared_state_install_hooks(void)
 }
 
 void
-zs_set_decoder_state(const char *state)
+zs_set_decoder_state(ZsDecoderState state)
 {
 	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
-	strlcpy(zs_shared->decoder_state, state, sizeof(zs_shared->decoder_state));
+	zs_shared->decoder_state = state;
+	LWLockRelease(zs_shared->lock);
+}
+
+void
+zs_set_backup_state(ZsBackupState state, const char *detail, const char *watermark)
+{
+	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
+	zs_shared->backup_state = state;
+	strlcpy(zs_shared->backup_detail, detail ? detail : "", sizeof(zs_shared->backup_detail));
+	if (watermark != NULL)
+		strlcpy(zs_shared->backup_watermark, watermark, sizeof(zs_shared->backup_watermark));
 	LWLockRelease(zs_shared->lock);
 }
 
@@ -97,25 +108,15 @@ zs_record_value_error(const char *message)
 static void
 worker_detach(int code, Datum arg)
 {
+	ZsWorkerKind kind = (ZsWorkerKind) DatumGetInt32(arg);
+
 	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
-	switch ((ZsWorkerKind) DatumGetInt32(arg))
-	{
-		case ZS_WORKER_DECODER:
-			zs_shared->decoder_pid = 0;
-			zs_shared->decoder_latch = NULL;
-			break;
-		case ZS_WORKER_SERVER:
-			zs_shared->server_pid = 0;
-			zs_shared->server_latch = NULL;
-			/* its connections are gone with it */
-			for (int i = 0; i < zs_shared->max_subscribers; i++)
-				zs_shared->subscribers[i].in_use = false;
-			break;
-		case ZS_WORKER_REPLICATOR:
-			zs_shared->replicator_pid = 0;
-			zs_shared->replicator_latch = NULL;
-			break;
-	}
+	zs_shared->workers[kind].pid = 0;
+	zs_shared->workers[kind].latch = NULL;
+	/* the server's connections are gone with it */
+	if (kind == ZS_WORKER_SERVER)
+		for (int i = 0; i < zs_shared->max_subscribers; i++)
+			zs_shared->subscribers[i].in_use = false;
 	LWLockRelease(zs_shared->lock);
 }
 
@@ -129,21 +130,48 @@ zs_worker_attach(ZsWorkerKind kind, const char *name)
 	pgstat_report_appname(name);
 
 	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
-	switch (kind)
-	{
-		case ZS_WORKER_DECODER:
-			zs_shared->decoder_pid = MyProcPid;
-			zs_shared->decoder_latch = MyLatch;
-			break;
-		case ZS_WORKER_SERVER:
-			zs_shared->server_pid = MyProcPid;
-			zs_shared->server_latch = MyLatch;
-			break;
-		case ZS_WORKER_REPLICATOR:
-			zs_shared->replicator_pid = MyProcPid;
-			zs_shared->replicator_latch = MyLatch;
-			break;
-	}
+	zs_shared->workers[kind].pid = MyProcPid;
+	zs_shared->workers[kind].latch = MyLatch;
+	zs_shared->workers[kind].starts++;
 	LWLockRelease(zs_shared->lock);
 	before_shmem_exit(worker_detach, Int32GetDatum((int32) kind));
+}
+
+void
+zs_worker_fail(ZsWorkerKind kind, MemoryContext context)
+{
+	ErrorData  *edata;
+
+	MemoryContextSwitchTo(context);
+	edata = CopyErrorData();
+	if (zs_shared != NULL)
+	{
+		ZsWorkerSlot *slot = &zs_shared->workers[kind];
+
+		LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
+		strlcpy(slot->last_error, edata->message, sizeof(slot->last_error));
+		slot->last_error_time = GetCurrentTimestamp();
+		if (kind == ZS_WORKER_DECODER)
+		{
+			strlcpy(zs_shared->last_error, edata->message, sizeof(zs_shared->last_error));
+			zs_shared->last_error_time = slot->last_error_time;
+			zs_shared->decoder_state = ZS_DECODER_FAILED;
+		}
+		else if (kind == ZS_WORKER_REPLICATOR)
+			zs_shared->backup_state = ZS_BACKUP_FAILED;
+		LWLockRelease(zs_shared->lock);
+	}
+	FreeErrorData(edata);
+	PG_RE_THROW();
+}
+
+Latch *
+zs_worker_latch(ZsWorkerKind kind)
+{
+	Latch	   *latch;
+
+	LWLockAcquire(zs_shared->lock, LW_SHARED);
+	latch = zs_shared->workers[kind].latch;
+	LWLockRelease(zs_shared->lock);
+	return latch;
 }

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  * shmem.h
- *	  The one shared-memory struct: what the decoder publishes for the
- *	  status functions (and, later, for the server worker).
+ *	  The one shared-memory struct: what the workers publish for each other
+ *	  and for the SQL functions, which alone turn its states into text.
  *-------------------------------------------------------------------------
  */
 #ifndef ZS_SHMEM_H
@@ -34,23 +34,62 @@ typedef struct ZsSubscriberSlot
 	TimestampTz connected_since;
 } ZsSubscriberSlot;
 
+/* The background workers, each with its slot in shared memory */
+typedef enum ZsWorkerKind
+{
+	ZS_WORKER_DECODER,
+	ZS_WORKER_SERVER,
+	ZS_WORKER_REPLICATOR
+} ZsWorkerKind;
+
+#define ZS_NUM_WORKERS (ZS_WORKER_REPLICATOR + 1)
+
+typedef struct ZsWorkerSlot
+{
+	int			pid;			/* 0 while not running */
+	Latch	   *latch;
+	uint32		starts;			/* since the postmaster started */
+	char		last_error[ZS_ERROR_LEN];	/* the error it last stopped on */
+	TimestampTz last_error_time;
+} ZsWorkerSlot;
+
+/* What the decoder is doing (zero_stream.status().state) */
+typedef enum ZsDecoderState
+{
+	ZS_DECODER_NOT_STARTED,
+	ZS_DECODER_STARTING,
+	ZS_DECODER_WAITING_FOR_EXTENSION,
+	ZS_DECODER_CREATING_SLOT,
+	ZS_DECODER_INITIAL_COPY,
+	ZS_DECODER_STREAMING,
+	ZS_DECODER_FAILED			/* stopped on an error, the postmaster restarts it */
+} ZsDecoderState;
+
+/* Where the backup replica stands (zero_stream.status().backup_state) */
+typedef enum ZsBackupState
+{
+	ZS_BACKUP_NOT_STARTED,
+	ZS_BACKUP_WAITING_FOR_DECODER,
+	ZS_BACKUP_MISSING,			/* the file does not exist */
+	ZS_BACKUP_STALE,			/* of another lineage: backup_detail says which */
+	ZS_BACKUP_REPLACED,			/* closed for a new initial copy */
+	ZS_BACKUP_FOLLOWING,
+	ZS_BACKUP_FAILED			/* the replicator stopped on an error */
+} ZsBackupState;
+
 typedef struct ZsSharedState
 {
 	LWLock	   *lock;
 
-	/* decoder process */
-	int			decoder_pid;
-	Latch	   *decoder_latch;	/* set by committing backends to wake it */
-	char		decoder_state[64];
+	ZsWorkerSlot workers[ZS_NUM_WORKERS];
+
+	/* decoder */
+	ZsDecoderState decoder_state;
 	bool		resync_requested;	/* zero_stream.resync(): start a new lineage */
 	char		slot_name[NAMEDATALEN];
 	char		replica_version[ZS_WATERMARK_MAXLEN];
 	char		last_watermark[ZS_WATERMARK_MAXLEN];
 	XLogRecPtr	confirmed_lsn;
-
-	/* server process */
-	int			server_pid;
-	Latch	   *server_latch;	/* set by the decoder after each stored batch */
 
 	/* progress since the postmaster started */
 	uint64		txns_stored;
@@ -62,12 +101,11 @@ typedef struct ZsSharedState
 	/* initial copy: "table 2 of 5, public.t: 1200 of ~5000 rows", or empty */
 	char		copy_progress[256];
 
-	/* replicator process and the backup replica */
-	int			replicator_pid;
-	Latch	   *replicator_latch;	/* set by the decoder after each stored batch */
+	/* the backup replica, kept by the replicator */
 	uint32		backup_generation;	/* bumped before the decoder replaces the file */
 	uint32		backup_released;	/* generation whose file the replicator closed */
-	char		backup_state[128];
+	ZsBackupState backup_state;
+	char		backup_detail[128];
 	char		backup_watermark[ZS_WATERMARK_MAXLEN];	/* replica's stateVersion */
 	uint64		backup_rows_applied;
 
@@ -76,7 +114,7 @@ typedef struct ZsSharedState
 	char		last_value_error[ZS_ERROR_LEN];
 	TimestampTz last_value_error_time;
 
-	/* most recent error, kept until the next successful store */
+	/* the decoder's most recent error, kept until its next successful store */
 	char		last_error[ZS_ERROR_LEN];
 	TimestampTz last_error_time;
 
@@ -89,21 +127,24 @@ extern ZsSharedState *zs_shared;
 
 extern void zs_shared_state_install_hooks(void);
 
-/* The background workers, each publishing its pid and latch here. */
-typedef enum ZsWorkerKind
-{
-	ZS_WORKER_DECODER,
-	ZS_WORKER_SERVER,
-	ZS_WORKER_REPLICATOR
-} ZsWorkerKind;
-
 /*
  * Start-up shared by the workers: SIGTERM/SIGHUP handlers, the connection
  * to zero_stream.database, the application name, and the worker's pid and
- * latch in shared memory, cleared again when it exits.
+ * latch in its slot, cleared again when it exits.
  */
 extern void zs_worker_attach(ZsWorkerKind kind, const char *name);
-extern void zs_set_decoder_state(const char *state);
+
+/*
+ * In a worker's PG_CATCH: record the error in its slot (and the decoder's
+ * or backup's state), then re-throw; the postmaster restarts the worker.
+ */
+extern void zs_worker_fail(ZsWorkerKind kind, MemoryContext context) pg_attribute_noreturn();
+
+/* The worker's latch, to wake it; NULL if it is not running. */
+extern Latch *zs_worker_latch(ZsWorkerKind kind);
+
+extern void zs_set_decoder_state(ZsDecoderState state);
+extern void zs_set_backup_state(ZsBackupState state, const char *detail, const char *watermark);
 extern void zs_set_last_error(const char *message);
 extern void zs_record_value_error(const char *message);
 

@@ -30,6 +30,7 @@
 
 PG_FUNCTION_INFO_V1(zs_status);
 PG_FUNCTION_INFO_V1(zs_subscribers);
+PG_FUNCTION_INFO_V1(zs_workers);
 
 #define STATUS_COLUMNS 24
 
@@ -52,6 +53,68 @@ time_or_null(TimestampTz t, bool *isnull)
 {
 	*isnull = (t == 0);
 	return *isnull ? (Datum) 0 : TimestampTzGetDatum(t);
+}
+
+/* The shared states, in words: the only place where they become text. */
+static const char *
+decoder_state_name(ZsDecoderState state)
+{
+	switch (state)
+	{
+		case ZS_DECODER_NOT_STARTED:
+			return "not started";
+		case ZS_DECODER_STARTING:
+			return "starting";
+		case ZS_DECODER_WAITING_FOR_EXTENSION:
+			return "waiting for CREATE EXTENSION";
+		case ZS_DECODER_CREATING_SLOT:
+			return "creating replication slot";
+		case ZS_DECODER_INITIAL_COPY:
+			return "initial copy";
+		case ZS_DECODER_STREAMING:
+			return "streaming";
+		case ZS_DECODER_FAILED:
+			return "error (restarting)";
+	}
+	return "unknown";
+}
+
+static const char *
+backup_state_text(const ZsSharedState *snap)
+{
+	switch (snap->backup_state)
+	{
+		case ZS_BACKUP_NOT_STARTED:
+			return NULL;
+		case ZS_BACKUP_WAITING_FOR_DECODER:
+			return "waiting for the decoder";
+		case ZS_BACKUP_MISSING:
+			return "missing: the replica file does not exist; SELECT zero_stream.resync() copies it again";
+		case ZS_BACKUP_STALE:
+			return psprintf("stale: %s", snap->backup_detail);
+		case ZS_BACKUP_REPLACED:
+			return "replaced by a new initial copy";
+		case ZS_BACKUP_FOLLOWING:
+			return "following";
+		case ZS_BACKUP_FAILED:
+			return "error (restarting): see zero_stream.workers()";
+	}
+	return "unknown";
+}
+
+static const char *
+worker_name(ZsWorkerKind kind)
+{
+	switch (kind)
+	{
+		case ZS_WORKER_DECODER:
+			return "decoder";
+		case ZS_WORKER_SERVER:
+			return "server";
+		case ZS_WORKER_REPLICATOR:
+			return "replicator";
+	}
+	return "unknown";
 }
 
 static void
@@ -100,10 +163,9 @@ zs_status(PG_FUNCTION_ARGS)
 	}
 
 	memset(nulls, 0, sizeof(nulls));
-	values[i] = CStringGetTextDatum(snap.decoder_state);
-	i++;
-	values[i] = Int32GetDatum(snap.decoder_pid);
-	nulls[i++] = (snap.decoder_pid == 0);
+	values[i++] = CStringGetTextDatum(decoder_state_name(snap.decoder_state));
+	values[i] = Int32GetDatum(snap.workers[ZS_WORKER_DECODER].pid);
+	nulls[i++] = (snap.workers[ZS_WORKER_DECODER].pid == 0);
 	values[i] = text_or_null(zs_database, &nulls[i]);
 	i++;
 	values[i] = text_or_null(snap.slot_name, &nulls[i]);
@@ -144,7 +206,7 @@ zs_status(PG_FUNCTION_ARGS)
 	i++;
 	values[i] = text_or_null(snap.copy_progress, &nulls[i]);
 	i++;
-	values[i] = text_or_null(snap.backup_state, &nulls[i]);
+	values[i] = text_or_null(backup_state_text(&snap), &nulls[i]);
 	i++;
 	values[i] = text_or_null(snap.backup_watermark, &nulls[i]);
 	i++;
@@ -208,6 +270,46 @@ zs_subscribers(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
+#define WORKER_COLUMNS 5
+
+/*
+ * zero_stream.workers(): one row per background worker with its pid, how
+ * often it was restarted, and the error it last stopped on, so that a
+ * worker failing and restarting in a loop is visible.
+ */
+Datum
+zs_workers(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ZsWorkerSlot slots[ZS_NUM_WORKERS];
+
+	check_loaded();
+	InitMaterializedSRF(fcinfo, 0);
+	LWLockAcquire(zs_shared->lock, LW_SHARED);
+	memcpy(slots, zs_shared->workers, sizeof(slots));
+	LWLockRelease(zs_shared->lock);
+
+	for (int k = 0; k < ZS_NUM_WORKERS; k++)
+	{
+		Datum		values[WORKER_COLUMNS];
+		bool		nulls[WORKER_COLUMNS];
+		int			i = 0;
+
+		memset(nulls, 0, sizeof(nulls));
+		values[i++] = CStringGetTextDatum(worker_name((ZsWorkerKind) k));
+		values[i] = Int32GetDatum(slots[k].pid);
+		nulls[i++] = (slots[k].pid == 0);
+		values[i++] = Int64GetDatum(slots[k].starts > 0 ? (int64) slots[k].starts - 1 : 0);
+		values[i] = text_or_null(slots[k].last_error, &nulls[i]);
+		i++;
+		values[i] = time_or_null(slots[k].last_error[0] ? slots[k].last_error_time : 0, &nulls[i]);
+		i++;
+		Assert(i == WORKER_COLUMNS);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
 PG_FUNCTION_INFO_V1(zs_resync);
 
 Datum
@@ -221,8 +323,8 @@ zs_resync(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("zero_stream is not loaded through shared_preload_libraries")));
 	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
-	pid = zs_shared->decoder_pid;
-	latch = zs_shared->decoder_latch;
+	pid = zs_shared->workers[ZS_WORKER_DECODER].pid;
+	latch = zs_shared->workers[ZS_WORKER_DECODER].latch;
 	if (pid != 0)
 		zs_shared->resync_requested = true;
 	LWLockRelease(zs_shared->lock);

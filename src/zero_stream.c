@@ -41,7 +41,7 @@ wake_decoder_at_commit(XactEvent event, void *arg)
 		return;
 	if (!FullTransactionIdIsValid(GetTopFullTransactionIdIfAny()))
 		return;
-	latch = zs_shared->decoder_latch;
+	latch = zs_shared->workers[ZS_WORKER_DECODER].latch;
 	if (latch != NULL && latch != MyLatch)
 		SetLatch(latch);
 }

@@ -256,8 +256,8 @@ store_batch(void)
 	zs_shared->last_upstream_commit_time = batch.last_commit_time;
 	strlcpy(zs_shared->last_watermark, stored_head, sizeof(zs_shared->last_watermark));
 	zs_shared->last_error[0] = '\0';
-	server_latch = zs_shared->server_latch;
-	replicator_latch = zs_shared->replicator_latch;
+	server_latch = zs_shared->workers[ZS_WORKER_SERVER].latch;
+	replicator_latch = zs_shared->workers[ZS_WORKER_REPLICATOR].latch;
 	LWLockRelease(zs_shared->lock);
 
 	/* the new rows are committed: subscribers and the replicator may read them */
@@ -319,22 +319,6 @@ decode_and_store(LogicalDecodingContext *ctx)
 }
 
 static void
-record_error_and_rethrow(MemoryContext context)
-{
-	ErrorData  *edata;
-
-	MemoryContextSwitchTo(context);
-	edata = CopyErrorData();
-	if (zs_shared != NULL)
-	{
-		zs_set_last_error(edata->message);
-		zs_set_decoder_state("error (restarting)");
-	}
-	FreeErrorData(edata);
-	PG_RE_THROW();
-}
-
-static void
 check_server_settings(void)
 {
 	if (wal_level < WAL_LEVEL_LOGICAL)
@@ -391,7 +375,7 @@ wait_for_extension(void)
 
 			ereport(LOG, (errmsg("zero_stream: %s", message)));
 			zs_set_last_error(message);
-			zs_set_decoder_state("waiting for CREATE EXTENSION");
+			zs_set_decoder_state(ZS_DECODER_WAITING_FOR_EXTENSION);
 			logged = true;
 		}
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
@@ -513,7 +497,7 @@ publish_start(const char *slot_name, const char *replica_version)
 	strlcpy(zs_shared->replica_version, replica_version, sizeof(zs_shared->replica_version));
 	strlcpy(zs_shared->last_watermark, stored_head, sizeof(zs_shared->last_watermark));
 	zs_shared->confirmed_lsn = MyReplicationSlot->data.confirmed_flush;
-	strlcpy(zs_shared->decoder_state, "streaming", sizeof(zs_shared->decoder_state));
+	zs_shared->decoder_state = ZS_DECODER_STREAMING;
 	LWLockRelease(zs_shared->lock);
 }
 
@@ -542,7 +526,7 @@ run_decoder(MemoryContext worker_context)
 	check_server_settings();
 	set_session_settings();
 	wait_for_extension();
-	zs_set_decoder_state("starting");
+	zs_set_decoder_state(ZS_DECODER_STARTING);
 
 	slot_name = zs_effective_slot_name();
 	publications = zs_publication_list(&default_publication);
@@ -610,7 +594,7 @@ zs_decoder_main(Datum main_arg)
 	}
 	PG_CATCH();
 	{
-		record_error_and_rethrow(worker_context);
+		zs_worker_fail(ZS_WORKER_DECODER, worker_context);
 	}
 	PG_END_TRY();
 }

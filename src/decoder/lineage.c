@@ -114,7 +114,7 @@ copy_at_slot_snapshot(LogicalDecodingContext *ctx, const char *replica_version,
 {
 	Snapshot	snap;
 
-	zs_set_decoder_state("initial copy");
+	zs_set_decoder_state(ZS_DECODER_INITIAL_COPY);
 	StartTransactionCommand();
 	XactIsoLevel = XACT_REPEATABLE_READ;
 	snap = SnapBuildInitialSnapshot(ctx->snapshot_builder);
@@ -133,7 +133,7 @@ create_slot_and_lineage(const char *slot_name, List *publications, char *replica
 	XLogRecPtr	consistent;
 	MemoryContext old;
 
-	zs_set_decoder_state("creating replication slot");
+	zs_set_decoder_state(ZS_DECODER_CREATING_SLOT);
 	ReplicationSlotCreate(slot_name, true, RS_EPHEMERAL, false);
 
 	/*

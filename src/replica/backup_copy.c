@@ -58,10 +58,10 @@ zs_snapshot_reserve(const char *host, const char *task_id, const char *tag,
 					StringInfo body, char *watermark, char **error)
 {
 	char	   *path = zs_replica_file_path();
-	char		state[128];
 	char		replica_version[ZS_WATERMARK_MAXLEN];
 	char		floor[ZS_WATERMARK_MAXLEN];
 	struct stat st;
+	bool		following;
 
 	if (path == NULL)
 	{
@@ -69,13 +69,13 @@ zs_snapshot_reserve(const char *host, const char *task_id, const char *tag,
 		return false;
 	}
 	LWLockAcquire(zs_shared->lock, LW_SHARED);
-	strlcpy(state, zs_shared->backup_state, sizeof(state));
+	following = (zs_shared->backup_state == ZS_BACKUP_FOLLOWING);
 	strlcpy(watermark, zs_shared->backup_watermark, ZS_WATERMARK_MAXLEN);
 	strlcpy(replica_version, zs_shared->replica_version, sizeof(replica_version));
 	LWLockRelease(zs_shared->lock);
-	if (strcmp(state, "following") != 0 || watermark[0] == '\0' || stat(path, &st) != 0)
+	if (!following || watermark[0] == '\0' || stat(path, &st) != 0)
 	{
-		*error = psprintf("the backup replica is not ready (%s)", state[0] ? state : "replicator not running");
+		*error = pstrdup("the backup replica is not ready: it does not follow the change log yet (see zero_stream.status().backup_state)");
 		return false;
 	}
 	read_log_floor(floor);

@@ -41,8 +41,8 @@ zs_backup_file_release(void)
 
 	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
 	generation = ++zs_shared->backup_generation;
-	if (zs_shared->replicator_latch != NULL)
-		SetLatch(zs_shared->replicator_latch);
+	if (zs_shared->workers[ZS_WORKER_REPLICATOR].latch != NULL)
+		SetLatch(zs_shared->workers[ZS_WORKER_REPLICATOR].latch);
 	LWLockRelease(zs_shared->lock);
 
 	for (;;)
@@ -50,7 +50,7 @@ zs_backup_file_release(void)
 		bool		done;
 
 		LWLockAcquire(zs_shared->lock, LW_SHARED);
-		done = zs_shared->replicator_pid == 0 || zs_shared->backup_released == generation;
+		done = zs_shared->workers[ZS_WORKER_REPLICATOR].pid == 0 || zs_shared->backup_released == generation;
 		LWLockRelease(zs_shared->lock);
 		if (done)
 			return;

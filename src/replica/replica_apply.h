@@ -14,6 +14,11 @@
  * transaction that zs_replica_flush() commits, so a caller groups as many
  * upstream transactions per SQLite commit as it likes, and a rollback
  * abandons exactly one.
+ *
+ * Implemented by replica_apply.c (change messages), replica_schema.c (the
+ * "_zero.*" tables, replicated tables, the table cache) and replica_sqlite.c
+ * (the file, statements, values, transactions), which share
+ * replica_internal.h.
  *-------------------------------------------------------------------------
  */
 #ifndef ZS_REPLICA_APPLY_H

@@ -48,7 +48,6 @@
 
 PGDLLEXPORT void zs_replicator_main(Datum main_arg);
 
-#define REPLICATOR_PAGE_ROWS 5000
 #define REPLICATOR_IDLE_MS 1000
 
 typedef struct Replicator
@@ -62,15 +61,6 @@ typedef struct Replicator
 	ZsJsonDoc	doc;
 } Replicator;
 
-static void
-set_backup_state(const char *state, const char *watermark)
-{
-	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
-	strlcpy(zs_shared->backup_state, state, sizeof(zs_shared->backup_state));
-	if (watermark != NULL)
-		strlcpy(zs_shared->backup_watermark, watermark, sizeof(zs_shared->backup_watermark));
-	LWLockRelease(zs_shared->lock);
-}
 
 static void
 close_replica(Replicator *rep)
@@ -93,7 +83,7 @@ honour_release(Replicator *rep)
 	close_replica(rep);
 	rep->generation = generation;
 	zs_backup_file_released(generation);
-	set_backup_state("replaced by a new initial copy", NULL);
+	zs_set_backup_state(ZS_BACKUP_REPLACED, NULL, NULL);
 	return true;
 }
 
@@ -106,7 +96,7 @@ open_replica(Replicator *rep)
 {
 	char		log_version[ZS_WATERMARK_MAXLEN];
 	char		replica_version[ZS_WATERMARK_MAXLEN];
-	char		decoder_state[64];
+	ZsDecoderState decoder_state;
 	char		state_version[ZS_WATERMARK_MAXLEN];
 	char		err[512];
 	struct stat st;
@@ -114,18 +104,18 @@ open_replica(Replicator *rep)
 
 	LWLockAcquire(zs_shared->lock, LW_SHARED);
 	strlcpy(log_version, zs_shared->replica_version, sizeof(log_version));
-	strlcpy(decoder_state, zs_shared->decoder_state, sizeof(decoder_state));
+	decoder_state = zs_shared->decoder_state;
 	rep->generation = zs_shared->backup_generation;
 	LWLockRelease(zs_shared->lock);
 
-	if (strcmp(decoder_state, "streaming") != 0 || log_version[0] == '\0')
+	if (decoder_state != ZS_DECODER_STREAMING || log_version[0] == '\0')
 	{
-		set_backup_state("waiting for the decoder", NULL);
+		zs_set_backup_state(ZS_BACKUP_WAITING_FOR_DECODER, NULL, NULL);
 		return false;
 	}
 	if (stat(rep->path, &st) != 0)
 	{
-		set_backup_state("missing: the replica file does not exist; SELECT zero_stream.resync() copies it again", NULL);
+		zs_set_backup_state(ZS_BACKUP_MISSING, NULL, NULL);
 		return false;
 	}
 	/* the handle outlives the loop's memory context */
@@ -143,47 +133,84 @@ open_replica(Replicator *rep)
 						rep->path, zs_replica_error(rep->replica))));
 	if (strcmp(replica_version, log_version) != 0)
 	{
-		char	   *state = psprintf("stale: replicaVersion %s, change log %s", replica_version, log_version);
-
-		set_backup_state(state, NULL);
+		zs_set_backup_state(ZS_BACKUP_STALE,
+							psprintf("replicaVersion %s, change log %s", replica_version, log_version),
+							NULL);
 		close_replica(rep);
 		return false;
 	}
 	strlcpy(rep->watermark, state_version, sizeof(rep->watermark));
 	rep->pos = PG_INT64_MAX;	/* the stateVersion transaction is applied */
-	set_backup_state("following", state_version);
+	zs_set_backup_state(ZS_BACKUP_FOLLOWING, NULL, state_version);
 	ereport(LOG,
 			(errmsg("zero_stream replicator: following \"%s\" from %s", rep->path, state_version)));
 	return true;
 }
 
-/* Apply one page of the change log, as the server would send it; returns its size. */
-static uint64
+/* The change being applied, for error reports (an errcontext callback). */
+typedef struct ApplyPosition
+{
+	const Replicator *rep;
+	const ZsChangeLogRow *row;
+} ApplyPosition;
+
+static void
+apply_error_context(void *arg)
+{
+	ApplyPosition *at = arg;
+	const ZsJsonDoc *doc = &at->rep->doc;
+	int			change = zs_json_at(doc, 0, 1);
+	int			relation = zs_json_get(doc, change, "relation");
+	const char *tag = zs_json_get_string(doc, change, "tag");
+	const char *schema = zs_json_get_string(doc, relation, "schema");
+	const char *table = zs_json_get_string(doc, relation, "name");
+
+	if (at->row == NULL)
+		return;
+	if (table != NULL)
+		errcontext("applying change %s/" INT64_FORMAT " (%s of table %s.%s) to the backup replica \"%s\"",
+				   at->row->watermark, at->row->pos, tag ? tag : "?", schema ? schema : "?",
+				   table, at->rep->path);
+	else
+		errcontext("applying change %s/" INT64_FORMAT " (%s) to the backup replica \"%s\"",
+				   at->row->watermark, at->row->pos, tag ? tag : "?", at->rep->path);
+}
+
+/* Apply one page of the change log, as the server would send it; true if it was full. */
+static bool
 apply_page(Replicator *rep)
 {
-	ZsChangeLogPage	   *page;
+	ZsChangeLogPage *page;
+	ApplyPosition at = {rep, NULL};
+	ErrorContextCallback callback;
 
 	zs_spi_xact_begin("zero_stream: applying the change log to the backup replica");
-	page = zs_changelog_read_page(rep->watermark, rep->pos, REPLICATOR_PAGE_ROWS);
+	page = zs_changelog_read_page(rep->watermark, rep->pos, zs_catchup_page_rows);
+	callback.callback = apply_error_context;
+	callback.arg = &at;
+	callback.previous = error_context_stack;
+	error_context_stack = &callback;
 	for (int i = 0; i < page->nrows; i++)
 	{
 		const ZsChangeLogRow *row = &page->rows[i];
 
+		at.row = NULL;			/* the document is not parsed yet */
 		if (!zs_json_parse(&rep->doc, row->message, row->message_len))
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("zero_stream replicator: change %s/" INT64_FORMAT " is not JSON: %s",
+					 errmsg("change %s/" INT64_FORMAT " is not JSON: %s",
 							row->watermark, row->pos, rep->doc.error)));
+		at.row = row;
 		if (zs_replica_apply_message(rep->replica, &rep->doc, 0) != 1)
 			ereport(ERROR,
 					(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
-					 errmsg("zero_stream replicator: could not apply change %s/" INT64_FORMAT ": %s",
-							row->watermark, row->pos,
+					 errmsg("could not apply a change to the backup replica: %s",
 							zs_replica_error(rep->replica)[0] ? zs_replica_error(rep->replica)
 							: "not a change message")));
 		strlcpy(rep->watermark, row->watermark, sizeof(rep->watermark));
 		rep->pos = row->pos;
 	}
+	error_context_stack = callback.previous;
 	zs_spi_xact_commit();
 
 	/* whole transactions only: a page never ends inside one for long */
@@ -192,29 +219,27 @@ apply_page(Replicator *rep)
 		if (!zs_replica_flush(rep->replica))
 			ereport(ERROR,
 					(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
-					 errmsg("zero_stream replicator: could not commit to \"%s\": %s",
+					 errmsg("could not commit to the backup replica \"%s\": %s",
 							rep->path, zs_replica_error(rep->replica))));
 		LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
 		strlcpy(zs_shared->backup_watermark, rep->watermark, sizeof(zs_shared->backup_watermark));
 		zs_shared->backup_rows_applied = zs_replica_rows_applied(rep->replica);
 		LWLockRelease(zs_shared->lock);
 	}
-	return page->nrows;
+	return page->full;
 }
 
-void
-zs_replicator_main(Datum main_arg)
+/*
+ * The loop, in pg_cron's shape: each iteration does one bounded unit of
+ * work (one page), then reloads the configuration and waits unless there
+ * is more to do.
+ */
+static void
+run_replicator(Replicator *rep)
 {
-	Replicator	rep;
-	MemoryContext loop_context;
-
-	zs_worker_attach(ZS_WORKER_REPLICATOR, "zero_stream replicator");
-
-	memset(&rep, 0, sizeof(rep));
-	rep.path = zs_replica_file_path();
-	zs_json_doc_init(&rep.doc);
-	loop_context = AllocSetContextCreate(TopMemoryContext, "zero_stream replicator loop",
-										 ALLOCSET_DEFAULT_SIZES);
+	MemoryContext loop_context = AllocSetContextCreate(TopMemoryContext,
+													   "zero_stream replicator loop",
+													   ALLOCSET_DEFAULT_SIZES);
 
 	for (;;)
 	{
@@ -222,20 +247,46 @@ zs_replicator_main(Datum main_arg)
 		bool		busy = false;
 
 		CHECK_FOR_INTERRUPTS();
+		old = MemoryContextSwitchTo(loop_context);
+		if (!honour_release(rep) && (rep->replica != NULL || open_replica(rep)))
+			busy = apply_page(rep);
+		MemoryContextSwitchTo(old);
+		MemoryContextReset(loop_context);
+
 		if (ConfigReloadPending)
 		{
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
 		}
-		old = MemoryContextSwitchTo(loop_context);
-		if (!honour_release(&rep) && (rep.replica != NULL || open_replica(&rep)))
-			busy = apply_page(&rep) == REPLICATOR_PAGE_ROWS;
-		MemoryContextSwitchTo(old);
-		MemoryContextReset(loop_context);
 		if (busy)
 			continue;
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 REPLICATOR_IDLE_MS, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 	}
+}
+
+void
+zs_replicator_main(Datum main_arg)
+{
+	Replicator	rep;
+	MemoryContext worker_context;
+
+	zs_worker_attach(ZS_WORKER_REPLICATOR, "zero_stream replicator");
+	worker_context = AllocSetContextCreate(TopMemoryContext, "zero_stream replicator",
+										   ALLOCSET_DEFAULT_SIZES);
+
+	memset(&rep, 0, sizeof(rep));
+	rep.path = zs_replica_file_path();
+	zs_json_doc_init(&rep.doc);
+
+	PG_TRY();
+	{
+		run_replicator(&rep);
+	}
+	PG_CATCH();
+	{
+		zs_worker_fail(ZS_WORKER_REPLICATOR, worker_context);
+	}
+	PG_END_TRY();
 }

@@ -1,0 +1,99 @@
+/*-------------------------------------------------------------------------
+ * replica_internal.h
+ *	  What the files of the replica library share: the ZsReplica handle
+ *	  with its statement and table caches, and the helpers each file lends
+ *	  the others. Callers outside the library use replica_apply.h.
+ *
+ * The library (compiled into the extension, and with -DFRONTEND into
+ * zero-stream-replica and the unit test) is three files:
+ *   replica_sqlite.c  the SQLite side: opening the file, errors, SQL text,
+ *                     the statement cache, binding JSON values, and the
+ *                     transaction bracket (a SAVEPOINT per upstream
+ *                     transaction inside one SQLite transaction);
+ *   replica_schema.c  the "_zero.*" metadata tables, the replicated tables
+ *                     and their unique indexes, and the table cache;
+ *   replica_apply.c   change messages: begin/data/commit/rollback dispatch,
+ *                     insert, update, delete and truncate.
+ * Every function here follows the library's rule: false (or NULL) with
+ * r->error set, never a thrown error.
+ *-------------------------------------------------------------------------
+ */
+#ifndef ZS_REPLICA_INTERNAL_H
+#define ZS_REPLICA_INTERNAL_H
+
+#include <sqlite3.h>
+
+#include "replica/replica_apply.h"
+
+#define STMT_CACHE_SIZE 256		/* power of two */
+
+typedef struct CachedStmt
+{
+	char	   *sql;
+	sqlite3_stmt *stmt;
+} CachedStmt;
+
+/* The table cache: a table's columns and the columns of its unique index. */
+typedef struct TableInfo
+{
+	char	   *name;
+	int			ncols;
+	int			maxcols;
+	char	  **cols;
+	int			nkeys;			/* columns of the first unique index */
+	char	  **keys;
+	struct TableInfo *next;
+} TableInfo;
+
+struct ZsReplica
+{
+	sqlite3    *db;
+	int			flags;
+#ifndef FRONTEND
+	MemoryContext mcxt;
+#endif
+	char		error[512];
+
+	bool		in_sql_txn;		/* BEGIN IMMEDIATE issued, not yet flushed */
+	bool		in_upstream_txn;	/* a SAVEPOINT is open */
+	char		txn_watermark[ZS_WATERMARK_MAXLEN];
+	int64		pos;			/* changeLog2 position within the txn */
+	char		state_version[ZS_WATERMARK_MAXLEN];
+	uint64		rows_applied;
+
+	CachedStmt	stmts[STMT_CACHE_SIZE];
+	int			nstmts;
+	TableInfo  *tables;
+
+	StringInfoData sql;			/* scratch */
+	StringInfoData rowkey;		/* scratch */
+};
+
+/* replica_sqlite.c: errors, memory, SQL text */
+extern bool zs_replica_set_error(ZsReplica *r, const char *fmt,...) pg_attribute_printf(2, 3);
+extern void *zs_replica_alloc(ZsReplica *r, Size size);
+extern char *zs_replica_strdup(ZsReplica *r, const char *s);
+extern void zs_replica_append_quoted(StringInfo s, const char *text, char quote);
+extern void zs_replica_append_member_names(StringInfo s, const ZsJsonDoc *doc, int row,
+										   const char *sep);
+
+#define append_ident(s, ident) zs_replica_append_quoted((s), (ident), '"')
+#define append_literal(s, text) zs_replica_append_quoted((s), (text), '\'')
+
+/* replica_sqlite.c: statements and values */
+extern bool zs_replica_exec(ZsReplica *r, const char *sql);
+extern sqlite3_stmt *zs_replica_statement(ZsReplica *r, const char *sql);
+extern bool zs_replica_step_done(ZsReplica *r, sqlite3_stmt *stmt);
+extern void zs_replica_forget_statements(ZsReplica *r);
+extern void zs_replica_bind_node(sqlite3_stmt *stmt, int idx, const ZsJsonDoc *doc, int node);
+extern int64 zs_replica_now_ms(void);
+
+/* replica_schema.c: the table cache, tables made from rows */
+extern TableInfo *zs_replica_table_info(ZsReplica *r, const char *name);
+extern void zs_replica_forget_tables(ZsReplica *r);
+extern int	zs_replica_relation_key_columns(const ZsJsonDoc *doc, int relation,
+											const char **names);
+extern TableInfo *zs_replica_row_table(ZsReplica *r, const char *name, const ZsJsonDoc *doc,
+									   int row, const ZsJsonDoc *kdoc, int relation);
+
+#endif							/* ZS_REPLICA_INTERNAL_H */

@@ -1,0 +1,424 @@
+/*-------------------------------------------------------------------------
+ * replica_sqlite.c
+ *	  The SQLite side of a replica: opening the file, errors, SQL text, the
+ *	  prepared-statement cache, binding JSON values to statements, and the
+ *	  transaction bracket.
+ *
+ * The file is opened in WAL mode with synchronous = NORMAL and foreign keys
+ * off; a file that is not SQLite fails on the first of these pragmas. In the
+ * backend everything the handle allocates lives in its own memory context,
+ * which zs_replica_close() deletes.
+ *
+ * Transactions: zs_replica_begin() opens a SQLite transaction (BEGIN
+ * IMMEDIATE) unless one is open, and a SAVEPOINT for the upstream
+ * transaction; zs_replica_commit() sets stateVersion and writeTimeMs and
+ * releases the savepoint, zs_replica_rollback() rolls back to it (and
+ * forgets the caches, which may describe what it undid), and
+ * zs_replica_flush() commits the SQLite transaction with every upstream
+ * transaction committed since the last flush.
+ *
+ * Values: numbers that are integers within int64 are stored as INTEGER
+ * exactly, other numbers as REAL, booleans as 0/1, strings as TEXT, and
+ * arrays and objects (arrays, bytea, ...) as their compact JSON text.
+ *
+ * Prepared statements are cached by their SQL text, which is determined
+ * by the table and the set of columns.
+ *-------------------------------------------------------------------------
+ */
+#ifdef FRONTEND
+#include "postgres_fe.h"
+#else
+#include "postgres.h"
+#include "utils/memutils.h"
+#endif
+
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "replica/replica_internal.h"
+
+#define REPLICA_BUSY_TIMEOUT_MS 60000
+
+/* ---------------------------------------------------------------- basics */
+
+bool
+zs_replica_set_error(ZsReplica *r, const char *fmt,...)
+{
+	va_list		args;
+
+	va_start(args, fmt);
+	vsnprintf(r->error, sizeof(r->error), fmt, args);
+	va_end(args);
+	return false;
+}
+
+const char *
+zs_replica_error(const ZsReplica *r)
+{
+	return r->error;
+}
+
+struct sqlite3 *
+zs_replica_db(ZsReplica *r)
+{
+	return r->db;
+}
+
+void *
+zs_replica_alloc(ZsReplica *r, Size size)
+{
+#ifdef FRONTEND
+	return palloc(size);
+#else
+	return MemoryContextAlloc(r->mcxt, size);
+#endif
+}
+
+char *
+zs_replica_strdup(ZsReplica *r, const char *s)
+{
+	size_t		len = strlen(s);
+	char	   *copy = zs_replica_alloc(r, len + 1);
+
+	memcpy(copy, s, len + 1);
+	return copy;
+}
+
+/* text between quote characters, a quote inside doubled (SQL identifiers and literals) */
+void
+zs_replica_append_quoted(StringInfo s, const char *text, char quote)
+{
+	appendStringInfoChar(s, quote);
+	for (const char *p = text; *p; p++)
+	{
+		if (*p == quote)
+			appendStringInfoChar(s, quote);
+		appendStringInfoChar(s, *p);
+	}
+	appendStringInfoChar(s, quote);
+}
+
+/* the quoted member names of a row object, each followed by sep */
+void
+zs_replica_append_member_names(StringInfo s, const ZsJsonDoc *doc, int row,
+							   const char *sep)
+{
+	for (int c = doc->nodes[row].first_child; c >= 0; c = doc->nodes[c].next)
+	{
+		append_ident(s, zs_json_key(doc, c));
+		appendStringInfoString(s, sep);
+	}
+}
+
+/* ---------------------------------------------------------------- statements */
+
+bool
+zs_replica_exec(ZsReplica *r, const char *sql)
+{
+	char	   *msg = NULL;
+
+	if (sqlite3_exec(r->db, sql, NULL, NULL, &msg) != SQLITE_OK)
+	{
+		zs_replica_set_error(r, "%s (in: %.120s)", msg ? msg : sqlite3_errmsg(r->db), sql);
+		sqlite3_free(msg);
+		return false;
+	}
+	return true;
+}
+
+void
+zs_replica_forget_statements(ZsReplica *r)
+{
+	for (int j = 0; j < STMT_CACHE_SIZE; j++)
+		if (r->stmts[j].sql != NULL)
+		{
+			sqlite3_finalize(r->stmts[j].stmt);
+			pfree(r->stmts[j].sql);
+			r->stmts[j].sql = NULL;
+		}
+	r->nstmts = 0;
+}
+
+/* A prepared statement for this SQL text, from the cache or new. */
+sqlite3_stmt *
+zs_replica_statement(ZsReplica *r, const char *sql)
+{
+	uint32		h = 2166136261u;
+	uint32		i;
+
+	for (const char *p = sql; *p; p++)
+		h = (h ^ (unsigned char) *p) * 16777619u;
+	for (i = h & (STMT_CACHE_SIZE - 1);; i = (i + 1) & (STMT_CACHE_SIZE - 1))
+	{
+		CachedStmt *c = &r->stmts[i];
+
+		if (c->sql == NULL)
+			break;
+		if (strcmp(c->sql, sql) == 0)
+		{
+			sqlite3_reset(c->stmt);
+			sqlite3_clear_bindings(c->stmt);
+			return c->stmt;
+		}
+	}
+	/* keep the table at most half full: start over when it fills */
+	if (r->nstmts >= STMT_CACHE_SIZE / 2)
+	{
+		zs_replica_forget_statements(r);
+		i = h & (STMT_CACHE_SIZE - 1);
+	}
+	{
+		CachedStmt *c = &r->stmts[i];
+
+		if (sqlite3_prepare_v3(r->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &c->stmt, NULL) != SQLITE_OK)
+		{
+			zs_replica_set_error(r, "%s (in: %.200s)", sqlite3_errmsg(r->db), sql);
+			return NULL;
+		}
+		c->sql = zs_replica_strdup(r, sql);
+		r->nstmts++;
+		return c->stmt;
+	}
+}
+
+bool
+zs_replica_step_done(ZsReplica *r, sqlite3_stmt *stmt)
+{
+	int			rc = sqlite3_step(stmt);
+
+	if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+	{
+		zs_replica_set_error(r, "%s (in: %.200s)", sqlite3_errmsg(r->db), sqlite3_sql(stmt));
+		sqlite3_reset(stmt);
+		return false;
+	}
+	sqlite3_reset(stmt);
+	return true;
+}
+
+/* ---------------------------------------------------------------- values */
+
+void
+zs_replica_bind_node(sqlite3_stmt *stmt, int idx, const ZsJsonDoc *doc, int node)
+{
+	const ZsJsonNode *n = &doc->nodes[node];
+	int64		i;
+
+	switch (n->type)
+	{
+		case ZS_JSON_NULL:
+			sqlite3_bind_null(stmt, idx);
+			break;
+		case ZS_JSON_TRUE:
+			sqlite3_bind_int(stmt, idx, 1);
+			break;
+		case ZS_JSON_FALSE:
+			sqlite3_bind_int(stmt, idx, 0);
+			break;
+		case ZS_JSON_NUMBER:
+			if (zs_json_int64(doc, node, &i))
+				sqlite3_bind_int64(stmt, idx, i);
+			else
+				sqlite3_bind_double(stmt, idx, zs_json_double(doc, node));
+			break;
+		case ZS_JSON_STRING:
+			sqlite3_bind_text(stmt, idx, zs_json_str(doc, node), n->str_len, SQLITE_STATIC);
+			break;
+		case ZS_JSON_ARRAY:
+		case ZS_JSON_OBJECT:
+			sqlite3_bind_text(stmt, idx, zs_json_raw(doc, node), n->raw_len, SQLITE_STATIC);
+			break;
+	}
+}
+
+/* ---------------------------------------------------------------- open */
+
+ZsReplica *
+zs_replica_open(const char *path, int flags, char *err, int errlen)
+{
+	ZsReplica  *r;
+	sqlite3    *db = NULL;
+	int			oflags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX;
+#ifndef FRONTEND
+	MemoryContext mcxt = AllocSetContextCreate(CurrentMemoryContext, "zero_stream replica",
+											   ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(mcxt);
+#endif
+
+	if (flags & ZS_REPLICA_CREATE)
+		oflags |= SQLITE_OPEN_CREATE;
+	if (sqlite3_open_v2(path, &db, oflags, NULL) != SQLITE_OK)
+	{
+		snprintf(err, errlen, "could not open SQLite file \"%s\": %s", path,
+				 db ? sqlite3_errmsg(db) : "out of memory");
+		sqlite3_close(db);
+#ifndef FRONTEND
+		MemoryContextSwitchTo(old);
+		MemoryContextDelete(mcxt);
+#endif
+		return NULL;
+	}
+	r = palloc0(sizeof(ZsReplica));
+	r->db = db;
+	r->flags = flags;
+#ifndef FRONTEND
+	r->mcxt = mcxt;
+#endif
+	initStringInfo(&r->sql);
+	initStringInfo(&r->rowkey);
+	sqlite3_busy_timeout(db, REPLICA_BUSY_TIMEOUT_MS);
+#ifndef FRONTEND
+	MemoryContextSwitchTo(old);
+#endif
+
+	/* a foreign or corrupt file fails here, on its first read */
+	if (!zs_replica_exec(r, "PRAGMA journal_mode = WAL") ||
+		!zs_replica_exec(r, "PRAGMA synchronous = NORMAL") ||
+		!zs_replica_exec(r, "PRAGMA cache_size = -65536") ||
+		!zs_replica_exec(r, "PRAGMA foreign_keys = OFF"))
+	{
+		snprintf(err, errlen, "could not use \"%s\" as a SQLite replica: %s", path, r->error);
+		zs_replica_close(r);
+		return NULL;
+	}
+	return r;
+}
+
+void
+zs_replica_close(ZsReplica *r)
+{
+	if (r == NULL)
+		return;
+	zs_replica_forget_statements(r);
+	zs_replica_forget_tables(r);
+	if (r->in_sql_txn)
+		(void) sqlite3_exec(r->db, "ROLLBACK", NULL, NULL, NULL);
+	sqlite3_close_v2(r->db);
+#ifdef FRONTEND
+	pfree(r->sql.data);
+	pfree(r->rowkey.data);
+	pfree(r);
+#else
+	{
+		MemoryContext mcxt = r->mcxt;
+
+		pfree(r);
+		MemoryContextDelete(mcxt);
+	}
+#endif
+}
+
+bool
+zs_replica_remove_files(const char *path, char *err, int errlen)
+{
+	static const char *const suffixes[] = {"", "-wal", "-shm", "-journal"};
+
+	for (int i = 0; i < (int) lengthof(suffixes); i++)
+	{
+		char	   *file = psprintf("%s%s", path, suffixes[i]);
+
+		if (unlink(file) != 0 && errno != ENOENT)
+		{
+			snprintf(err, errlen, "could not remove \"%s\": %s", file, strerror(errno));
+			pfree(file);
+			return false;
+		}
+		pfree(file);
+	}
+	return true;
+}
+
+/* ---------------------------------------------------------------- transactions */
+
+int64
+zs_replica_now_ms(void)
+{
+	struct timeval tv;
+
+	gettimeofday(&tv, NULL);
+	return (int64) tv.tv_sec * 1000 + tv.tv_usec / 1000;
+}
+
+bool
+zs_replica_begin(ZsReplica *r, const char *watermark)
+{
+	r->error[0] = '\0';
+	if (r->in_upstream_txn)
+		return zs_replica_set_error(r, "begin %s inside the open transaction %s", watermark, r->txn_watermark);
+	if (!r->in_sql_txn)
+	{
+		if (!zs_replica_exec(r, "BEGIN IMMEDIATE"))
+			return false;
+		r->in_sql_txn = true;
+	}
+	if (!zs_replica_exec(r, "SAVEPOINT upstream"))
+		return false;
+	r->in_upstream_txn = true;
+	strlcpy(r->txn_watermark, watermark, sizeof(r->txn_watermark));
+	r->pos = 0;
+	return true;
+}
+
+bool
+zs_replica_commit(ZsReplica *r, const char *watermark)
+{
+	sqlite3_stmt *stmt;
+
+	r->error[0] = '\0';
+	if (!r->in_upstream_txn)
+		return zs_replica_set_error(r, "commit %s outside a transaction", watermark);
+	if (strcmp(watermark, r->txn_watermark) != 0)
+		return zs_replica_set_error(r, "commit watermark %s does not match begin's %s",
+									watermark, r->txn_watermark);
+	stmt = zs_replica_statement(r, "UPDATE \"_zero.replicationState\" SET stateVersion = ?, writeTimeMs = ?");
+	if (stmt == NULL)
+		return false;
+	sqlite3_bind_text(stmt, 1, watermark, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(stmt, 2, zs_replica_now_ms());
+	if (!zs_replica_step_done(r, stmt) || !zs_replica_exec(r, "RELEASE upstream"))
+		return false;
+	r->in_upstream_txn = false;
+	strlcpy(r->state_version, watermark, sizeof(r->state_version));
+	return true;
+}
+
+bool
+zs_replica_rollback(ZsReplica *r)
+{
+	r->error[0] = '\0';
+	if (!r->in_upstream_txn)
+		return true;
+	/* the caches may describe tables or columns this transaction added */
+	zs_replica_forget_statements(r);
+	zs_replica_forget_tables(r);
+	if (!zs_replica_exec(r, "ROLLBACK TO upstream") || !zs_replica_exec(r, "RELEASE upstream"))
+		return false;
+	r->in_upstream_txn = false;
+	return true;
+}
+
+bool
+zs_replica_in_transaction(const ZsReplica *r)
+{
+	return r->in_upstream_txn;
+}
+
+const char *
+zs_replica_state_version(const ZsReplica *r)
+{
+	return r->state_version;
+}
+
+bool
+zs_replica_flush(ZsReplica *r)
+{
+	r->error[0] = '\0';
+	if (r->in_upstream_txn)
+		return zs_replica_set_error(r, "flush inside the open transaction %s", r->txn_watermark);
+	if (!r->in_sql_txn)
+		return true;
+	if (!zs_replica_exec(r, "COMMIT"))
+		return false;
+	r->in_sql_txn = false;
+	return true;
+}
