@@ -50,8 +50,10 @@ exec_sql(const char *sql, int expected)
 	int			rc = SPI_execute(sql, false, 0);
 
 	if (rc != expected)
-		elog(ERROR, "zero_stream: SPI_execute failed (%s): %s",
-			 SPI_result_code_string(rc), sql);
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg_internal("SPI_execute failed (%s): %s",
+			 SPI_result_code_string(rc), sql)));
 }
 
 static void
@@ -61,8 +63,10 @@ exec_sql_args(const char *sql, int nargs, Oid *types, Datum *values,
 	int			rc = SPI_execute_with_args(sql, nargs, types, values, nulls, false, 0);
 
 	if (rc != expected)
-		elog(ERROR, "zero_stream: SPI_execute_with_args failed (%s): %s",
-			 SPI_result_code_string(rc), sql);
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg_internal("SPI_execute_with_args failed (%s): %s",
+			 SPI_result_code_string(rc), sql)));
 }
 
 static void
@@ -264,10 +268,14 @@ prepare_writer(void)
 									quote_identifier(schema)),
 						   4, types);
 		if (plan == NULL)
-			elog(ERROR, "zero_stream: SPI_prepare failed: %s",
-				 SPI_result_code_string(SPI_result));
+			ereport(ERROR,
+					(errcode(ERRCODE_INTERNAL_ERROR),
+					 errmsg_internal("SPI_prepare failed: %s",
+				 SPI_result_code_string(SPI_result))));
 		if (SPI_keepplan(plan) != 0)
-			elog(ERROR, "zero_stream: SPI_keepplan failed");
+			ereport(ERROR,
+					(errcode(ERRCODE_INTERNAL_ERROR),
+					 errmsg_internal("SPI_keepplan failed")));
 		writer.insert_plan = plan;
 		writer.insert_plan_schema = MemoryContextStrdup(TopMemoryContext, schema);
 	}
@@ -298,7 +306,9 @@ flush_rows(void)
 												 TYPALIGN_INT));
 	rc = SPI_execute_plan(writer.insert_plan, args, NULL, false, 0);
 	if (rc != SPI_OK_INSERT)
-		elog(ERROR, "zero_stream: change-log insert failed: %s", SPI_result_code_string(rc));
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg_internal("change-log insert failed: %s", SPI_result_code_string(rc))));
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(writer.batch_context);
 	writer.count = 0;

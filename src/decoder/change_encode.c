@@ -16,6 +16,8 @@
 #include "postgres.h"
 
 #include "access/transam.h"
+#include "catalog/pg_class.h"
+#include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -80,11 +82,11 @@ identity_name(char replident)
 {
 	switch (replident)
 	{
-		case 'f':
+		case REPLICA_IDENTITY_FULL:
 			return "full";
-		case 'i':
+		case REPLICA_IDENTITY_INDEX:
 			return "index";
-		case 'n':
+		case REPLICA_IDENTITY_NOTHING:
 			return "nothing";
 		default:
 			return "default";
@@ -197,6 +199,20 @@ zs_relcache_lookup(uint32 relid)
 	return rel;
 }
 
+const char *
+zs_relcache_name(uint32 relid)
+{
+	Oid			key = relid;
+	ZsRelation *rel;
+
+	if (relcache == NULL)
+		return NULL;
+	rel = hash_search(relcache, &key, HASH_FIND, NULL);
+	if (rel == NULL || !rel->valid)
+		return NULL;
+	return psprintf("%s.%s", quote_identifier(rel->schema), quote_identifier(rel->name));
+}
+
 bool
 zs_relation_is_own(const ZsRelation *rel)
 {
@@ -274,12 +290,12 @@ encode_column_value(StringInfo out, const ZsRelation *rel, const ZsColumn *col,
 	int			start = out->len;
 	bool		ok;
 
-	if (value->kind == 'n')
+	if (value->kind == ZS_PGO_COL_NULL)
 	{
 		appendStringInfoString(out, "null");
 		return;
 	}
-	if (value->kind != 't')
+	if (value->kind != ZS_PGO_COL_TEXT)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROTOCOL_VIOLATION),
 				 errmsg("unexpected pgoutput column format '%c' for %s.%s.%s",
@@ -322,10 +338,10 @@ encode_row(StringInfo out, const ZsRelation *rel, const ZsTuple *tuple,
 
 		if (keys_only && !col->is_key)
 			continue;
-		if (value->kind == 'u')
+		if (value->kind == ZS_PGO_COL_UNCHANGED)
 		{
 			if (fallback == NULL || fallback->natts != rel->natts ||
-				fallback->cols[i].kind == 'u')
+				fallback->cols[i].kind == ZS_PGO_COL_UNCHANGED)
 				continue;
 			value = &fallback->cols[i];
 		}
@@ -360,14 +376,14 @@ static void
 encode_old(StringInfo out, const ZsRelation *rel, const ZsPgoutputMsg *msg)
 {
 	appendStringInfoString(out, ",\"key\":");
-	if (msg->old_kind == 'K')
+	if (msg->old_kind == ZS_PGO_TUPLE_KEY)
 		encode_row(out, rel, msg->old_tuple, NULL, true);
-	else if (msg->old_kind == 'O')
+	else if (msg->old_kind == ZS_PGO_TUPLE_OLD)
 		encode_row(out, rel, msg->old_tuple, NULL, false);
 	else
 		appendStringInfoString(out, "null");
 	appendStringInfoString(out, ",\"old\":");
-	if (msg->old_kind == 'O')
+	if (msg->old_kind == ZS_PGO_TUPLE_OLD)
 		encode_row(out, rel, msg->old_tuple, NULL, false);
 	else
 		appendStringInfoString(out, "null");
@@ -380,7 +396,7 @@ zs_encode_update(StringInfo out, const ZsRelation *rel, const ZsPgoutputMsg *msg
 	encode_old(out, rel, msg);
 	appendStringInfoString(out, ",\"new\":");
 	encode_row(out, rel, msg->new_tuple,
-			   msg->old_kind == 'O' ? msg->old_tuple : NULL, false);
+			   msg->old_kind == ZS_PGO_TUPLE_OLD ? msg->old_tuple : NULL, false);
 	appendStringInfoChar(out, '}');
 }
 

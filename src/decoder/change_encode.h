@@ -23,6 +23,9 @@ extern void zs_relcache_init(MemoryContext context, const char *own_schema);
 extern void zs_relcache_update(const ZsPgoutputMsg *msg);
 extern ZsRelation *zs_relcache_lookup(uint32 relid);
 
+/* "schema.name" of a described relation, or NULL (for error reports) */
+extern const char *zs_relcache_name(uint32 relid);
+
 /* Relations of our own change-log schema are never part of the stream. */
 extern bool zs_relation_is_own(const ZsRelation *rel);
 

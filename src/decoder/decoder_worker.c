@@ -35,6 +35,7 @@
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
 #include "replication/decode.h"
+#include "replication/logicalproto.h"
 #include "replication/logical.h"
 #include "replication/origin.h"
 #include "replication/slot.h"
@@ -66,6 +67,34 @@ PGDLLEXPORT void zs_decoder_main(Datum main_arg);
 /* staged changes beyond this stay on disk, not in memory */
 #define SPOOL_MEMORY_LIMIT (16 * 1024 * 1024)
 
+/* the rows of a stored transaction that are not changes: begin and commit */
+#define TXN_ENVELOPE_ROWS 2
+
+/* our names for pgoutput's message types are PostgreSQL's */
+StaticAssertDecl((int) ZS_PGO_BEGIN == (int) LOGICAL_REP_MSG_BEGIN && (int) ZS_PGO_COMMIT == (int) LOGICAL_REP_MSG_COMMIT &&
+				 (int) ZS_PGO_ORIGIN == (int) LOGICAL_REP_MSG_ORIGIN && (int) ZS_PGO_RELATION == (int) LOGICAL_REP_MSG_RELATION &&
+				 (int) ZS_PGO_TYPE == (int) LOGICAL_REP_MSG_TYPE && (int) ZS_PGO_INSERT == (int) LOGICAL_REP_MSG_INSERT &&
+				 (int) ZS_PGO_UPDATE == (int) LOGICAL_REP_MSG_UPDATE && (int) ZS_PGO_DELETE == (int) LOGICAL_REP_MSG_DELETE &&
+				 (int) ZS_PGO_TRUNCATE == (int) LOGICAL_REP_MSG_TRUNCATE && (int) ZS_PGO_MESSAGE == (int) LOGICAL_REP_MSG_MESSAGE,
+				 "pgoutput message types");
+StaticAssertDecl(ZS_PGO_COL_NULL == LOGICALREP_COLUMN_NULL &&
+				 ZS_PGO_COL_UNCHANGED == LOGICALREP_COLUMN_UNCHANGED &&
+				 ZS_PGO_COL_TEXT == LOGICALREP_COLUMN_TEXT &&
+				 ZS_PGO_COL_BINARY == LOGICALREP_COLUMN_BINARY,
+				 "pgoutput column kinds");
+
+/*
+ * Where decoding is, for the context line of any error raised meanwhile
+ * (as core's apply worker reports the remote transaction it applies).
+ */
+typedef struct DecodePosition
+{
+	XLogRecPtr	lsn;			/* of the WAL record being decoded */
+	TransactionId xid;			/* of the transaction being replayed */
+	char		message;		/* pgoutput message type, 0 outside one */
+	Oid			relid;			/* its relation, if any */
+} DecodePosition;
+
 /* The upstream transaction whose messages the write callback is receiving. */
 typedef struct CurrentTxn
 {
@@ -94,6 +123,56 @@ static ZsTuple new_tuple;
 static StringInfoData change_text;
 static MemoryContext message_context;
 static ResourceOwner decoding_owner;
+static DecodePosition position;
+
+static const char *
+message_name(char type)
+{
+	switch (type)
+	{
+		case ZS_PGO_BEGIN:
+			return "BEGIN";
+		case ZS_PGO_COMMIT:
+			return "COMMIT";
+		case ZS_PGO_RELATION:
+			return "RELATION";
+		case ZS_PGO_INSERT:
+			return "INSERT";
+		case ZS_PGO_UPDATE:
+			return "UPDATE";
+		case ZS_PGO_DELETE:
+			return "DELETE";
+		case ZS_PGO_TRUNCATE:
+			return "TRUNCATE";
+		default:
+			return "other";
+	}
+}
+
+static void
+decode_error_context(void *arg)
+{
+	const char *relation = NULL;
+
+	if (position.message != 0 && OidIsValid(position.relid))
+		relation = zs_relcache_name(position.relid);
+	if (position.message == 0)
+		errcontext("decoding WAL at %X/%X", LSN_FORMAT_ARGS(position.lsn));
+	else if (relation != NULL)
+		errcontext("decoding pgoutput message \"%s\" for relation %s in transaction %u at %X/%X",
+				   message_name(position.message), relation, position.xid,
+				   LSN_FORMAT_ARGS(position.lsn));
+	else
+		errcontext("decoding pgoutput message \"%s\" in transaction %u at %X/%X",
+				   message_name(position.message), position.xid, LSN_FORMAT_ARGS(position.lsn));
+}
+
+static void
+store_error_context(void *arg)
+{
+	errcontext("storing %d transactions up to watermark %s in the change log",
+			   batch.ntxns, batch.last_watermark);
+}
 
 static void
 stage_change(bool is_commit)
@@ -127,7 +206,7 @@ handle_commit(void)
 	zs_encode_commit(&change_text, &msg);
 	stage_change(true);
 	batch.ntxns++;
-	batch.nchanges += txn.pos - 2;
+	batch.nchanges += txn.pos - TXN_ENVELOPE_ROWS;
 	memcpy(batch.last_watermark, txn.watermark, sizeof(batch.last_watermark));
 	batch.last_end_lsn = msg.end_lsn;
 	batch.last_commit_time = (TimestampTz) msg.commit_time;
@@ -145,10 +224,10 @@ handle_row_change(void)
 		return;
 	switch (msg.type)
 	{
-		case 'I':
+		case ZS_PGO_INSERT:
 			zs_encode_insert(&change_text, rel, &msg);
 			break;
-		case 'U':
+		case ZS_PGO_UPDATE:
 			zs_encode_update(&change_text, rel, &msg);
 			break;
 		default:
@@ -170,37 +249,45 @@ decoder_write(LogicalDecodingContext *ctx, XLogRecPtr lsn, TransactionId xid, bo
 
 	msg.old_tuple = &old_tuple;
 	msg.new_tuple = &new_tuple;
+	position.lsn = lsn;
+	position.xid = xid;
+	position.message = ctx->out->len > 0 ? ctx->out->data[0] : 0;
+	position.relid = InvalidOid;
 	error = zs_pgoutput_parse(ctx->out->data, ctx->out->len, &msg);
 	if (error != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROTOCOL_VIOLATION),
 				 errmsg("malformed pgoutput message at %X/%X: %s", LSN_FORMAT_ARGS(lsn), error)));
 
+	if (msg.type == ZS_PGO_INSERT || msg.type == ZS_PGO_UPDATE ||
+		msg.type == ZS_PGO_DELETE || msg.type == ZS_PGO_RELATION)
+		position.relid = msg.relid;
 	resetStringInfo(&change_text);
 	switch (msg.type)
 	{
-		case 'B':
+		case ZS_PGO_BEGIN:
 			handle_begin();
 			break;
-		case 'C':
+		case ZS_PGO_COMMIT:
 			handle_commit();
 			break;
-		case 'R':
+		case ZS_PGO_RELATION:
 			zs_relcache_update(&msg);
 			break;
-		case 'I':
-		case 'U':
-		case 'D':
+		case ZS_PGO_INSERT:
+		case ZS_PGO_UPDATE:
+		case ZS_PGO_DELETE:
 			handle_row_change();
 			break;
-		case 'T':
+		case ZS_PGO_TRUNCATE:
 			if (!txn.skip && zs_encode_truncate(&change_text, &msg))
 				stage_change(false);
 			break;
 		default:
-			/* 'Y' types, 'O' origins, 'M' messages carry no change rows */
+			/* types, origins and logical messages carry no change rows */
 			break;
 	}
+	position.message = 0;
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(message_context);
 }
@@ -230,6 +317,12 @@ store_batch(void)
 	Latch	   *server_latch;
 	Latch	   *replicator_latch;
 
+	ErrorContextCallback callback;
+
+	callback.callback = store_error_context;
+	callback.arg = NULL;
+	callback.previous = error_context_stack;
+	error_context_stack = &callback;
 	zs_spi_xact_begin("zero_stream: storing decoded transactions");
 
 	zs_changelog_begin();
@@ -243,6 +336,7 @@ store_batch(void)
 	replorigin_session_origin_lsn = batch.last_end_lsn;
 	replorigin_session_origin_timestamp = batch.last_commit_time;
 	zs_spi_xact_commit();
+	error_context_stack = callback.previous;
 	replorigin_session_origin_lsn = InvalidXLogRecPtr;
 	pgstat_report_stat(false);
 
@@ -286,28 +380,36 @@ decode_and_store(LogicalDecodingContext *ctx)
 {
 	XLogRecPtr	end_of_wal = GetFlushRecPtr(NULL);
 	Size		limit = (Size) zs_commit_batch_kb * 1024;
+	ErrorContextCallback callback;
 
 	if (ctx->reader->EndRecPtr >= end_of_wal)
 		return false;
 
 	InvalidateSystemCaches();
+	callback.callback = decode_error_context;
+	callback.arg = NULL;
+	callback.previous = error_context_stack;
+	error_context_stack = &callback;
 	while (ctx->reader->EndRecPtr < end_of_wal && zs_spool_bytes(batch.spool) < limit)
 	{
 		XLogRecord *record;
 		char	   *errm = NULL;
 
+		position.lsn = ctx->reader->EndRecPtr;
+		position.message = 0;
 		CurrentResourceOwner = decoding_owner;
 		record = XLogReadRecord(ctx->reader, &errm);
 		if (errm)
 			ereport(ERROR,
 					(errcode(ERRCODE_INTERNAL_ERROR),
-					 errmsg("could not read WAL for zero_stream: %s", errm)));
+					 errmsg("could not read WAL: %s", errm)));
 		if (record != NULL)
 			LogicalDecodingProcessRecord(ctx, ctx->reader);
 		/* an aborted replay transaction resets the resource owner */
 		CurrentResourceOwner = decoding_owner;
 		CHECK_FOR_INTERRUPTS();
 	}
+	error_context_stack = callback.previous;
 	InvalidateSystemCaches();
 
 	if (batch.ntxns > 0)
@@ -373,7 +475,7 @@ wait_for_extension(void)
 			char	   *message = psprintf("extension \"zero_stream\" is not installed in database \"%s\"; run CREATE EXTENSION zero_stream there",
 										   zs_database);
 
-			ereport(LOG, (errmsg("zero_stream: %s", message)));
+			ereport(LOG, (errmsg("%s", message)));
 			zs_set_last_error(message);
 			zs_set_decoder_state(ZS_DECODER_WAITING_FOR_EXTENSION);
 			logged = true;
@@ -423,7 +525,9 @@ ensure_publications(List *publications, bool is_default)
 							 quote_identifier(name))));
 		if (SPI_execute(psprintf("CREATE PUBLICATION %s FOR TABLES IN SCHEMA public",
 								 quote_identifier(name)), false, 0) != SPI_OK_UTILITY)
-			elog(ERROR, "zero_stream: could not create publication \"%s\"", name);
+			ereport(ERROR,
+					(errcode(ERRCODE_INTERNAL_ERROR),
+					 errmsg_internal("could not create publication \"%s\"", name)));
 		ereport(LOG,
 				(errmsg("zero_stream created publication \"%s\" FOR TABLES IN SCHEMA public", name)));
 	}
@@ -547,16 +651,24 @@ run_decoder(MemoryContext worker_context)
 	ctx = start_decoding(publications);
 	publish_start(slot_name, replica_version);
 
+	/*
+	 * pg_cron's shape: each iteration does one bounded unit of work (at most
+	 * commit_batch_size of decoded changes), then everything that must not
+	 * wait for an idle moment: configuration reload, resync request, slot
+	 * save; it sleeps only when there was nothing to decode.
+	 */
 	for (;;)
 	{
+		bool		busy;
+
 		CHECK_FOR_INTERRUPTS();
+		busy = decode_and_store(ctx);
+
 		if (ConfigReloadPending)
 		{
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
 		}
-		if (decode_and_store(ctx))
-			continue;
 		if (take_resync_request())
 		{
 			FreeDecodingContext(ctx);
@@ -566,13 +678,14 @@ run_decoder(MemoryContext worker_context)
 			publish_start(slot_name, replica_version);
 			continue;
 		}
-
 		if (TimestampDifferenceExceeds(last_slot_save, GetCurrentTimestamp(),
 									   zs_slot_save_interval_ms))
 		{
 			ReplicationSlotSave();
 			last_slot_save = GetCurrentTimestamp();
 		}
+		if (busy)
+			continue;
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 zs_poll_interval_ms, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);

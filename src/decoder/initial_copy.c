@@ -65,7 +65,7 @@ remove_sqlite_files(const char *path)
 	if (!zs_replica_remove_files(path, err, sizeof(err)))
 		ereport(ERROR,
 				(errcode_for_file_access(),
-				 errmsg("zero_stream: %s", err)));
+				 errmsg("%s", err)));
 }
 
 static void
@@ -90,7 +90,7 @@ replica_error(ZsReplica *r, const char *what)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
-			 errmsg("zero_stream initial copy: %s: %s", what, zs_replica_error(r))));
+			 errmsg("initial copy: %s: %s", what, zs_replica_error(r))));
 }
 
 static int
@@ -149,7 +149,9 @@ published_tables(Datum publication_names)
 							  "   AND n.nspname <> $2 "
 							  " ORDER BY n.nspname, c.relname",
 							  2, argtypes, args, NULL, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "zero_stream: could not list published tables");
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg_internal("could not list published tables")));
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		HeapTuple	tup = SPI_tuptable->vals[i];
@@ -203,7 +205,9 @@ describe_table(const CopyTable *t, Datum publication_names, ZsReplicaTable *spec
 							  "   AND (i.indisprimary OR i.indisreplident) "
 							  " ORDER BY i.indisprimary DESC",
 							  1, argtypes, args, NULL, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "zero_stream: could not read the indexes of \"%s\"", t->name);
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg_internal("could not read the indexes of \"%s\"", t->name)));
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		HeapTuple	tup = SPI_tuptable->vals[i];
@@ -247,12 +251,14 @@ describe_table(const CopyTable *t, Datum publication_names, ZsReplicaTable *spec
 							  "                      AND NOT a.attname = ANY (pt.attnames)) "
 							  " ORDER BY a.attnum",
 							  2, argtypes, args, NULL, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "zero_stream: could not read the columns of \"%s\"", t->name);
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg_internal("could not read the columns of \"%s\"", t->name)));
 
 	n = (int) SPI_processed;
 	spec->ncolumns = n;
 	spec->columns = palloc0(sizeof(ZsReplicaColumn) * Max(n, 1));
-	rel->type = 'R';
+	rel->type = ZS_PGO_RELATION;
 	rel->relid = t->relid;
 	rel->nspname = t->schema;
 	rel->relname = t->name;
@@ -337,11 +343,13 @@ copy_rows(ZsReplica *r, const char *replica_version, const CopyTable *t,
 	appendStringInfo(&sql, " FROM ONLY %s", qualified);
 	plan = SPI_prepare(sql.data, 0, NULL);
 	if (plan == NULL)
-		elog(ERROR, "zero_stream: could not prepare \"%s\": %s", sql.data, SPI_result_code_string(SPI_result));
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg_internal("could not prepare \"%s\": %s", sql.data, SPI_result_code_string(SPI_result))));
 	portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
 
 	memset(&msg, 0, sizeof(msg));
-	msg.type = 'I';
+	msg.type = ZS_PGO_INSERT;
 	msg.relid = t->relid;
 	msg.new_tuple = tuple;
 	tuple->natts = relmsg->natts;
@@ -365,14 +373,16 @@ copy_rows(ZsReplica *r, const char *replica_version, const CopyTable *t,
 			{
 				char	   *value = SPI_getvalue(tup, desc, c + 1);
 
-				tuple->cols[c].kind = value ? 't' : 'n';
+				tuple->cols[c].kind = value ? ZS_PGO_COL_TEXT : ZS_PGO_COL_NULL;
 				tuple->cols[c].data = value;
 				tuple->cols[c].len = value ? strlen(value) : 0;
 			}
 			resetStringInfo(&change);
 			zs_encode_insert(&change, rel, &msg);
 			if (!zs_json_parse(&doc, change.data, change.len))
-				elog(ERROR, "zero_stream: initial copy produced invalid JSON: %s", doc.error);
+				ereport(ERROR,
+						(errcode(ERRCODE_INTERNAL_ERROR),
+						 errmsg_internal("initial copy produced invalid JSON: %s", doc.error)));
 			if (!zs_replica_apply_change(r, &doc, 0))
 				replica_error(r, psprintf("copying %s", qualified));
 			rows++;
@@ -389,7 +399,7 @@ copy_rows(ZsReplica *r, const char *replica_version, const CopyTable *t,
 		if (TimestampDifferenceExceeds(last_log, GetCurrentTimestamp(), COPY_LOG_INTERVAL_MS))
 		{
 			ereport(LOG,
-					(errmsg("zero_stream initial copy: %s: " INT64_FORMAT " of ~" INT64_FORMAT " rows",
+					(errmsg("initial copy: %s: " INT64_FORMAT " of ~" INT64_FORMAT " rows",
 							qualified, rows, t->estimated_rows)));
 			last_log = GetCurrentTimestamp();
 		}
@@ -425,7 +435,7 @@ zs_initial_copy(const char *replica_version, List *publications)
 	if (r == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
-				 errmsg("zero_stream initial copy: %s", err),
+				 errmsg("initial copy: %s", err),
 				 errhint("Check zero_stream.replica_file.")));
 	/* a crash discards the whole file anyway: no journal, no syncs until the end */
 	if (sqlite3_exec(zs_replica_db(r), "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF",
@@ -464,7 +474,7 @@ zs_initial_copy(const char *replica_version, List *publications)
 			replica_error(r, psprintf("committing table %s.%s", t->schema, t->name));
 		total_rows += rows;
 		ereport(LOG,
-				(errmsg("zero_stream initial copy: copied %s.%s (" INT64_FORMAT " rows)",
+				(errmsg("initial copy: copied %s.%s (" INT64_FORMAT " rows)",
 						t->schema, t->name, rows)));
 	}
 	/* the finished file is a WAL-mode replica, synced before it is renamed */
@@ -478,9 +488,11 @@ zs_initial_copy(const char *replica_version, List *publications)
 	zs_backup_file_release();
 	remove_sqlite_files(path);
 	if (durable_rename(tmp, path, ERROR) != 0)
-		elog(ERROR, "zero_stream: could not rename \"%s\"", tmp);
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg_internal("could not rename \"%s\"", tmp)));
 	ereport(LOG,
-			(errmsg("zero_stream initial copy: %d tables, " INT64_FORMAT " rows at replicaVersion %s into \"%s\" in %.1f s",
+			(errmsg("initial copy: %d tables, " INT64_FORMAT " rows at replicaVersion %s into \"%s\" in %.1f s",
 					list_length(tables), total_rows, replica_version, path,
 					(double) (GetCurrentTimestamp() - start) / USECS_PER_SEC)));
 }

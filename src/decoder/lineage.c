@@ -192,7 +192,7 @@ void
 zs_restart_lineage(const char *slot_name, List *publications, char *replica_version)
 {
 	ereport(LOG,
-			(errmsg("zero_stream: resync requested: dropping replication slot \"%s\" and starting a new lineage",
+			(errmsg("resync requested: dropping replication slot \"%s\" and starting a new lineage",
 					slot_name)));
 	ReplicationSlotRelease();
 	ReplicationSlotDrop(slot_name, true);
@@ -217,14 +217,14 @@ zs_acquire_slot(const char *slot_name, List *publications, char *replica_version
 		if (have_lineage)
 			return;
 		ereport(LOG,
-				(errmsg("zero_stream: change log %s has no replicaVersion; recreating replication slot \"%s\"",
+				(errmsg("change log %s has no replicaVersion; recreating replication slot \"%s\"",
 						zs_cdc_schema_name(), slot_name)));
 		ReplicationSlotRelease();
 		ReplicationSlotDrop(slot_name, true);
 	}
 	else if (have_lineage)
 		ereport(WARNING,
-				(errmsg("zero_stream: replication slot \"%s\" is missing; the change log of replicaVersion %s cannot continue",
+				(errmsg("replication slot \"%s\" is missing; the change log of replicaVersion %s cannot continue",
 						slot_name, replica_version),
 				 errdetail("Changes made while the slot did not exist cannot be recovered."),
 				 errhint("A new replicaVersion is started; subscribers of the old one will be told to resync.")));

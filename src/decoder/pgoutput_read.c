@@ -89,11 +89,11 @@ read_tuple(Reader *r, ZsTuple *tuple)
 		col->len = 0;
 		switch (col->kind)
 		{
-			case 'n':
-			case 'u':
+			case ZS_PGO_COL_NULL:
+			case ZS_PGO_COL_UNCHANGED:
 				break;
-			case 't':
-			case 'b':
+			case ZS_PGO_COL_TEXT:
+			case ZS_PGO_COL_BINARY:
 				{
 					uint32_t	len = (uint32_t) read_uint(r, 4);
 
@@ -123,22 +123,22 @@ zs_pgoutput_parse(const char *data, int len, ZsPgoutputMsg *msg)
 	msg->old_kind = 0;
 	switch (msg->type)
 	{
-		case 'B':
+		case ZS_PGO_BEGIN:
 			msg->final_lsn = read_uint(&r, 8);
 			msg->commit_time = (int64_t) read_uint(&r, 8);
 			msg->xid = (uint32_t) read_uint(&r, 4);
 			break;
-		case 'C':
+		case ZS_PGO_COMMIT:
 			msg->flags = read_u8(&r);
 			msg->final_lsn = read_uint(&r, 8);
 			msg->end_lsn = read_uint(&r, 8);
 			msg->commit_time = (int64_t) read_uint(&r, 8);
 			break;
-		case 'O':
+		case ZS_PGO_ORIGIN:
 			msg->end_lsn = read_uint(&r, 8);
 			msg->relname = read_cstring(&r);
 			break;
-		case 'R':
+		case ZS_PGO_RELATION:
 			msg->relid = (uint32_t) read_uint(&r, 4);
 			msg->nspname = read_cstring(&r);
 			msg->relname = read_cstring(&r);
@@ -160,42 +160,42 @@ zs_pgoutput_parse(const char *data, int len, ZsPgoutputMsg *msg)
 				msg->attrs[i].typmod = (int32_t) read_uint(&r, 4);
 			}
 			break;
-		case 'Y':
+		case ZS_PGO_TYPE:
 			msg->relid = (uint32_t) read_uint(&r, 4);
 			msg->nspname = read_cstring(&r);
 			msg->relname = read_cstring(&r);
 			break;
-		case 'I':
+		case ZS_PGO_INSERT:
 			msg->relid = (uint32_t) read_uint(&r, 4);
-			if (read_u8(&r) != 'N')
+			if (read_u8(&r) != ZS_PGO_TUPLE_NEW)
 				fail(&r, "insert without new tuple");
 			read_tuple(&r, msg->new_tuple);
 			break;
-		case 'U':
+		case ZS_PGO_UPDATE:
 			{
 				char		kind;
 
 				msg->relid = (uint32_t) read_uint(&r, 4);
 				kind = (char) read_u8(&r);
-				if (kind == 'K' || kind == 'O')
+				if (kind == ZS_PGO_TUPLE_KEY || kind == ZS_PGO_TUPLE_OLD)
 				{
 					msg->old_kind = kind;
 					read_tuple(&r, msg->old_tuple);
 					kind = (char) read_u8(&r);
 				}
-				if (kind != 'N')
+				if (kind != ZS_PGO_TUPLE_NEW)
 					fail(&r, "update without new tuple");
 				read_tuple(&r, msg->new_tuple);
 				break;
 			}
-		case 'D':
+		case ZS_PGO_DELETE:
 			msg->relid = (uint32_t) read_uint(&r, 4);
 			msg->old_kind = (char) read_u8(&r);
-			if (msg->old_kind != 'K' && msg->old_kind != 'O')
+			if (msg->old_kind != ZS_PGO_TUPLE_KEY && msg->old_kind != ZS_PGO_TUPLE_OLD)
 				fail(&r, "delete without old tuple");
 			read_tuple(&r, msg->old_tuple);
 			break;
-		case 'T':
+		case ZS_PGO_TRUNCATE:
 			msg->nrelids = (int) read_uint(&r, 4);
 			msg->flags = read_u8(&r);
 			msg->relids_raw = r.p;
@@ -203,7 +203,7 @@ zs_pgoutput_parse(const char *data, int len, ZsPgoutputMsg *msg)
 				fail(&r, "truncate relation list has the wrong length");
 			r.p = r.end;
 			break;
-		case 'M':
+		case ZS_PGO_MESSAGE:
 			/* logical decoding messages are not part of the change log */
 			r.p = r.end;
 			break;

@@ -15,6 +15,36 @@
 /* pgoutput never sends more columns than a heap tuple can hold */
 #define ZS_MAX_COLUMNS 1664
 
+/*
+ * pgoutput's message types: the values of PostgreSQL's LogicalRepMsgType
+ * (replication/logicalproto.h), which is not frontend-safe; the decoder
+ * checks at compile time that they agree.
+ */
+typedef enum ZsPgoutputType
+{
+	ZS_PGO_BEGIN = 'B',
+	ZS_PGO_COMMIT = 'C',
+	ZS_PGO_ORIGIN = 'O',
+	ZS_PGO_RELATION = 'R',
+	ZS_PGO_TYPE = 'Y',
+	ZS_PGO_INSERT = 'I',
+	ZS_PGO_UPDATE = 'U',
+	ZS_PGO_DELETE = 'D',
+	ZS_PGO_TRUNCATE = 'T',
+	ZS_PGO_MESSAGE = 'M'
+} ZsPgoutputType;
+
+/* A tuple column's kind (LOGICALREP_COLUMN_* in logicalproto.h) */
+#define ZS_PGO_COL_NULL		'n'
+#define ZS_PGO_COL_UNCHANGED 'u'	/* an unchanged TOASTed value, not sent */
+#define ZS_PGO_COL_TEXT		't'
+#define ZS_PGO_COL_BINARY	'b'
+
+/* The tuples of an update or delete */
+#define ZS_PGO_TUPLE_NEW	'N'
+#define ZS_PGO_TUPLE_KEY	'K'		/* the old replica-identity key */
+#define ZS_PGO_TUPLE_OLD	'O'		/* the whole old row (REPLICA IDENTITY FULL) */
+
 typedef struct ZsTupleColumn
 {
 	char		kind;			/* 'n' null, 'u' unchanged TOAST, 't' text, 'b' binary */

@@ -170,7 +170,7 @@ remove_copy(ZsSnapshotCopy *copy)
 	char		err[512];
 
 	if (copy->path != NULL && !zs_replica_remove_files(copy->path, err, sizeof(err)))
-		ereport(LOG, (errmsg("zero_stream: %s", err)));
+		ereport(LOG, (errmsg("%s", err)));
 }
 
 void

@@ -125,11 +125,11 @@ open_replica(Replicator *rep)
 	if (rep->replica == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
-				 errmsg("zero_stream replicator: %s", err)));
+				 errmsg("%s", err)));
 	if (!zs_replica_read_state(rep->replica, replica_version, state_version))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("zero_stream replicator: \"%s\" is not a usable replica: %s",
+				 errmsg("\"%s\" is not a usable replica: %s",
 						rep->path, zs_replica_error(rep->replica))));
 	if (strcmp(replica_version, log_version) != 0)
 	{
@@ -143,7 +143,7 @@ open_replica(Replicator *rep)
 	rep->pos = PG_INT64_MAX;	/* the stateVersion transaction is applied */
 	zs_set_backup_state(ZS_BACKUP_FOLLOWING, NULL, state_version);
 	ereport(LOG,
-			(errmsg("zero_stream replicator: following \"%s\" from %s", rep->path, state_version)));
+			(errmsg("following \"%s\" from %s", rep->path, state_version)));
 	return true;
 }
 
