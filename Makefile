@@ -44,6 +44,14 @@ PG_CPPFLAGS = -I$(srcdir)/src
 ZS_WERROR ?=
 PG_CFLAGS = -Wall -Wmissing-prototypes $(ZS_WERROR)
 
+# pg_regress: sql/<test>.sql against expected/<test>.out, the PGXS layout
+# (sql/ also holds the install script, which is not a test). "make
+# installcheck" runs them against an installed server whose configuration
+# has the lines of test/regress.conf; "make regresscheck" starts a
+# temporary one with that configuration.
+REGRESS = install types dml identity
+REGRESS_OPTS = --inputdir=$(srcdir)
+
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
@@ -112,18 +120,21 @@ test/unit/test_codec: test/unit/test_codec.c src/codec/change_message.c test/uni
 test/unit/test_replica: test/unit/test_replica.c src/replica/replica_apply.c src/replica/replica_schema.c src/replica/replica_sqlite.c src/codec/json_read.c src/codec/json_out.c test/unit/unit.h $(wildcard $(srcdir)/src/*/*.h)
 	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_replica.c src/replica/replica_apply.c src/replica/replica_schema.c src/replica/replica_sqlite.c src/codec/json_read.c src/codec/json_out.c $(UNIT_LIBS) -lsqlite3
 
-.PHONY: unitcheck regresscheck tapcheck check-all
-unitcheck: $(UNIT_TESTS) all
+.PHONY: unitcheck regresscheck tapcheck check-all layoutcheck
+
+# README's Layout section against the tree, and the include layers
+layoutcheck:
+	python3 $(srcdir)/test/tools/check_layout.py
+unitcheck: $(UNIT_TESTS) all layoutcheck
 	@set -e; for t in $(UNIT_TESTS); do ./$$t; done
 	@# a shared library links with undefined symbols; none may be our own
 	@if nm -D --undefined-only $(MODULE_big)$(DLSUFFIX) | grep ' zs_'; then \
 		echo "$(MODULE_big)$(DLSUFFIX) references undefined zero_stream functions" >&2; exit 1; fi
 
-REGRESS_TESTS = install types dml identity
 regresscheck:
 	$(PG_REGRESS_BIN) --temp-instance=./tmp_check --temp-config=test/regress.conf \
-	  --bindir=$(PG_BINDIR) --inputdir=test --outputdir=test \
-	  --dbname=contrib_regression $(REGRESS_TESTS)
+	  --bindir=$(PG_BINDIR) --inputdir=$(srcdir) --outputdir=test \
+	  --dbname=contrib_regression $(REGRESS)
 
 tapcheck:
 	PATH="$(PG_BINDIR):$$PATH" PG_REGRESS='$(PG_REGRESS_BIN)' TESTDIR='$(CURDIR)/test' \

@@ -6,7 +6,7 @@
  * zero_stream turns PostgreSQL into the change streamer of a Zero sync
  * engine. A decoder worker decodes this server's WAL in-process with
  * pgoutput and writes a Zero-compatible change log through SPI; see
- * decoder/decoder_worker.c for the pipeline and shared/docs/architecture.md for
+ * decoder/decoder_worker.c for the pipeline and docs/architecture.md for
  * the whole design.
  *-------------------------------------------------------------------------
  */

@@ -163,7 +163,7 @@ zs_changelog_initialize(const char *replica_version, List *publications)
 	int			i = 0;
 
 	lock_schema_migration();
-	/* the storer's lock order (zero-protocol.md §6.3) */
+	/* the storer's lock order (docs/zero-protocol.md §6.3) */
 	exec_sql(psprintf("TRUNCATE %s.\"replicationState\", %s.\"changeLog\", "
 					  "%s.\"replicationConfig\", %s.\"tableMetadata\", %s.\"backfilling\"",
 					  s, s, s, s, s),

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  * changelog.h
- *	  The Zero-compatible change log in "<app>_<shard>/cdc" (zero-protocol.md
+ *	  The Zero-compatible change log in "<app>_<shard>/cdc" (docs/zero-protocol.md
  *	  §6): schema set-up, lineage (replicaVersion), ownership, and the batched
  *	  writer. Every function runs inside the caller's transaction with SPI
  *	  connected.

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  * change_message.c
- *	  Stored change -> wire message (zero-protocol.md §3.6).
+ *	  Stored change -> wire message (docs/zero-protocol.md §3.6).
  *-------------------------------------------------------------------------
  */
 #ifdef FRONTEND

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  * change_message.h
- *	  Rebuild a wire message from a stored change-log row (zero-protocol.md
+ *	  Rebuild a wire message from a stored change-log row (docs/zero-protocol.md
  *	  §3.6): the change text is stored verbatim, the message is built around
  *	  it by concatenation, byte for byte what zero-cache sends.
  *

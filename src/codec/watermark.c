@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  * watermark.c
- *	  Lexi-version watermarks (zero-protocol.md §4).
+ *	  Lexi-version watermarks (docs/zero-protocol.md §4).
  *
  * Only the "major" part is produced here: zero_stream never emits the
  * backfill minor versions, but decoding accepts and ignores a ".minor"

@@ -3,7 +3,7 @@
  *	  Build the Zero change JSON for each pgoutput message.
  *
  * Field names and their order follow what zero-cache's PostgreSQL change
- * source stores (shared/docs/golden/changelog.jsonl): begin carries
+ * source stores (test/golden/changelog.jsonl): begin carries
  * commitLsn/commitTime/xid/json, commit carries flags/commitLsn/
  * commitEndLsn/commitTime/commitTimeMs, relations keep tag and relationOid
  * plus the deprecated keyColumns/replicaIdentity next to rowKey.

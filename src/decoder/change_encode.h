@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  * change_encode.h
- *	  pgoutput messages -> Zero change objects (zero-protocol.md §3.1-3.3),
+ *	  pgoutput messages -> Zero change objects (docs/zero-protocol.md §3.1-3.3),
  *	  with the relation cache that pgoutput's 'R' messages maintain.
  *-------------------------------------------------------------------------
  */

@@ -12,7 +12,7 @@
  *   3. confirm the slot only after that commit; publish progress in shmem.
  * Between the decoding phase (historic catalog snapshots) and the SPI phase
  * (present-day catalogs) the system caches are invalidated both ways
- * (pg-internals.md fact 2).
+ * (docs/pg-internals.md fact 2).
  *
  * Exactly-once: our commit carries the origin progress, and decoding
  * restarts from it (commits before it are skipped by the snapshot builder).

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  * initial_copy.c
  *	  Copy every published table, as of the new slot's consistent snapshot,
- *	  into a new backup replica (zero-protocol.md §8, "initial sync").
+ *	  into a new backup replica (docs/zero-protocol.md §8, "initial sync").
  *
  * The decoder calls this inside the REPEATABLE READ transaction that runs
  * on the slot's initial snapshot (decoder/lineage.c), so the copy plus the

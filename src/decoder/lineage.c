@@ -12,7 +12,7 @@
  * initial copy of the published tables into the backup replica runs on the
  * slot's own consistent snapshot, then the lineage commits, and only then
  * is the slot persisted. A crash anywhere before that leaves no slot, and
- * the next start simply begins again (pg-internals.md §3).
+ * the next start simply begins again (docs/pg-internals.md §3).
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -106,7 +106,7 @@ check_slot_not_in_use(const char *slot_name)
 
 /*
  * Copy the published tables on the slot's consistent snapshot: the
- * walsender's USE_SNAPSHOT, in this process (pg-internals.md §3).
+ * walsender's USE_SNAPSHOT, in this process (docs/pg-internals.md §3).
  */
 static void
 copy_at_slot_snapshot(LogicalDecodingContext *ctx, const char *replica_version,

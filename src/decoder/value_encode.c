@@ -9,7 +9,7 @@
  * re-spelled the JavaScript way, dates and times become milliseconds.
  *
  * Where zero-cache 1.9.0 produces a wrong value we produce the right one in
- * the same JSON type (shared/docs/golden/README.md): pre-1970 fractional
+ * the same JSON type (test/golden/README.md): pre-1970 fractional
  * timestamps, numerics that would print as integers beyond 2^53, NULL array
  * elements, and dates beyond JavaScript's Date range.
  *-------------------------------------------------------------------------

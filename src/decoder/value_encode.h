@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  * value_encode.h
- *	  Zero's JSON encoding of PostgreSQL column values (zero-protocol.md
+ *	  Zero's JSON encoding of PostgreSQL column values (docs/zero-protocol.md
  *	  §3.7), from the text output that pgoutput sends.
  *
  * The decoder runs with DateStyle=ISO, TimeZone=UTC, IntervalStyle=postgres,

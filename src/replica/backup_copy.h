@@ -2,7 +2,7 @@
  * backup_copy.h
  *	  Snapshot reservations and consistent copies of the backup replica,
  *	  for subscribers that start without a usable replica
- *	  (zero-protocol.md §2.5-2.6).
+ *	  (docs/zero-protocol.md §2.5-2.6).
  *-------------------------------------------------------------------------
  */
 #ifndef ZS_BACKUP_COPY_H

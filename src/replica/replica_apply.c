@@ -4,7 +4,7 @@
  *	  dispatch of begin, data, commit and rollback, and the row changes
  *	  insert, update, delete and truncate.
  *
- * Semantics follow zero-cache's change processor (zero-protocol.md §8):
+ * Semantics follow zero-cache's change processor (docs/zero-protocol.md §8):
  *   insert   -> INSERT OR REPLACE with _0_version = the commit watermark;
  *   update   -> UPDATE the present columns WHERE the row key (the "key"
  *               object when the key changed or under REPLICA IDENTITY FULL,

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  * replica_apply.h
  *	  Apply Zero change messages to a SQLite file in zero-cache's replica
- *	  format (zero-protocol.md §8): replicated tables with "_0_version",
+ *	  format (docs/zero-protocol.md §8): replicated tables with "_0_version",
  *	  "_zero.replicationConfig", "_zero.replicationState",
  *	  "_zero.changeLog2" and column metadata.
  *
@@ -86,7 +86,7 @@ extern bool zs_replica_commit(ZsReplica *r, const char *watermark);
 extern bool zs_replica_rollback(ZsReplica *r);
 
 /*
- * One downstream message of the change stream (zero-protocol.md §2.4):
+ * One downstream message of the change stream (docs/zero-protocol.md §2.4):
  * ["begin",{...},{"commitWatermark":w}], ["data",{...}],
  * ["commit",{...},{"watermark":w}] or ["rollback",...]. Returns 1 when
  * applied, 0 for a message of another type (status, error: the caller's),

@@ -1,4 +1,4 @@
-# Laggard disconnection (zero-protocol.md §5.3): a subscriber that had caught
+# Laggard disconnection (docs/zero-protocol.md §5.3): a subscriber that had caught
 # up and then lags behind the live stream, held back by its own acks, for
 # longer than the grace period gets StreamTooFarBehind; one that is still
 # catching up from the change log is never disconnected.

@@ -1,5 +1,5 @@
 /*
- * Unit tests for the change-log codec (zero-protocol.md §3.6, zero-cache's
+ * Unit tests for the change-log codec (docs/zero-protocol.md §3.6, zero-cache's
  * change-log-codec.test.ts fixtures): every kind of stored change rebuilds
  * to the exact wire message, bigints, NUL, quotes, backslashes and unicode
  * untouched, and classification by the leading tag only.

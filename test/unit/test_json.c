@@ -1,7 +1,7 @@
 /*
- * Unit tests for the JSON value encoding (zero-protocol.md §3.7) and the
+ * Unit tests for the JSON value encoding (docs/zero-protocol.md §3.7) and the
  * JSON.stringify-compatible output, using values from the golden change
- * log that zero-cache 1.9.0 wrote (shared/docs/golden), plus the listed
+ * log that zero-cache 1.9.0 wrote (test/golden), plus the listed
  * corrections and malformed input.
  */
 #include "postgres_fe.h"

@@ -1,6 +1,6 @@
 /*
  * Unit tests for lexi-version watermarks: the worked examples of
- * zero-protocol.md §4.2 (zero-cache's lsn.test.ts and lexi-version.ts
+ * docs/zero-protocol.md §4.2 (zero-cache's lsn.test.ts and lexi-version.ts
  * fixtures), ordering, and rejection of malformed input.
  */
 #include "postgres_fe.h"

@@ -1,4 +1,4 @@
--- Row keys for each replica identity (zero-protocol.md §3.2-3.3).
+-- Row keys for each replica identity (docs/zero-protocol.md §3.2-3.3).
 CREATE TABLE ident_default (id int PRIMARY KEY, v text);
 CREATE TABLE ident_full (id int PRIMARY KEY, v text, tags text[]);
 ALTER TABLE ident_full REPLICA IDENTITY FULL;

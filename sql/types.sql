@@ -1,5 +1,5 @@
 -- Every built-in value encoding, compared with hand-written expected JSON
--- (zero-protocol.md §3.7; the corrections of shared/docs/golden/README.md).
+-- (docs/zero-protocol.md §3.7; the corrections of test/golden/README.md).
 SET client_encoding = 'UTF8';
 CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy');
 CREATE TYPE pair AS (a integer, b text);
