@@ -279,13 +279,45 @@ append_digits(StringInfo out, const Decimal *dec, bool no_bigint)
 }
 
 /*
- * Ryu (PostgreSQL's float8out) gives the shortest round-trip digits, the
- * same digits JavaScript prints; only their spelling differs.
+ * The shortest round-trip digits of a double, as JavaScript prints them.
+ * Ryu (PostgreSQL's float8out) finds them, except for some doubles of 2^53
+ * and more (all integers), where it can return more digits than needed:
+ * PostgreSQL prints 8.489840000000001e+21 where JavaScript prints
+ * 8.48984e+21, the same double. There, the shortest correctly rounded
+ * spelling that reads back as the same double is searched for, which is
+ * the digit string ECMAScript's Number::toString specifies.
  */
+static int
+shortest_digits(double value, char *buf)
+{
+	int			len = double_to_shortest_decimal_buf(value, buf);
+
+	if (fabs(value) >= 9007199254740992.0)
+	{
+		char		try[DOUBLE_SHORTEST_DECIMAL_LEN + 8];
+
+		for (int precision = 1; precision < 17; precision++)
+		{
+			int			n = snprintf(try, sizeof(try), "%.*e", precision - 1, value);
+
+			if (strtod(try, NULL) == value)
+			{
+				if (n < len)
+				{
+					memcpy(buf, try, n + 1);
+					len = n;
+				}
+				break;
+			}
+		}
+	}
+	return len;
+}
+
 static void
 append_double(StringInfo out, double value, bool no_bigint)
 {
-	char		buf[DOUBLE_SHORTEST_DECIMAL_LEN];
+	char		buf[DOUBLE_SHORTEST_DECIMAL_LEN + 8];
 	int			len;
 	Decimal		dec;
 
@@ -294,7 +326,7 @@ append_double(StringInfo out, double value, bool no_bigint)
 		appendStringInfoString(out, "null");
 		return;
 	}
-	len = double_to_shortest_decimal_buf(value, buf);
+	len = shortest_digits(value, buf);
 	if (parse_decimal(buf, len, &dec))
 		append_digits(out, &dec, no_bigint);
 }
@@ -352,8 +384,11 @@ zs_json_append_shortest_text(StringInfo out, const char *s, int len)
 
 	if (!parse_decimal(s, len, &dec))
 		return false;
-	/* longer than any shortest form, or beyond the doubles: convert */
-	if (dec.inexact || dec.n > 309 || dec.n < -323)
+	/*
+	 * Longer than any shortest form, beyond the doubles, or 2^53 and more,
+	 * where PostgreSQL's digits are not always the shortest: convert.
+	 */
+	if (dec.inexact || dec.n > 309 || dec.n < -323 || dec.n >= 16)
 		append_double(out, decimal_text_to_double(s, len), false);
 	else
 		append_digits(out, &dec, false);

@@ -143,7 +143,7 @@ open_replica(Replicator *rep)
 	rep->pos = PG_INT64_MAX;	/* the stateVersion transaction is applied */
 	zs_set_backup_state(ZS_BACKUP_FOLLOWING, NULL, state_version);
 	ereport(LOG,
-			(errmsg("following \"%s\" from %s", rep->path, state_version)));
+			(errmsg("backup replica \"%s\" follows the change log from %s", rep->path, state_version)));
 	return true;
 }
 

@@ -125,7 +125,7 @@ like(slurp_file("$dir/cli.log"), qr/error type 1: current replica version is $ne
 	'the live CLI was told WrongReplicaVersion, not sent the new lineage\'s transactions');
 like(slurp_file("$dir/cli.log"), qr/replacing "\Q$app\E" \(replicaVersion $old_rv at \S+\): the server has replicaVersion $new_rv/,
 	'the CLI replaced its replica of the old lineage');
-like(slurp_file($node->logfile), qr/replicator: following .* from $new_rv/,
+like(slurp_file($node->logfile), qr/backup replica .* follows the change log from $new_rv/,
 	'the replicator reopened the replaced file');
 
 # zero_stream.resync(): a deliberate new lineage, with the CLI live again

@@ -308,6 +308,26 @@ test_js_numbers(void)
 	check_rejected(ZS_KIND_NUMERIC, "0x10");
 }
 
+/*
+ * Doubles of 2^53 and more, where PostgreSQL's float8 output is not the
+ * shortest spelling (found by the property test, TAP 014); JavaScript's
+ * String() of the same doubles, from Node.
+ */
+static void
+test_large_doubles(void)
+{
+	check_value(ZS_KIND_FLOAT, "-9.349920999999999e+19", "-93499210000000000000");
+	check_value(ZS_KIND_FLOAT, "8.489840000000001e+21", "8.48984e+21");
+	check_value(ZS_KIND_FLOAT, "-1.7629982000000002e+20", "-176299820000000000000");
+	check_value(ZS_KIND_FLOAT, "2.4167759999999997e+21", "2.416776e+21");
+	check_value(ZS_KIND_FLOAT, "1.2345678901234567e+300", "1.2345678901234567e+300");
+	check_value(ZS_KIND_NUMERIC, "71877265686685986", "7.187726568668598e+16");
+	check_value(ZS_KIND_NUMERIC, "28496888849107710", "2.849688884910771e+16");
+	check_double(-93499210000000000000.0, false, "-93499210000000000000");
+	check_double(9007199254740992.0, false, "9007199254740992");
+	check_double(9007199254740992.0, true, "9.007199254740992e+15");
+}
+
 /* json[] elements: BigIntJSON.stringify(BigIntJSON.parse(x)), from Node */
 static void
 test_js_elements(void)
@@ -377,6 +397,7 @@ main(void)
 	test_other_scalars();
 	test_arrays();
 	test_js_numbers();
+	test_large_doubles();
 	test_js_elements();
 	test_timestamp_range();
 	return unit_report("test_json");
