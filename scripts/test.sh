@@ -18,22 +18,13 @@ make -s -j2
 
 run_suites='make -s unitcheck && make -s regresscheck && make -s tapcheck'
 
-# zero-cache's golden change log (shared/docs/golden beside the repository)
-# lets a TAP test check storage compatibility; it is skipped without it
-golden=""
-[ -d "$root/../shared/docs/golden" ] && golden=$(cd "$root/../shared/docs/golden" && pwd)
-
 if [ "$(id -u)" -eq 0 ]; then
 	id zstest >/dev/null 2>&1 || useradd --create-home --shell /bin/bash zstest
 	work=$(mktemp -d /tmp/zero_stream-test.XXXXXX)
 	cp -a "$root/." "$work/"
-	if [ -n "$golden" ]; then
-		cp -r "$golden" "$work/.golden"
-		golden="$work/.golden"
-	fi
 	chown -R zstest "$work"
 	status=0
-	runuser -u zstest -- bash -c "cd '$work' && export ZS_GOLDEN_DIR='$golden' && $run_suites" || status=$?
+	runuser -u zstest -- bash -c "cd '$work' && $run_suites" || status=$?
 	if [ $status -ne 0 ]; then
 		for f in "$work"/test/regression.diffs; do [ -f "$f" ] && cat "$f"; done
 		mkdir -p "$root/test/log" && cp -r "$work"/test/tmp_check/log/. "$root/test/log/" 2>/dev/null || true
@@ -41,5 +32,5 @@ if [ "$(id -u)" -eq 0 ]; then
 	rm -rf "$work"
 	exit $status
 else
-	ZS_GOLDEN_DIR="$golden" bash -c "$run_suites" || { [ -f test/regression.diffs ] && cat test/regression.diffs; exit 1; }
+	bash -c "$run_suites" || { [ -f test/regression.diffs ] && cat test/regression.diffs; exit 1; }
 fi

@@ -19,9 +19,10 @@ sub last_error
 
 sub wait_for_error
 {
-	my ($node, $pattern, $db) = @_;
-	$node->poll_query_until($db // 'postgres',
-		"SELECT last_error ~ '$pattern' FROM zero_stream.status()")
+	my ($node, $pattern, $label, $db) = @_;
+	ok($node->poll_query_until($db // 'postgres',
+			"SELECT last_error ~ '$pattern' FROM zero_stream.status()"),
+		"$label: status() reports an error matching /$pattern/")
 	  or diag 'last_error: ' . last_error($node, $db);
 }
 
@@ -31,7 +32,7 @@ sub wait_for_error
 	$node->append_conf('postgresql.conf', "wal_level = replica\nmax_wal_senders = 0\n");
 	$node->restart;
 	$node->safe_psql('postgres', 'CREATE EXTENSION zero_stream');
-	wait_for_error($node, 'wal_level');
+	wait_for_error($node, 'wal_level', 'wal_level');
 	like(last_error($node), qr/zero_stream requires wal_level = logical \(it is "replica"\)/,
 		'wal_level: clear error in status()');
 	ok($node->log_contains('HINT:  Set wal_level = logical in postgresql.conf'),
@@ -48,7 +49,7 @@ sub wait_for_error
 	my $node = zs_new_node('pub', no_extension => 1,
 		extra_conf => "zero_stream.publications = 'app_pub'\n");
 	$node->safe_psql('postgres', 'CREATE EXTENSION zero_stream');
-	wait_for_error($node, 'app_pub');
+	wait_for_error($node, 'app_pub', 'missing publication');
 	like(last_error($node),
 		qr/publication "app_pub" named in zero_stream.publications does not exist in database "postgres"/,
 		'missing publication: clear error in status()');
@@ -65,16 +66,16 @@ sub wait_for_error
 		extra_conf => "zero_stream.database = 'appdb'\n");
 	$node->safe_psql('postgres', 'CREATE DATABASE appdb');
 	$node->safe_psql('postgres', 'CREATE EXTENSION zero_stream');
-	wait_for_error($node, 'not installed');
+	wait_for_error($node, 'not installed', 'extension elsewhere');
 	like(last_error($node),
 		qr/extension "zero_stream" is not installed in database "appdb"; run CREATE EXTENSION zero_stream there/,
 		'extension elsewhere: status() in another database says where to create it');
 	is($node->safe_psql('postgres', 'SELECT state FROM zero_stream.status()'),
 		'waiting for CREATE EXTENSION', 'extension elsewhere: decoder waits');
 	$node->safe_psql('appdb', 'CREATE EXTENSION zero_stream');
-	$node->poll_query_until('appdb', "SELECT state = 'streaming' FROM zero_stream.status()")
+	ok($node->poll_query_until('appdb', "SELECT state = 'streaming' FROM zero_stream.status()"),
+		'extension elsewhere: streams once created')
 	  or diag last_error($node, 'appdb');
-	pass('extension elsewhere: streams once created');
 	$node->stop;
 }
 
@@ -85,7 +86,7 @@ sub wait_for_error
 	$node->safe_psql('postgres',
 		"SELECT pg_create_logical_replication_slot('busy', 'test_decoding')");
 	$node->safe_psql('postgres', 'CREATE EXTENSION zero_stream');
-	wait_for_error($node, 'busy');
+	wait_for_error($node, 'busy', 'foreign slot');
 	like(last_error($node), qr/replication slot "busy" was not created by zero_stream/,
 		'foreign slot: clear error');
 
@@ -109,15 +110,19 @@ sub wait_for_error
 			'-o', 'proto_version=1', '-o', 'publication_names=_zero_public_0', '-f', '/dev/null'
 		],
 		'>', \$out, '2>', \$err);
-	$node->poll_query_until('postgres',
-		"SELECT active_pid IS NOT NULL AND active_pid <> coalesce((SELECT pid FROM zero_stream.status()), 0) FROM pg_replication_slots WHERE slot_name = 'busy'")
+	ok($node->poll_query_until('postgres',
+			"SELECT active_pid IS NOT NULL AND active_pid <> coalesce((SELECT pid FROM zero_stream.status()), 0) FROM pg_replication_slots WHERE slot_name = 'busy'"),
+		'slot in use: another consumer holds the slot')
 	  or diag "pg_recvlogical: $err";
-	wait_for_error($node, 'in use');
+	wait_for_error($node, 'in use', 'slot in use');
 	like(last_error($node), qr/replication slot "busy" is in use by process \d+/,
 		'slot in use: clear error');
 	$recv->kill_kill;
-	zs_wait_streaming($node);
-	pass('slot in use: decoder resumes once the other consumer is gone');
+	ok($node->poll_query_until('postgres', q{
+SELECT s.state = 'streaming' AND r.active_pid = s.pid
+  FROM zero_stream.status() s, pg_replication_slots r WHERE r.slot_name = 'busy'}),
+		'slot in use: decoder resumes and holds the slot once the other consumer is gone')
+	  or diag 'last_error: ' . last_error($node);
 	$node->stop;
 }
 

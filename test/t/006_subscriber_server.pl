@@ -346,8 +346,9 @@ SELECT count(*) = 20 AND bool_and(protocol = 6 AND mode = 'serving')
 	}
 	my ($rc, $out) = finish_tail($stalled);
 	my $n = () = $out =~ /\n/g;
-	$node->poll_query_until('postgres', 'SELECT count(*) = 0 FROM zero_stream.subscribers()');
-	pass('subscribers(): empty once everyone left');
+	ok($node->poll_query_until('postgres', 'SELECT count(*) = 0 FROM zero_stream.subscribers()'),
+		'subscribers(): empty once everyone left')
+	  or diag $node->safe_psql('postgres', 'SELECT * FROM zero_stream.subscribers()');
 	cmp_ok($n, '<=', 2 * 2000 + 1, "the stalled subscriber was held at two pages ($n messages)");
 }
 
@@ -384,7 +385,8 @@ SELECT count(*) = 20 AND bool_and(protocol = 6 AND mode = 'serving')
 {
 	$node->safe_psql('postgres', "ALTER SYSTEM SET zero_stream.subscriber_password = 's3cret'");
 	$node->reload;
-	$node->poll_query_until('postgres', "SELECT current_setting('zero_stream.subscriber_password') = 's3cret'");
+	ok($node->poll_query_until('postgres', "SELECT current_setting('zero_stream.subscriber_password') = 's3cret'"),
+		'subscriber_password: the new setting is loaded');
 	usleep(500_000);    # the server worker reloads on its next wakeup (1 s tick at most)
 	my ($rc, $out, $err);
 	for (1 .. 30)

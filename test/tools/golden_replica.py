@@ -4,10 +4,10 @@
     golden_replica.py replica-dump.txt ours.db
 
 replica-dump.txt is zero-cache 1.9.0's replica after applying the golden change
-log (shared/docs/golden). For every table that exists before the workload's
+log (test/golden). For every table that exists before the workload's
 DDL, each row zero-cache has (matched by key) must be in ours with every
 column's value and SQLite storage class identical, except the columns whose
-values zero_stream deliberately corrects (golden README) and except columns
+values zero_stream deliberately corrects (test/golden/README.md) and except columns
 that only a schema change or a backfill would have written. _0_version must
 map golden watermarks to ours one-to-one (the same commit, the same version).
 Prints a summary and every unexpected difference; exits 1 if there is one.
