@@ -23,7 +23,14 @@ OBJS = \
 	src/changelog/changelog.o \
 	src/changelog/changelog_read.o \
 	src/server/server_worker.o \
+	src/server/listener.o \
+	src/server/connection.o \
+	src/server/routes.o \
+	src/server/upstream.o \
 	src/server/subscription.o \
+	src/server/flow_control.o \
+	src/server/reservations.o \
+	src/server/subscriber_slots.o \
 	src/replica/replica_apply.o \
 	src/replica/replica_schema.o \
 	src/replica/replica_sqlite.o \

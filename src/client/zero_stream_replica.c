@@ -52,6 +52,7 @@
 #include "codec/json_read.h"
 #include "replica/replica_apply.h"
 #include "codec/websocket.h"
+#include "codec/zero_errors.h"
 #include "client/ws_client.h"
 
 #define PROGRESS_INTERVAL_S 2.0
@@ -570,7 +571,7 @@ apply_frame(Connection *conn, ZsReplica *r)
 				 message ? message : "(no message)");
 			conn->last_frame = (int64) zs_json_double(&doc, id);
 			(void) send_acks(conn);
-			if (t == 1 || t == 2)
+			if (t == ZS_ERR_WRONG_REPLICA_VERSION || t == ZS_ERR_WATERMARK_TOO_OLD)
 				return SYNC_RESTORE;
 			return SYNC_RECONNECT;
 		}

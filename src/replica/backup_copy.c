@@ -1,15 +1,9 @@
 /*-------------------------------------------------------------------------
  * backup_copy.c
- *	  Snapshot reservations and consistent copies of the backup replica.
+ *	  Consistent copies of the backup replica, which the server sends as
+ *	  snapshots to the tasks holding a reservation (server/reservations.c).
  *
- * A reservation answers "where do I restore from": a backupURL on this
- * server, the replicaVersion, and minWatermark, the oldest watermark the
- * change log still holds (zero-cache 1.9.0's meaning): a replica of the
- * same replicaVersion at or after it can catch up from the log and need not
- * restore. The reservation pins the log at the backup watermark of the
- * moment, the position a restored copy resumes from.
- *
- * The copy itself is made on request with SQLite's online-backup API, a few
+ * A copy is made on request with SQLite's online-backup API, a few
  * pages per step so the server loop keeps serving meanwhile. The source
  * connection holds one read transaction from the first step to the last:
  * with the replica in WAL mode that pins one committed state while the
@@ -26,113 +20,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "access/xact.h"
-#include "executor/spi.h"
 #include "miscadmin.h"
 #include "storage/fd.h"
-#include "utils/builtins.h"
-#include "utils/snapmgr.h"
 
-#include "changelog/changelog.h"
-#include "guc.h"
 #include "replica/backup_file.h"
-#include "codec/json_out.h"
 #include "replica/replica_apply.h"
-#include "shmem.h"
-#include "spi_xact.h"
 #include "replica/backup_copy.h"
-
-#define REPLICA_PATH_PREFIX "/replica/"
-
-/* The oldest watermark in the change log (the seed's, until purging exists). */
-static void
-read_log_floor(char *floor)
-{
-	zs_spi_xact_begin(NULL);
-	zs_changelog_read_floor(floor);
-	zs_spi_xact_commit();
-}
-
-bool
-zs_snapshot_reserve(const char *host, const char *task_id, const char *tag,
-					StringInfo body, char *watermark, char **error)
-{
-	char	   *path = zs_replica_file_path();
-	char		replica_version[ZS_WATERMARK_MAXLEN];
-	char		floor[ZS_WATERMARK_MAXLEN];
-	struct stat st;
-	bool		following;
-
-	if (path == NULL)
-	{
-		*error = pstrdup("backups are not configured");
-		return false;
-	}
-	LWLockAcquire(zs_shared->lock, LW_SHARED);
-	following = (zs_shared->backup_state == ZS_BACKUP_FOLLOWING);
-	strlcpy(watermark, zs_shared->backup_watermark, ZS_WATERMARK_MAXLEN);
-	strlcpy(replica_version, zs_shared->replica_version, sizeof(replica_version));
-	LWLockRelease(zs_shared->lock);
-	if (!following || watermark[0] == '\0' || stat(path, &st) != 0)
-	{
-		*error = pstrdup("the backup replica is not ready: it does not follow the change log yet (see zero_stream.status().backup_state)");
-		return false;
-	}
-	read_log_floor(floor);
-	if (floor[0] == '\0')
-		strlcpy(floor, replica_version, sizeof(floor));
-
-	appendStringInfoString(body, "{\"tag\":");
-	zs_json_append_cstring(body, tag);
-	appendStringInfoString(body, ",\"backupURL\":");
-	{
-		StringInfoData url;
-
-		initStringInfo(&url);
-		appendStringInfo(&url, "http://%s" REPLICA_PATH_PREFIX,
-						 host ? host : psprintf("127.0.0.1:%d", zs_port));
-		for (const char *p = task_id; *p; p++)
-		{
-			if (isalnum((unsigned char) *p) || strchr("-_.~", *p))
-				appendStringInfoChar(&url, *p);
-			else
-				appendStringInfo(&url, "%%%02X", (unsigned char) *p);
-		}
-		zs_json_append_cstring(body, url.data);
-	}
-	appendStringInfoString(body, ",\"replicaVersion\":");
-	zs_json_append_cstring(body, replica_version);
-	appendStringInfoString(body, ",\"minWatermark\":");
-	zs_json_append_cstring(body, floor);
-	appendStringInfo(body, ",\"replicaSize\":" INT64_FORMAT "}", (int64) st.st_size);
-	return true;
-}
-
-char *
-zs_snapshot_request_task(const char *path)
-{
-	const char *p;
-	StringInfoData task;
-
-	if (strncmp(path, REPLICA_PATH_PREFIX, strlen(REPLICA_PATH_PREFIX)) != 0)
-		return NULL;
-	p = path + strlen(REPLICA_PATH_PREFIX);
-	initStringInfo(&task);
-	/* the path is not percent-decoded by the parser: do it here */
-	while (*p)
-	{
-		if (*p == '%' && isxdigit((unsigned char) p[1]) && isxdigit((unsigned char) p[2]))
-		{
-			char		hex[3] = {p[1], p[2], '\0'};
-
-			appendStringInfoChar(&task, (char) strtol(hex, NULL, 16));
-			p += 3;
-		}
-		else
-			appendStringInfoChar(&task, *p++);
-	}
-	return task.len > 0 ? task.data : NULL;
-}
 
 struct ZsSnapshotCopy
 {
@@ -170,7 +63,7 @@ remove_copy(ZsSnapshotCopy *copy)
 	char		err[512];
 
 	if (copy->path != NULL && !zs_replica_remove_files(copy->path, err, sizeof(err)))
-		ereport(LOG, (errmsg("%s", err)));
+		ereport(LOG, (errcode_for_file_access(), errmsg("%s", err)));
 }
 
 void

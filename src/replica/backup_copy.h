@@ -1,31 +1,14 @@
 /*-------------------------------------------------------------------------
  * backup_copy.h
- *	  Snapshot reservations and consistent copies of the backup replica,
- *	  for subscribers that start without a usable replica
- *	  (docs/zero-protocol.md §2.5-2.6).
+ *	  Consistent copies of the backup replica, for subscribers that start
+ *	  without a usable replica (docs/zero-protocol.md §2.5-2.6); the server
+ *	  serves them under snapshot reservations (server/reservations.c).
  *-------------------------------------------------------------------------
  */
 #ifndef ZS_BACKUP_COPY_H
 #define ZS_BACKUP_COPY_H
 
-#include "lib/stringinfo.h"
-
 #include "codec/watermark.h"
-
-/*
- * The body of a reservation's status: {"tag":<tag>,"backupURL":...,
- * "replicaVersion":...,"minWatermark":...,"replicaSize":n}. backupURL
- * points at this server (host as the client addressed it); minWatermark is
- * the oldest watermark of the change log. The backup watermark now, where
- * a restored copy resumes, is returned in *watermark: the reservation pins
- * the change log there. Runs a short transaction of its own. False with
- * *error if there is no backup replica to serve.
- */
-extern bool zs_snapshot_reserve(const char *host, const char *task_id, const char *tag,
-								StringInfo body, char *watermark, char **error);
-
-/* "/replica/<taskID>": the task, or NULL for another path */
-extern char *zs_snapshot_request_task(const char *path);
 
 /*
  * A consistent copy of the backup replica, made in steps (SQLite online

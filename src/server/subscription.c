@@ -12,26 +12,20 @@
  *
  * The stored change text is the exact JSON that was serialized once by the
  * decoder; the message is rebuilt around it by concatenation (§3.6).
+ *
+ * Which pages are read and when is flow_control.c's; what the subscriber
+ * sends (acks, v7 upstream messages) is parsed by upstream.c.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include <cjson/cJSON.h>
-
-#include "catalog/pg_type_d.h"
-#include "executor/spi.h"
-#include "utils/builtins.h"
 #include "utils/memutils.h"
 
-#include "codec/change_message.h"
-#include "guc.h"
 #include "codec/json_out.h"
-#include "replica/backup_copy.h"
-#include "server/subscription.h"
 #include "codec/websocket.h"
-
-#define MIN_PROTOCOL 4
-#define MAX_PROTOCOL 7
+#include "codec/zero_errors.h"
+#include "guc.h"
+#include "server/subscription.h"
 
 /* most messages in one {"id":n,"batch":[...]} frame, as zero-cache's maxBatchSize */
 #define MAX_BATCH 64
@@ -81,25 +75,14 @@ struct ZsSubscriber
 
 static const char status_message[] = "[\"status\",{\"tag\":\"status\"}]";
 
-/* The parameters of a subscription, from a query string or a start-subscription message. */
-typedef struct SubscribeParams
-{
-	const char *id;
-	const char *task_id;
-	const char *replica_version;
-	const char *watermark;
-	const char *mode;
-	bool		batched;
-} SubscribeParams;
-
 static bool
 missing(const char *value)
 {
 	return value == NULL || value[0] == '\0';
 }
 
-static ZsSubscriber *
-subscriber_start(const SubscribeParams *p, int protocol, char **error)
+ZsSubscriber *
+zs_subscriber_start(const ZsSubscribeParams *p, int protocol, char **error)
 {
 	ZsSubscriber *sub;
 	uint64		ignored;
@@ -127,188 +110,18 @@ subscriber_start(const SubscribeParams *p, int protocol, char **error)
 	sub->batched = p->batched;
 	strlcpy(sub->cursor_watermark, sub->watermark, sizeof(sub->cursor_watermark));
 	sub->cursor_pos = -1;
-	sub->next_id = 1;
-	sub->acked_id = 0;
+	/* frame ids continue after those sent before the subscription */
+	sub->next_id = p->frames_sent + 1;
+	sub->acked_id = p->frames_acked;
 	sub->pending_capacity = 64;
 	sub->pending = palloc(sizeof(PendingFrame) * sub->pending_capacity);
 	initStringInfo(&sub->batch);
 	return sub;
 }
 
-static const char *
-query_value(const ZsHttpRequest *req, const char *name)
+bool
+zs_subscriber_ack(ZsSubscriber *sub, int64 id, char **error)
 {
-	StringInfoData v;
-
-	initStringInfo(&v);
-	if (!zs_http_query_param(req->query, name, &v))
-	{
-		pfree(v.data);
-		return NULL;
-	}
-	return v.data;
-}
-
-ZsSubscriber *
-zs_subscriber_create(const ZsHttpRequest *req, bool *awaiting_start, char **snapshot_task,
-					 int *protocol, char **error)
-{
-	int			version = 0;
-	ZsRouteAction action = zs_http_route(req->path, &version);
-	SubscribeParams params;
-	const char *batched;
-
-	*awaiting_start = false;
-	*snapshot_task = NULL;
-	*error = NULL;
-	if (action == ZS_ROUTE_NONE)
-	{
-		*error = psprintf("invalid path: %s", req->path);
-		return NULL;
-	}
-	if (version < MIN_PROTOCOL || version > MAX_PROTOCOL)
-	{
-		*error = psprintf("Cannot service client at protocol v%d. Supported protocols: [v%d ... v%d]",
-						  version, MIN_PROTOCOL, MAX_PROTOCOL);
-		return NULL;
-	}
-	*protocol = version;
-	if (action == ZS_ROUTE_SUBSCRIBE)
-	{
-		if (version < 7)
-			*error = psprintf("the /subscribe endpoint requires protocol v7 (client is at v%d)", version);
-		else
-			*awaiting_start = true;
-		return NULL;
-	}
-	if (action == ZS_ROUTE_SNAPSHOT)
-	{
-		const char *task = query_value(req, "taskID");
-
-		if (missing(task))
-			*error = pstrdup("Missing taskID in snapshot request");
-		else
-			*snapshot_task = pstrdup(task);
-		return NULL;
-	}
-
-	params.id = query_value(req, "id");
-	params.task_id = query_value(req, "taskID");
-	params.replica_version = query_value(req, "replicaVersion");
-	params.watermark = query_value(req, "watermark");
-	params.mode = query_value(req, "mode");
-	batched = query_value(req, "wsBatched");
-	params.batched = version >= 7 && batched != NULL && strcmp(batched, "true") == 0;
-	return subscriber_start(&params, version, error);
-}
-
-static const char *
-json_string(const cJSON *object, const char *name)
-{
-	const cJSON *item = cJSON_GetObjectItemCaseSensitive(object, name);
-
-	return cJSON_IsString(item) ? item->valuestring : NULL;
-}
-
-/* {"ack":n} to the client, for an upstream frame (v7) */
-static void
-send_ack(StringInfo out, int64 id)
-{
-	char		ack[48];
-	int			len = snprintf(ack, sizeof(ack), "{\"ack\":" INT64_FORMAT "}", id);
-
-	zs_ws_append_frame(out, ZS_WS_OP_TEXT, ack, len);
-}
-
-/* ["reserved",{"tag":"snapshot",...}] in a frame of its own, before any subscription */
-static bool
-reserve_snapshot(ZsUpstream *up, const cJSON *body, StringInfo out, char **error)
-{
-	const char *task = json_string(body, "taskID");
-	StringInfoData frame;
-	StringInfoData status;
-
-	if (missing(task))
-	{
-		*error = pstrdup("Missing taskID in snapshot request");
-		return false;
-	}
-	initStringInfo(&status);
-	if (!zs_snapshot_reserve(up->host, task, "snapshot", &status, up->reserved_watermark, error))
-		return false;
-	up->reserved_task = pstrdup(task);
-	initStringInfo(&frame);
-	appendStringInfo(&frame, "{\"id\":" INT64_FORMAT ",\"batch\":[[\"reserved\",%s]]}",
-					 ++up->sent, status.data);
-	zs_ws_append_frame(out, ZS_WS_OP_TEXT, frame.data, frame.len);
-	pfree(frame.data);
-	pfree(status.data);
-	return true;
-}
-
-/* One upstream application message of a /subscribe connection (§2.6). */
-static bool
-handle_upstream_message(ZsSubscriber **sub, int protocol, ZsUpstream *up, const cJSON *msg,
-						StringInfo out, char **error)
-{
-	const cJSON *type = cJSON_GetArrayItem(msg, 0);
-	const cJSON *body = cJSON_GetArrayItem(msg, 1);
-	SubscribeParams params;
-
-	if (!cJSON_IsArray(msg) || !cJSON_IsString(type) || !cJSON_IsObject(body))
-	{
-		*error = pstrdup("malformed upstream message");
-		return false;
-	}
-	if (strcmp(type->valuestring, "reserve-snapshot") == 0)
-	{
-		if (*sub != NULL || up->reserved_task != NULL)
-		{
-			*error = pstrdup("reserve-snapshot after a reservation or subscription on this connection");
-			return false;
-		}
-		return reserve_snapshot(up, body, out, error);
-	}
-	if (strcmp(type->valuestring, "start-subscription") != 0)
-	{
-		*error = psprintf("unknown upstream message type: %s", type->valuestring);
-		return false;
-	}
-	if (*sub != NULL)
-	{
-		*error = pstrdup("start-subscription on a connection that is already subscribed");
-		return false;
-	}
-	params.id = json_string(body, "id");
-	params.task_id = json_string(body, "taskID");
-	params.replica_version = json_string(body, "replicaVersion");
-	params.watermark = json_string(body, "watermark");
-	params.mode = json_string(body, "mode");
-	params.batched = true;		/* always batched on /subscribe */
-	*sub = subscriber_start(&params, protocol, error);
-	if (*sub == NULL)
-		return false;
-	/* frame ids continue after the reservation's; the subscription releases it */
-	(*sub)->next_id = up->sent + 1;
-	(*sub)->acked_id = up->acked;
-	up->reserved_task = NULL;
-	up->started_task = (*sub)->task_id;
-	return true;
-}
-
-/* Apply a parsed {"ack":n}: acks must come in order and name a frame sent. */
-static bool
-apply_ack(ZsSubscriber *sub, const cJSON *json, char **error)
-{
-	const cJSON *ack = json ? cJSON_GetObjectItemCaseSensitive(json, "ack") : NULL;
-	int64		id;
-
-	if (ack == NULL || !cJSON_IsNumber(ack) || cJSON_GetArraySize(json) != 1)
-	{
-		*error = pstrdup("unexpected message from subscriber (only {\"ack\":n} is accepted)");
-		return false;
-	}
-	id = (int64) ack->valuedouble;
 	if (id != sub->acked_id + 1 || id >= sub->next_id)
 	{
 		*error = psprintf("Unexpected ack for " INT64_FORMAT ": " INT64_FORMAT,
@@ -327,78 +140,6 @@ apply_ack(ZsSubscriber *sub, const cJSON *json, char **error)
 		sub->npending--;
 	}
 	return true;
-}
-
-bool
-zs_subscriber_handle_upstream(ZsSubscriber **sub, int protocol, ZsUpstream *up,
-							  const char *text, int len, StringInfo out, char **error)
-{
-	cJSON	   *json = cJSON_ParseWithLength(text, len);
-	const cJSON *id;
-	const cJSON *msg;
-	const cJSON *batch;
-	bool		ok = true;
-
-	if (json == NULL || !cJSON_IsObject(json))
-	{
-		cJSON_Delete(json);
-		*error = pstrdup("upstream frame is not a JSON object");
-		return false;
-	}
-	/* an ack of one of our frames */
-	if (cJSON_GetObjectItemCaseSensitive(json, "ack") != NULL)
-	{
-		if (*sub == NULL)
-		{
-			const cJSON *ack = cJSON_GetObjectItemCaseSensitive(json, "ack");
-
-			/* only the reservation's frames can be acked before a subscription */
-			ok = cJSON_IsNumber(ack) && (int64) ack->valuedouble == up->acked + 1 &&
-				up->acked < up->sent;
-			if (ok)
-				up->acked++;
-			else
-				*error = pstrdup("ack before start-subscription");
-		}
-		else
-			ok = apply_ack(*sub, json, error);
-		cJSON_Delete(json);
-		return ok;
-	}
-	id = cJSON_GetObjectItemCaseSensitive(json, "id");
-	msg = cJSON_GetObjectItemCaseSensitive(json, "msg");
-	batch = cJSON_GetObjectItemCaseSensitive(json, "batch");
-	if (!cJSON_IsNumber(id) || (msg == NULL) == (batch == NULL) ||
-		(batch != NULL && !cJSON_IsArray(batch)))
-	{
-		ok = false;
-		*error = pstrdup("upstream frame needs an id and exactly one of msg or batch");
-	}
-	else if ((int64) id->valuedouble != up->upstream_id + 1)
-	{
-		ok = false;
-		*error = psprintf("unexpected upstream frame id " INT64_FORMAT " (expected " INT64_FORMAT ")",
-						  (int64) id->valuedouble, up->upstream_id + 1);
-	}
-	else if (msg != NULL)
-		ok = handle_upstream_message(sub, protocol, up, msg, out, error);
-	else
-	{
-		const cJSON *item;
-
-		cJSON_ArrayForEach(item, batch)
-		{
-			if (!(ok = handle_upstream_message(sub, protocol, up, item, out, error)))
-				break;
-		}
-	}
-	if (ok)
-	{
-		up->upstream_id += 1;
-		send_ack(out, up->upstream_id);
-	}
-	cJSON_Delete(json);
-	return ok;
 }
 
 const char *
@@ -537,14 +278,15 @@ send_message(ZsSubscriber *sub, StringInfo out, const char *msg, int len,
 }
 
 static void
-send_error(ZsSubscriber *sub, StringInfo out, int type, const char *message)
+send_error(ZsSubscriber *sub, StringInfo out, ZsZeroErrorType type,
+		   const char *message)
 {
 	StringInfoData msg;
 
 	flush_batch(sub, out);
 	sub->error_id = sub->next_id;
 	initStringInfo(&msg);
-	appendStringInfo(&msg, "[\"error\",{\"type\":%d,\"message\":", type);
+	appendStringInfo(&msg, "[\"error\",{\"type\":%d,\"message\":", (int) type);
 	zs_json_append_cstring(&msg, message);
 	appendStringInfoString(&msg, "}]");
 	send_frame(sub, out, msg.data, msg.len, "");
@@ -573,8 +315,9 @@ zs_subscriber_is_lagging(ZsSubscriber *sub, const char *head)
 void
 zs_subscriber_fail_lagging(ZsSubscriber *sub, StringInfo out, int64 grace_ms, int64 lagging_ms)
 {
-	send_error(sub, out, 3, psprintf("lagging for over " INT64_FORMAT "ms (" INT64_FORMAT "ms)",
-									 grace_ms, lagging_ms));
+	send_error(sub, out, ZS_ERR_STREAM_TOO_FAR_BEHIND,
+			   psprintf("lagging for over " INT64_FORMAT "ms (" INT64_FORMAT "ms)",
+						 grace_ms, lagging_ms));
 }
 
 bool
@@ -612,8 +355,9 @@ zs_subscriber_consume_page(ZsSubscriber *sub, const ZsChangeLogPage *page, const
 	 */
 	if (strcmp(sub->replica_version, replica_version) != 0)
 	{
-		send_error(sub, out, 1, psprintf("current replica version is %s (requested %s)",
-										 replica_version, sub->replica_version));
+		send_error(sub, out, ZS_ERR_WRONG_REPLICA_VERSION,
+				   psprintf("current replica version is %s (requested %s)",
+							 replica_version, sub->replica_version));
 		return;
 	}
 	Assert(strcmp(page->after_watermark, sub->cursor_watermark) == 0 &&
@@ -646,15 +390,16 @@ zs_subscriber_consume_page(ZsSubscriber *sub, const ZsChangeLogPage *page, const
 				/*
 				 * A backup replica that fell behind the log cannot be served
 				 * either; zero-cache tells it to reset (resync) with an
-				 * AutoResetSignal, error type 0.
+				 * AutoResetSignal, as error type Unknown.
 				 */
 				if (sub->backup_mode)
-					send_error(sub, out, 0,
+					send_error(sub, out, ZS_ERR_UNKNOWN,
 							   psprintf("AutoResetSignal: backup replica at watermark %s is behind change db: earliest supported watermark is %s",
 										sub->watermark, row->watermark));
 				else
-					send_error(sub, out, 2, psprintf("earliest supported watermark is %s (requested %s)",
-													 row->watermark, sub->watermark));
+					send_error(sub, out, ZS_ERR_WATERMARK_TOO_OLD,
+							   psprintf("earliest supported watermark is %s (requested %s)",
+										 row->watermark, sub->watermark));
 				return;
 			}
 			mark_validated(sub, out);
@@ -673,14 +418,4 @@ zs_subscriber_consume_page(ZsSubscriber *sub, const ZsChangeLogPage *page, const
 		mark_validated(sub, out);
 	/* only what is already queued is batched: never hold messages back */
 	flush_batch(sub, out);
-}
-
-bool
-zs_subscriber_handle_message(ZsSubscriber *sub, const char *text, int len, char **error)
-{
-	cJSON	   *json = cJSON_ParseWithLength(text, len);
-	bool		ok = apply_ack(sub, json, error);
-
-	cJSON_Delete(json);
-	return ok;
 }

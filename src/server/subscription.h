@@ -1,7 +1,11 @@
 /*-------------------------------------------------------------------------
  * subscription.h
- *	  One subscriber of the change log: request validation, reading the
- *	  committed log by keyset pages, Zero framing, acks.
+ *	  One subscriber of the change log: validation of its parameters,
+ *	  reading the committed log by keyset pages, Zero framing, acks.
+ *
+ * A subscription knows nothing of sockets or HTTP: routes.c and upstream.c
+ * create it from a request or a start-subscription message, flow_control.c
+ * hands it pages, and its frames are appended to the connection's output.
  *-------------------------------------------------------------------------
  */
 #ifndef ZS_SUBSCRIPTION_H
@@ -9,48 +13,41 @@
 
 #include "lib/stringinfo.h"
 
-#include "codec/http.h"
 #include "changelog/changelog.h"
 #include "codec/watermark.h"
+
+/* the protocol versions served (docs/zero-protocol.md §2.1) */
+#define ZS_MIN_PROTOCOL 4
+#define ZS_MAX_PROTOCOL 7
 
 typedef struct ZsSubscriber ZsSubscriber;
 
 /*
- * Validate a subscription request (zero-protocol.md §2.1-2.2). Returns
- * NULL with *error set (the text after "Error: ") if the request must be
- * refused with close code 1002, NULL with *awaiting_start for a v7
- * /subscribe connection, whose subscription starts with a message, or NULL
- * with *snapshot_task for a legacy /snapshot reservation.
+ * The parameters of a subscription, from a query string or a v7
+ * start-subscription message. Its frame ids continue after frames_sent
+ * frames sent before it on the same connection, of which frames_acked were
+ * acknowledged (a v7 snapshot reservation's); both are 0 otherwise.
  */
-extern ZsSubscriber *zs_subscriber_create(const ZsHttpRequest *req, bool *awaiting_start,
-										  char **snapshot_task, int *protocol, char **error);
-
-/*
- * A v7 /subscribe connection: its upstream frame ids, the downstream frames
- * sent before the subscription existed (a reservation), and the snapshot
- * reservation it holds.
- */
-typedef struct ZsUpstream
+typedef struct ZsSubscribeParams
 {
-	const char *host;			/* Host header, for the backupURL */
-	int64		upstream_id;	/* last upstream frame acked */
-	int64		sent;			/* downstream frames sent before the subscription */
-	int64		acked;			/* ... and acknowledged */
-	char	   *reserved_task;	/* taskID of the open reservation, or NULL */
-	char		reserved_watermark[ZS_WATERMARK_MAXLEN];
-	char	   *started_task;	/* set when a start-subscription was just accepted */
-} ZsUpstream;
+	const char *id;
+	const char *task_id;
+	const char *replica_version;
+	const char *watermark;
+	const char *mode;			/* "backup", or anything else for serving */
+	bool		batched;		/* {"id":n,"batch":[...]} frames */
+	int64		frames_sent;
+	int64		frames_acked;
+} ZsSubscribeParams;
 
 /*
- * A text frame from a v7 /subscribe client (§2.6): an ack of our frames, or
- * {"id":n,"msg"|"batch":...} carrying start-subscription (which creates
- * *sub and releases the reservation) or reserve-snapshot (answered with a
- * "reserved" message). Upstream frames are acked into out. False with
- * *error on anything else.
+ * Validate the parameters (docs/zero-protocol.md §2.2) and start a
+ * subscription, in the current memory context. NULL with *error (the text
+ * after "Error: " of a close with code 1002) if a parameter is missing or
+ * the watermark is malformed.
  */
-extern bool zs_subscriber_handle_upstream(ZsSubscriber **sub, int protocol, ZsUpstream *up,
-										  const char *text, int len, StringInfo out,
-										  char **error);
+extern ZsSubscriber *zs_subscriber_start(const ZsSubscribeParams *params, int protocol,
+										 char **error);
 
 /* Does the subscriber have room for another page of messages? */
 extern bool zs_subscriber_wants_rows(const ZsSubscriber *sub, const char *head);
@@ -61,20 +58,21 @@ extern void zs_subscriber_position(const ZsSubscriber *sub, char *watermark, int
 /*
  * Append the frames of a page read at the subscriber's position, stopping at
  * a row boundary once about room bytes were added (the rest is read again
- * later). A
- * subscription that cannot be served gets an error message instead
- * (zero-protocol.md §2.4) and reads nothing more.
+ * later). A subscription that cannot be served gets an error message
+ * instead (docs/zero-protocol.md §2.4) and reads nothing more.
  */
 extern void zs_subscriber_consume_page(ZsSubscriber *sub, const ZsChangeLogPage *page,
 									   const char *replica_version, StringInfo out,
 									   Size room);
 
+/*
+ * The subscriber acknowledged frame id: acks must come in order and name a
+ * frame sent. False with *error otherwise.
+ */
+extern bool zs_subscriber_ack(ZsSubscriber *sub, int64 id, char **error);
+
 /* The error message was acknowledged: close the stream. */
 extern bool zs_subscriber_is_finished(const ZsSubscriber *sub);
-
-/* Handle one text message from the subscriber; false with *error on abuse. */
-extern bool zs_subscriber_handle_message(ZsSubscriber *sub, const char *text, int len,
-										 char **error);
 
 extern const char *zs_subscriber_id(const ZsSubscriber *sub);
 extern const char *zs_subscriber_task(const ZsSubscriber *sub);
@@ -101,7 +99,7 @@ extern void zs_subscriber_describe(const ZsSubscriber *sub, const char *head,
 extern bool zs_subscriber_is_lagging(ZsSubscriber *sub, const char *head);
 extern bool zs_subscriber_is_live(const ZsSubscriber *sub, const char *head);
 
-/* End the subscription with StreamTooFarBehind (error type 3). */
+/* End the subscription with StreamTooFarBehind. */
 extern void zs_subscriber_fail_lagging(ZsSubscriber *sub, StringInfo out, int64 grace_ms,
 									   int64 lagging_ms);
 

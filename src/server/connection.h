@@ -1,0 +1,108 @@
+/*-------------------------------------------------------------------------
+ * connection.h
+ *	  A client connection of the subscriber server, and the set of them.
+ *
+ * The struct is shared by the server's files: each reads and writes the
+ * part it owns (routes.c the protocol fields, reservations.c the snapshot
+ * being made, flow_control.c the lag and backlog state, server_worker.c
+ * the wait-event position).
+ *-------------------------------------------------------------------------
+ */
+#ifndef ZS_CONNECTION_H
+#define ZS_CONNECTION_H
+
+#include <sys/types.h>
+
+#include "datatype/timestamp.h"
+#include "lib/stringinfo.h"
+
+#include "codec/websocket.h"
+#include "replica/backup_copy.h"
+#include "server/subscription.h"
+#include "server/upstream.h"
+
+typedef enum ZsConnState
+{
+	ZS_CONN_HTTP,				/* reading the request head */
+	ZS_CONN_WEBSOCKET			/* upgraded */
+} ZsConnState;
+
+typedef struct ZsConn
+{
+	MemoryContext context;		/* everything the connection owns */
+	pgsocket	sock;
+	char		address[64];
+	ZsConnState state;
+	StringInfoData in;			/* request head bytes */
+	StringInfoData out;			/* bytes not yet sent */
+	int			out_pos;
+	ZsWsReader	ws;
+	ZsSubscriber *sub;
+	bool		v7_subscribe;	/* /subscribe: messages flow both ways */
+	int			protocol;
+	ZsUpstream	up;				/* upstream ids and the snapshot reservation */
+	ZsSnapshotCopy *copy;		/* a snapshot being made for this client */
+	int			file_fd;		/* a file being sent after out, or -1 */
+	off_t		file_remaining;
+	bool		close_after_flush;
+	bool		closed;
+	bool		heard_since_ping;
+	TimestampTz connected_since;
+	TimestampTz lagging_since;	/* 0 unless lagging behind the live stream */
+	bool		backlog_blocked;	/* above the high-water mark, not yet below the low */
+	TimestampTz last_ping;
+	int			event_pos;		/* in the server's wait-event set */
+	bool		want_write;		/* WL_SOCKET_WRITEABLE is set there */
+} ZsConn;
+
+/* every open connection (zs_max_subscribers at most), in accept order */
+extern ZsConn **zs_conns;
+extern int	zs_nconns;
+
+/* a connection was added or closed: server_worker.c rebuilds its wait-event set */
+extern bool zs_conns_changed;
+
+extern void zs_conns_init(void);
+
+/* Is there room for another connection? */
+extern bool zs_conns_have_room(void);
+
+/* A new connection on an accepted non-blocking socket, from address. */
+extern ZsConn *zs_conn_add(pgsocket sock, const char *address);
+
+/* Free the connections closed since the last call. */
+extern void zs_conns_remove_closed(void);
+
+/* Bytes queued for the peer and not yet taken by the socket. */
+static inline Size
+zs_conn_pending(const ZsConn *c)
+{
+	return (Size) (c->out.len - c->out_pos);
+}
+
+/* Read what the socket has: request head, then WebSocket frames. */
+extern void zs_conn_read(ZsConn *c);
+
+/* Send what the socket takes now; close when asked and done. */
+extern void zs_conn_flush(ZsConn *c);
+
+/* Close the socket and whatever the connection was sending. */
+extern void zs_conn_close(ZsConn *c);
+
+/* Queue an HTTP reply with a text/plain body, then close. */
+extern void zs_conn_send_http(ZsConn *c, const char *status, const char *extra_headers,
+							  const char *body);
+
+/* Queue a WebSocket close frame, then close. */
+extern void zs_conn_send_close(ZsConn *c, uint16 code, const char *reason);
+
+/*
+ * Send size bytes of the open file fd after what is queued, then close;
+ * the connection owns fd (and its external-FD reservation) from now on.
+ */
+extern void zs_conn_send_file(ZsConn *c, int fd, off_t size);
+
+/* Ping every connection due; close those silent since the previous ping. */
+extern void zs_conns_check_liveness(void);
+
+#endif							/* ZS_CONNECTION_H */

@@ -1,0 +1,253 @@
+/*-------------------------------------------------------------------------
+ * reservations.c
+ *	  Snapshot reservations and the snapshots served under them
+ *	  (docs/zero-protocol.md §2.5-2.6).
+ *
+ * A reservation answers "where do I restore from": a backupURL on this
+ * server, the replicaVersion, and minWatermark, the oldest watermark the
+ * change log still holds (zero-cache 1.9.0's meaning): a replica of the
+ * same replicaVersion at or after it can catch up from the log and need not
+ * restore. The reservation pins the log at the backup watermark of the
+ * moment, the position a restored copy resumes from.
+ *
+ * The registry is the connections themselves: a connection holds at most
+ * one reservation (up.reserved_task), taken by a legacy /snapshot request
+ * or a v7 reserve-snapshot message, and held until the task's subscription
+ * starts, a newer reservation for the task is taken, or the socket closes.
+ * Only a task holding one may download GET /replica/<taskID>: a consistent
+ * copy of the backup replica made in steps (replica/backup_copy.h), a few
+ * pages per loop iteration so the server keeps serving meanwhile, then
+ * sent from its file by the connection.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <sys/stat.h>
+
+#include "storage/fd.h"
+#include "utils/memutils.h"
+
+#include "changelog/changelog.h"
+#include "codec/json_out.h"
+#include "codec/websocket.h"
+#include "guc.h"
+#include "replica/backup_copy.h"
+#include "replica/backup_file.h"
+#include "server/reservations.h"
+#include "server/routes.h"
+#include "shmem.h"
+#include "spi_xact.h"
+
+#define SNAPSHOT_STEP_PAGES	256		/* pages copied per loop iteration and client */
+
+/* ---------------------------------------------------------------- reserving */
+
+/* The oldest watermark in the change log (the seed's, until purging exists). */
+static void
+read_log_floor(char *floor)
+{
+	zs_spi_xact_begin(NULL);
+	zs_changelog_read_floor(floor);
+	zs_spi_xact_commit();
+}
+
+/* http://<host>/replica/<taskID>, the task percent-encoded, as a JSON string */
+static void
+append_backup_url(StringInfo body, const char *host, const char *task_id)
+{
+	StringInfoData url;
+
+	initStringInfo(&url);
+	appendStringInfo(&url, "http://%s" ZS_REPLICA_PATH_PREFIX,
+					 host ? host : psprintf("127.0.0.1:%d", zs_port));
+	for (const char *p = task_id; *p; p++)
+	{
+		if (isalnum((unsigned char) *p) || strchr("-_.~", *p))
+			appendStringInfoChar(&url, *p);
+		else
+			appendStringInfo(&url, "%%%02X", (unsigned char) *p);
+	}
+	zs_json_append_cstring(body, url.data);
+}
+
+bool
+zs_reserve_snapshot(const char *host, const char *task_id, const char *tag,
+					StringInfo body, char *watermark, char **error)
+{
+	char	   *path = zs_replica_file_path();
+	char		replica_version[ZS_WATERMARK_MAXLEN];
+	char		floor[ZS_WATERMARK_MAXLEN];
+	struct stat st;
+	bool		following;
+
+	if (path == NULL)
+	{
+		*error = pstrdup("backups are not configured");
+		return false;
+	}
+	LWLockAcquire(zs_shared->lock, LW_SHARED);
+	following = (zs_shared->backup_state == ZS_BACKUP_FOLLOWING);
+	strlcpy(watermark, zs_shared->backup_watermark, ZS_WATERMARK_MAXLEN);
+	strlcpy(replica_version, zs_shared->replica_version, sizeof(replica_version));
+	LWLockRelease(zs_shared->lock);
+	if (!following || watermark[0] == '\0' || stat(path, &st) != 0)
+	{
+		*error = pstrdup("the backup replica is not ready: it does not follow the change log yet (see zero_stream.status().backup_state)");
+		return false;
+	}
+	read_log_floor(floor);
+	if (floor[0] == '\0')
+		strlcpy(floor, replica_version, sizeof(floor));
+
+	appendStringInfoString(body, "{\"tag\":");
+	zs_json_append_cstring(body, tag);
+	appendStringInfoString(body, ",\"backupURL\":");
+	append_backup_url(body, host, task_id);
+	appendStringInfoString(body, ",\"replicaVersion\":");
+	zs_json_append_cstring(body, replica_version);
+	appendStringInfoString(body, ",\"minWatermark\":");
+	zs_json_append_cstring(body, floor);
+	appendStringInfo(body, ",\"replicaSize\":" INT64_FORMAT "}", (int64) st.st_size);
+	return true;
+}
+
+/* ---------------------------------------------------------------- registry */
+
+void
+zs_reservations_release(const char *task, ZsConn *except)
+{
+	for (int i = 0; i < zs_nconns; i++)
+	{
+		ZsConn	   *other = zs_conns[i];
+
+		if (other == except || other->closed || other->up.reserved_task == NULL ||
+			strcmp(other->up.reserved_task, task) != 0)
+			continue;
+		other->up.reserved_task = NULL;
+		zs_conn_send_close(other, ZS_WS_CLOSE_NORMAL, NULL);
+	}
+}
+
+void
+zs_reservation_open(ZsConn *c, const char *task)
+{
+	StringInfoData body;
+	StringInfoData frame;
+	char	   *error = NULL;
+	MemoryContext old = MemoryContextSwitchTo(c->context);
+
+	initStringInfo(&body);
+	if (!zs_reserve_snapshot(c->up.host, task, "status", &body, c->up.reserved_watermark, &error))
+	{
+		MemoryContextSwitchTo(old);
+		zs_conn_send_close(c, ZS_WS_CLOSE_PROTOCOL_ERROR, psprintf("Error: %s", error));
+		return;
+	}
+	zs_reservations_release(task, c);
+	c->up.reserved_task = pstrdup(task);
+	MemoryContextSwitchTo(old);
+	initStringInfo(&frame);
+	appendStringInfo(&frame, "{\"id\":%d,\"msg\":[\"status\",%s]}", (int) ++c->up.sent, body.data);
+	zs_ws_append_frame(&c->out, ZS_WS_OP_TEXT, frame.data, frame.len);
+}
+
+static bool
+task_is_reserved(const char *task)
+{
+	for (int i = 0; i < zs_nconns; i++)
+	{
+		if (!zs_conns[i]->closed && zs_conns[i]->up.reserved_task != NULL &&
+			strcmp(zs_conns[i]->up.reserved_task, task) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* ---------------------------------------------------------------- serving */
+
+static void
+snapshot_failed(ZsConn *c, const char *error)
+{
+	ereport(LOG,
+			(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
+			 errmsg("could not serve a snapshot to %s: %s", c->address, error)));
+	zs_conn_send_http(c, "503 Service Unavailable", NULL, psprintf("%s\n", error));
+}
+
+void
+zs_reservation_serve_snapshot(ZsConn *c, const char *task)
+{
+	char	   *error = NULL;
+	MemoryContext old;
+
+	if (!task_is_reserved(task))
+	{
+		zs_conn_send_http(c, "404 Not Found", NULL,
+						  psprintf("no snapshot reservation is open for task \"%s\"\n", task));
+		return;
+	}
+	old = MemoryContextSwitchTo(c->context);
+	c->copy = zs_snapshot_copy_start(&error);
+	MemoryContextSwitchTo(old);
+	if (c->copy == NULL)
+		snapshot_failed(c, error);
+}
+
+/* A finished copy: its headers, then its file. */
+static void
+send_snapshot(ZsConn *c)
+{
+	char	   *error = NULL;
+	char		replica_version[ZS_WATERMARK_MAXLEN];
+	char		watermark[ZS_WATERMARK_MAXLEN];
+	off_t		size = 0;
+	int			fd;
+
+	AcquireExternalFD();
+	fd = zs_snapshot_copy_finish(c->copy, &size, replica_version, watermark, &error);
+	c->copy = NULL;
+	if (fd < 0)
+	{
+		ReleaseExternalFD();
+		snapshot_failed(c, error);
+		return;
+	}
+	appendStringInfo(&c->out,
+					 "HTTP/1.1 200 OK\r\nContent-Type: application/vnd.sqlite3\r\n"
+					 "Content-Length: " INT64_FORMAT "\r\nX-Replica-Version: %s\r\n"
+					 "X-Replica-Watermark: %s\r\nConnection: close\r\n\r\n",
+					 (int64) size, replica_version, watermark);
+	zs_conn_send_file(c, fd, size);
+	ereport(LOG,
+			(errcode(ERRCODE_SUCCESSFUL_COMPLETION),
+			 errmsg("sending snapshot of replicaVersion %s at %s (" INT64_FORMAT " bytes) to %s",
+					replica_version, watermark, (int64) size, c->address)));
+}
+
+bool
+zs_reservations_advance_copies(void)
+{
+	bool		pending = false;
+
+	for (int i = 0; i < zs_nconns; i++)
+	{
+		ZsConn	   *c = zs_conns[i];
+		char	   *error = NULL;
+		int			rc;
+
+		if (c->closed || c->copy == NULL)
+			continue;
+		rc = zs_snapshot_copy_step(c->copy, SNAPSHOT_STEP_PAGES, &error);
+		if (rc == 0)
+			pending = true;
+		else if (rc > 0)
+			send_snapshot(c);
+		else
+		{
+			zs_snapshot_copy_abort(c->copy);
+			c->copy = NULL;
+			snapshot_failed(c, error);
+		}
+	}
+	return pending;
+}

@@ -1,0 +1,25 @@
+/*-------------------------------------------------------------------------
+ * routes.h
+ *	  What a request or a message on a connection leads to: the one place
+ *	  that routes the server's HTTP paths and checks Basic auth.
+ *-------------------------------------------------------------------------
+ */
+#ifndef ZS_ROUTES_H
+#define ZS_ROUTES_H
+
+#include "codec/http.h"
+#include "server/connection.h"
+
+/* where GET /replica/<taskID> serves snapshots (the backupURL's path) */
+#define ZS_REPLICA_PATH_PREFIX "/replica/"
+
+/* A complete request head. */
+extern void zs_route_request(ZsConn *c, const ZsHttpRequest *req);
+
+/* A request head that could not be parsed: status and error from the parser. */
+extern void zs_route_bad_request(ZsConn *c, int status, const char *error);
+
+/* A WebSocket text message. */
+extern void zs_route_message(ZsConn *c, const char *text, int len);
+
+#endif							/* ZS_ROUTES_H */

@@ -1,0 +1,81 @@
+/*-------------------------------------------------------------------------
+ * subscriber_slots.c
+ *	  Publishing the server's connections to shared memory, where
+ *	  zero_stream.subscribers() reads them.
+ *
+ * Once per loop iteration every open connection is copied into one
+ * ZsSubscriberSlot, in accept order, and the remaining slots are marked
+ * free, all under the shared lock. A subscription shows its own progress;
+ * a connection holding a snapshot reservation shows the task and the
+ * watermark it pins (mode "snapshot", state "reserved"); any other is
+ * connecting, sending a snapshot, or closing.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "storage/lwlock.h"
+
+#include "server/connection.h"
+#include "server/subscriber_slots.h"
+#include "shmem.h"
+
+static void
+describe_subscription(ZsConn *c, const char *head, ZsSubscriberSlot *slot)
+{
+	ZsSubscriberInfo info;
+
+	zs_subscriber_describe(c->sub, head, &info);
+	strlcpy(slot->id, info.id, sizeof(slot->id));
+	strlcpy(slot->mode, info.backup_mode ? "backup" : "serving", sizeof(slot->mode));
+	slot->protocol = info.protocol;
+	strlcpy(slot->watermark_sent, info.watermark_sent, sizeof(slot->watermark_sent));
+	strlcpy(slot->watermark_acked, info.watermark_acked, sizeof(slot->watermark_acked));
+	slot->messages_sent = info.messages_sent;
+	slot->messages_acked = info.messages_acked;
+	strlcpy(slot->state, c->close_after_flush ? "closing" : info.state, sizeof(slot->state));
+}
+
+/* a reservation pins the change log at its watermark */
+static void
+describe_reservation(ZsConn *c, ZsSubscriberSlot *slot)
+{
+	strlcpy(slot->id, c->up.reserved_task, sizeof(slot->id));
+	strlcpy(slot->mode, "snapshot", sizeof(slot->mode));
+	slot->protocol = c->protocol;
+	strlcpy(slot->state, "reserved", sizeof(slot->state));
+	strlcpy(slot->watermark_sent, c->up.reserved_watermark, sizeof(slot->watermark_sent));
+	strlcpy(slot->watermark_acked, c->up.reserved_watermark, sizeof(slot->watermark_acked));
+}
+
+void
+zs_publish_subscriber_slots(const char *head)
+{
+	int			n = 0;
+
+	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < zs_nconns && n < zs_shared->max_subscribers; i++)
+	{
+		ZsConn	   *c = zs_conns[i];
+		ZsSubscriberSlot *slot = &zs_shared->subscribers[n];
+
+		if (c->closed)
+			continue;
+		memset(slot, 0, sizeof(*slot));
+		slot->in_use = true;
+		strlcpy(slot->address, c->address, sizeof(slot->address));
+		slot->backlog_bytes = zs_conn_pending(c);
+		slot->connected_since = c->connected_since;
+		if (c->sub != NULL)
+			describe_subscription(c, head, slot);
+		else if (c->up.reserved_task != NULL)
+			describe_reservation(c, slot);
+		else
+			strlcpy(slot->state, c->file_fd >= 0 ? "sending snapshot" :
+					c->state == ZS_CONN_HTTP ? "connecting" : "closing",
+					sizeof(slot->state));
+		n++;
+	}
+	for (int i = n; i < zs_shared->max_subscribers; i++)
+		zs_shared->subscribers[i].in_use = false;
+	LWLockRelease(zs_shared->lock);
+}

@@ -1,0 +1,12 @@
+/*-------------------------------------------------------------------------
+ * subscriber_slots.h
+ *	  The server's connections as zero_stream.subscribers() shows them.
+ *-------------------------------------------------------------------------
+ */
+#ifndef ZS_SUBSCRIBER_SLOTS_H
+#define ZS_SUBSCRIBER_SLOTS_H
+
+/* Copy every open connection's state to its slot in shared memory. */
+extern void zs_publish_subscriber_slots(const char *head);
+
+#endif							/* ZS_SUBSCRIBER_SLOTS_H */
