@@ -32,6 +32,8 @@ set_database() {
 restart() { run "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w restart -m fast >/dev/null; }
 
 SPORT=${ZS_BENCH_SERVER_PORT:-54340}
+# a benchmark that fails stops its own cluster
+trap 'run "$BIN/pg_ctl" -D "$DIR/data" stop -m immediate >/dev/null 2>&1 || true' EXIT
 init_cluster "$DIR" "$PORT" "zero_stream.port = $SPORT
 shared_buffers = 512MB
 max_wal_size = 8GB
@@ -50,7 +52,14 @@ make -s zero-stream-tail
 
 # start_subscriber FROM OUT: follow the stream from watermark FROM, once the server is up
 start_subscriber() {
-	local rv; rv=$(sql -d bench -c "SELECT replica_version FROM zero_stream.status()")
+	local rv=""
+	# the decoder publishes the replicaVersion once it has started: wait for it
+	for _ in $(seq 1 600); do
+		rv=$(sql -d bench -c "SELECT replica_version FROM zero_stream.status()")
+		[ -n "$rv" ] && break
+		sleep 0.05
+	done
+	[ -n "$rv" ] || { echo "decoder did not publish its replicaVersion" >&2; return 1; }
 	for _ in $(seq 1 100); do
 		"$TAIL" --timestamps --idle 3 "ws://127.0.0.1:$SPORT/replication/v7/changes?wsBatched=true&taskID=b&id=e2e&replicaVersion=$rv&watermark=$1" > "$2" 2>/dev/null &
 		sleep 0.1

@@ -17,15 +17,35 @@
 #define ZS_ERROR_LEN 1024
 #define ZS_NAME_LEN 64
 
+/* A server connection's kind and progress (zero_stream.subscribers()) */
+typedef enum ZsSubscriberMode
+{
+	ZS_SUB_MODE_NONE,			/* no subscription (yet) */
+	ZS_SUB_MODE_SERVING,
+	ZS_SUB_MODE_BACKUP,
+	ZS_SUB_MODE_SNAPSHOT		/* a snapshot reservation */
+} ZsSubscriberMode;
+
+typedef enum ZsSubscriberState
+{
+	ZS_SUB_CONNECTING,
+	ZS_SUB_CATCHING_UP,
+	ZS_SUB_LIVE,
+	ZS_SUB_FAILED,				/* told an error, waiting for its ack */
+	ZS_SUB_RESERVED,
+	ZS_SUB_SENDING_SNAPSHOT,
+	ZS_SUB_CLOSING
+} ZsSubscriberState;
+
 /* One connection of the subscriber server, as zero_stream.subscribers() shows it. */
 typedef struct ZsSubscriberSlot
 {
 	bool		in_use;
 	char		id[ZS_NAME_LEN];
 	char		address[ZS_NAME_LEN];
-	char		mode[16];
+	ZsSubscriberMode mode;
 	int			protocol;
-	char		state[16];
+	ZsSubscriberState state;
 	char		watermark_sent[ZS_WATERMARK_MAXLEN];
 	char		watermark_acked[ZS_WATERMARK_MAXLEN];
 	int64		messages_sent;

@@ -103,6 +103,46 @@ backup_state_text(const ZsSharedState *snap)
 }
 
 static const char *
+subscriber_mode_name(ZsSubscriberMode mode)
+{
+	switch (mode)
+	{
+		case ZS_SUB_MODE_NONE:
+			return NULL;
+		case ZS_SUB_MODE_SERVING:
+			return "serving";
+		case ZS_SUB_MODE_BACKUP:
+			return "backup";
+		case ZS_SUB_MODE_SNAPSHOT:
+			return "snapshot";
+	}
+	return "unknown";
+}
+
+static const char *
+subscriber_state_name(ZsSubscriberState state)
+{
+	switch (state)
+	{
+		case ZS_SUB_CONNECTING:
+			return "connecting";
+		case ZS_SUB_CATCHING_UP:
+			return "catching up";
+		case ZS_SUB_LIVE:
+			return "live";
+		case ZS_SUB_FAILED:
+			return "failed";
+		case ZS_SUB_RESERVED:
+			return "reserved";
+		case ZS_SUB_SENDING_SNAPSHOT:
+			return "sending snapshot";
+		case ZS_SUB_CLOSING:
+			return "closing";
+	}
+	return "unknown";
+}
+
+static const char *
 worker_name(ZsWorkerKind kind)
 {
 	switch (kind)
@@ -248,11 +288,11 @@ zs_subscribers(PG_FUNCTION_ARGS)
 		i++;
 		values[i] = text_or_null(slot->address, &nulls[i]);
 		i++;
-		values[i] = text_or_null(slot->mode, &nulls[i]);
+		values[i] = text_or_null(subscriber_mode_name(slot->mode), &nulls[i]);
 		i++;
 		values[i] = Int32GetDatum(slot->protocol);
 		nulls[i++] = (slot->protocol == 0);
-		values[i] = text_or_null(slot->state, &nulls[i]);
+		values[i] = text_or_null(subscriber_state_name(slot->state), &nulls[i]);
 		i++;
 		values[i] = text_or_null(slot->watermark_sent, &nulls[i]);
 		i++;

@@ -37,26 +37,6 @@ struct ZsSnapshotCopy
 	char		watermark[ZS_WATERMARK_MAXLEN];
 };
 
-/* replicaVersion and stateVersion, read inside the source's read transaction */
-static bool
-read_copy_state(sqlite3 *db, char *replica_version, char *watermark)
-{
-	sqlite3_stmt *stmt;
-	bool		ok = false;
-
-	if (sqlite3_prepare_v2(db, "SELECT c.replicaVersion, s.stateVersion FROM \"_zero.replicationConfig\" c, \"_zero.replicationState\" s",
-						   -1, &stmt, NULL) != SQLITE_OK)
-		return false;
-	if (sqlite3_step(stmt) == SQLITE_ROW)
-	{
-		strlcpy(replica_version, (const char *) sqlite3_column_text(stmt, 0), ZS_WATERMARK_MAXLEN);
-		strlcpy(watermark, (const char *) sqlite3_column_text(stmt, 1), ZS_WATERMARK_MAXLEN);
-		ok = true;
-	}
-	sqlite3_finalize(stmt);
-	return ok;
-}
-
 static void
 remove_copy(ZsSnapshotCopy *copy)
 {
@@ -86,6 +66,7 @@ zs_snapshot_copy_start(char **error)
 	static uint32 counter = 0;
 	char	   *path = zs_replica_file_path();
 	ZsSnapshotCopy *copy;
+	char		state_error[256];
 
 	if (path == NULL)
 	{
@@ -106,10 +87,15 @@ zs_snapshot_copy_start(char **error)
 	 * committed state while the replicator goes on writing, so the copy can
 	 * be made in steps without ever restarting or tearing.
 	 */
-	if (sqlite3_exec(copy->src, "BEGIN", NULL, NULL, NULL) != SQLITE_OK ||
-		!read_copy_state(copy->src, copy->replica_version, copy->watermark))
+	if (sqlite3_exec(copy->src, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
 	{
-		*error = psprintf("could not read the backup replica's state: %s", sqlite3_errmsg(copy->src));
+		*error = psprintf("could not read the backup replica: %s", sqlite3_errmsg(copy->src));
+		goto fail;
+	}
+	if (!zs_replica_db_read_state(copy->src, copy->replica_version, copy->watermark,
+								  state_error, sizeof(state_error)))
+	{
+		*error = psprintf("could not read the backup replica's state: %s", state_error);
 		goto fail;
 	}
 	if (sqlite3_open_v2(copy->path, &copy->dst, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK)

@@ -74,6 +74,14 @@ extern bool zs_replica_init(ZsReplica *r, const char *replica_version,
  */
 extern bool zs_replica_read_state(ZsReplica *r, char *replica_version, char *state_version);
 
+/*
+ * The same for a file opened directly with SQLite (the snapshot copies hold
+ * their own read transaction); false with the reason in error.
+ */
+struct sqlite3;
+extern bool zs_replica_db_read_state(struct sqlite3 *db, char *replica_version,
+									 char *state_version, char *error, size_t error_size);
+
 /* The table name a replica uses: "name" for schema public, else "schema.name". */
 extern char *zs_replica_table_name(const char *schema, const char *name);
 

@@ -69,8 +69,19 @@ struct ZsReplica
 	StringInfoData rowkey;		/* scratch */
 };
 
+/*
+ * pg_attribute_printf names the archetype PostgreSQL was configured with
+ * (gnu_printf, with gcc), which clang does not know; plain printf checks
+ * the same format strings.
+ */
+#ifdef __clang__
+#define ZS_ATTRIBUTE_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define ZS_ATTRIBUTE_PRINTF(f, a) pg_attribute_printf(f, a)
+#endif
+
 /* replica_sqlite.c: errors, memory, SQL text */
-extern bool zs_replica_set_error(ZsReplica *r, const char *fmt,...) pg_attribute_printf(2, 3);
+extern bool zs_replica_set_error(ZsReplica *r, const char *fmt,...) ZS_ATTRIBUTE_PRINTF(2, 3);
 extern void *zs_replica_alloc(ZsReplica *r, Size size);
 extern char *zs_replica_strdup(ZsReplica *r, const char *s);
 extern void zs_replica_append_quoted(StringInfo s, const char *text, char quote);

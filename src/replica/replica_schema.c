@@ -30,12 +30,6 @@
 
 /* ---------------------------------------------------------------- metadata tables */
 
-static bool
-sqlite_error(ZsReplica *r, const char *what)
-{
-	return zs_replica_set_error(r, "%s: %s", what, sqlite3_errmsg(r->db));
-}
-
 static const char *const replica_schema_sql =
 "CREATE TABLE \"_zero.versionHistory\" ("
 "  dataVersion INTEGER NOT NULL, schemaVersion INTEGER NOT NULL,"
@@ -96,27 +90,40 @@ fail:
 }
 
 bool
-zs_replica_read_state(ZsReplica *r, char *replica_version, char *state_version)
+zs_replica_db_read_state(struct sqlite3 *db, char *replica_version, char *state_version,
+						 char *error, size_t error_size)
 {
 	sqlite3_stmt *stmt;
 	int			rc;
 
-	stmt = zs_replica_statement(r, "SELECT c.replicaVersion, s.stateVersion FROM \"_zero.replicationConfig\" c, \"_zero.replicationState\" s");
-	if (stmt == NULL)
-		return zs_replica_set_error(r, "not a Zero replica (%s)", sqlite3_errmsg(r->db));
-	rc = sqlite3_step(stmt);
-	if (rc != SQLITE_ROW)
+	if (sqlite3_prepare_v2(db, "SELECT c.replicaVersion, s.stateVersion "
+						   "FROM \"_zero.replicationConfig\" c, \"_zero.replicationState\" s",
+						   -1, &stmt, NULL) != SQLITE_OK)
 	{
-		if (rc == SQLITE_DONE)
-			zs_replica_set_error(r, "the replica has no replicationConfig/replicationState row");
-		else
-			sqlite_error(r, "could not read the replica's state");
-		sqlite3_reset(stmt);
+		snprintf(error, error_size, "not a Zero replica (%s)", sqlite3_errmsg(db));
 		return false;
 	}
-	strlcpy(replica_version, (const char *) sqlite3_column_text(stmt, 0), ZS_WATERMARK_MAXLEN);
-	strlcpy(state_version, (const char *) sqlite3_column_text(stmt, 1), ZS_WATERMARK_MAXLEN);
-	sqlite3_reset(stmt);
+	rc = sqlite3_step(stmt);
+	if (rc == SQLITE_ROW)
+	{
+		strlcpy(replica_version, (const char *) sqlite3_column_text(stmt, 0), ZS_WATERMARK_MAXLEN);
+		strlcpy(state_version, (const char *) sqlite3_column_text(stmt, 1), ZS_WATERMARK_MAXLEN);
+	}
+	else if (rc == SQLITE_DONE)
+		snprintf(error, error_size, "the replica has no replicationConfig/replicationState row");
+	else
+		snprintf(error, error_size, "could not read the replica's state: %s", sqlite3_errmsg(db));
+	sqlite3_finalize(stmt);
+	return rc == SQLITE_ROW;
+}
+
+bool
+zs_replica_read_state(ZsReplica *r, char *replica_version, char *state_version)
+{
+	char		error[256];
+
+	if (!zs_replica_db_read_state(r->db, replica_version, state_version, error, sizeof(error)))
+		return zs_replica_set_error(r, "%s", error);
 	strlcpy(r->state_version, state_version, sizeof(r->state_version));
 	return true;
 }

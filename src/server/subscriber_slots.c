@@ -7,7 +7,7 @@
  * ZsSubscriberSlot, in accept order, and the remaining slots are marked
  * free, all under the shared lock. A subscription shows its own progress;
  * a connection holding a snapshot reservation shows the task and the
- * watermark it pins (mode "snapshot", state "reserved"); any other is
+ * watermark it pins (mode snapshot, state reserved); any other is
  * connecting, sending a snapshot, or closing.
  *-------------------------------------------------------------------------
  */
@@ -26,13 +26,13 @@ describe_subscription(ZsConn *c, const char *head, ZsSubscriberSlot *slot)
 
 	zs_subscriber_describe(c->sub, head, &info);
 	strlcpy(slot->id, info.id, sizeof(slot->id));
-	strlcpy(slot->mode, info.backup_mode ? "backup" : "serving", sizeof(slot->mode));
+	slot->mode = info.backup_mode ? ZS_SUB_MODE_BACKUP : ZS_SUB_MODE_SERVING;
 	slot->protocol = info.protocol;
 	strlcpy(slot->watermark_sent, info.watermark_sent, sizeof(slot->watermark_sent));
 	strlcpy(slot->watermark_acked, info.watermark_acked, sizeof(slot->watermark_acked));
 	slot->messages_sent = info.messages_sent;
 	slot->messages_acked = info.messages_acked;
-	strlcpy(slot->state, c->close_after_flush ? "closing" : info.state, sizeof(slot->state));
+	slot->state = c->close_after_flush ? ZS_SUB_CLOSING : info.state;
 }
 
 /* a reservation pins the change log at its watermark */
@@ -40,9 +40,9 @@ static void
 describe_reservation(ZsConn *c, ZsSubscriberSlot *slot)
 {
 	strlcpy(slot->id, c->up.reserved_task, sizeof(slot->id));
-	strlcpy(slot->mode, "snapshot", sizeof(slot->mode));
+	slot->mode = ZS_SUB_MODE_SNAPSHOT;
 	slot->protocol = c->protocol;
-	strlcpy(slot->state, "reserved", sizeof(slot->state));
+	slot->state = ZS_SUB_RESERVED;
 	strlcpy(slot->watermark_sent, c->up.reserved_watermark, sizeof(slot->watermark_sent));
 	strlcpy(slot->watermark_acked, c->up.reserved_watermark, sizeof(slot->watermark_acked));
 }
@@ -70,9 +70,8 @@ zs_publish_subscriber_slots(const char *head)
 		else if (c->up.reserved_task != NULL)
 			describe_reservation(c, slot);
 		else
-			strlcpy(slot->state, c->file_fd >= 0 ? "sending snapshot" :
-					c->state == ZS_CONN_HTTP ? "connecting" : "closing",
-					sizeof(slot->state));
+			slot->state = c->file_fd >= 0 ? ZS_SUB_SENDING_SNAPSHOT :
+				c->state == ZS_CONN_HTTP ? ZS_SUB_CONNECTING : ZS_SUB_CLOSING;
 		n++;
 	}
 	for (int i = n; i < zs_shared->max_subscribers; i++)

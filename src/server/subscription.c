@@ -165,11 +165,11 @@ zs_subscriber_describe(const ZsSubscriber *sub, const char *head, ZsSubscriberIn
 	info->messages_sent = sub->messages_sent;
 	info->messages_acked = sub->messages_acked;
 	if (sub->error_id != 0)
-		info->state = "failed";
+		info->state = ZS_SUB_FAILED;
 	else if (!sub->validated || sub->last_page_full || strcmp(sub->cursor_watermark, head) < 0)
-		info->state = "catching up";
+		info->state = ZS_SUB_CATCHING_UP;
 	else
-		info->state = "live";
+		info->state = ZS_SUB_LIVE;
 }
 
 bool

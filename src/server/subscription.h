@@ -15,6 +15,7 @@
 
 #include "changelog/changelog.h"
 #include "codec/watermark.h"
+#include "shmem.h"
 
 /* the protocol versions served (docs/zero-protocol.md §2.1) */
 #define ZS_MIN_PROTOCOL 4
@@ -86,7 +87,7 @@ typedef struct ZsSubscriberInfo
 	const char *watermark_acked;	/* last commit acknowledged, "" if none */
 	int64		messages_sent;
 	int64		messages_acked;
-	const char *state;			/* "catching up", "live" or "failed" */
+	ZsSubscriberState state;	/* catching up, live or failed */
 } ZsSubscriberInfo;
 
 extern void zs_subscriber_describe(const ZsSubscriber *sub, const char *head,
