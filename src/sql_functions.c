@@ -375,7 +375,8 @@ zs_resync(PG_FUNCTION_ARGS)
 				 errhint("Check zero_stream.status() and the server log.")));
 	SetLatch(latch);
 	ereport(NOTICE,
-			(errmsg("zero_stream decoder (PID %d) will start a new lineage", pid),
+			(errcode(ERRCODE_SUCCESSFUL_COMPLETION),
+			 errmsg("zero_stream decoder (PID %d) will start a new lineage", pid),
 			 errdetail("Subscribers of the current replicaVersion will be told to restore from a snapshot.")));
 	PG_RETURN_VOID();
 }

@@ -475,7 +475,9 @@ wait_for_extension(void)
 			char	   *message = psprintf("extension \"zero_stream\" is not installed in database \"%s\"; run CREATE EXTENSION zero_stream there",
 										   zs_database);
 
-			ereport(LOG, (errmsg("%s", message)));
+			ereport(LOG,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("%s", message)));
 			zs_set_last_error(message);
 			zs_set_decoder_state(ZS_DECODER_WAITING_FOR_EXTENSION);
 			logged = true;

@@ -217,14 +217,16 @@ zs_acquire_slot(const char *slot_name, List *publications, char *replica_version
 		if (have_lineage)
 			return;
 		ereport(LOG,
-				(errmsg("change log %s has no replicaVersion; recreating replication slot \"%s\"",
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("change log %s has no replicaVersion; recreating replication slot \"%s\"",
 						zs_cdc_schema_name(), slot_name)));
 		ReplicationSlotRelease();
 		ReplicationSlotDrop(slot_name, true);
 	}
 	else if (have_lineage)
 		ereport(WARNING,
-				(errmsg("replication slot \"%s\" is missing; the change log of replicaVersion %s cannot continue",
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("replication slot \"%s\" is missing; the change log of replicaVersion %s cannot continue",
 						slot_name, replica_version),
 				 errdetail("Changes made while the slot did not exist cannot be recovered."),
 				 errhint("A new replicaVersion is started; subscribers of the old one will be told to resync.")));
