@@ -1,0 +1,56 @@
+# A worker that fails and is restarted in a loop is visible: each worker
+# records the error it stopped on and how often it was restarted
+# (zero_stream.workers()), and the decoder keeps streaming meanwhile.
+use strict;
+use warnings;
+
+use FindBin;
+use lib $FindBin::RealBin;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use ZeroStreamTest;
+
+my $node = zs_new_node('failures',
+	before_extension => 'CREATE TABLE t (id int PRIMARY KEY)');
+my $replica_file = $node->data_dir . '/zero_stream/replica.db';
+
+is($node->safe_psql('postgres',
+		q{SELECT string_agg(worker || ':' || (pid IS NOT NULL) || ':' || coalesce(last_error, ''), ',' ORDER BY worker) FROM zero_stream.workers()}),
+	'decoder:true:,replicator:true:,server:true:',
+	'workers(): three running workers, no errors');
+
+# The server cannot listen: it fails, is restarted, and says why
+$node->append_conf('postgresql.conf', "zero_stream.listen_addresses = 'no-such-host.invalid'");
+$node->restart;
+ok($node->poll_query_until('postgres',
+		q{SELECT restarts >= 1 AND last_error LIKE '%no-such-host.invalid%' FROM zero_stream.workers() WHERE worker = 'server'}),
+	'workers(): the failing server shows its restarts and its error')
+  or diag $node->safe_psql('postgres', 'SELECT * FROM zero_stream.workers()');
+zs_wait_streaming($node);
+$node->safe_psql('postgres', 'INSERT INTO t VALUES (1)');
+zs_wait_catchup($node);
+is($node->safe_psql('postgres', q{SELECT count(*) FROM "zero_0/cdc"."changeLog" WHERE change->'new'->>'id' = '1'}),
+	'1', 'the decoder stores transactions while the server fails');
+
+# The backup replica is not a SQLite file: the replicator fails the same way
+$node->append_conf('postgresql.conf', "zero_stream.listen_addresses = '127.0.0.1'");
+$node->stop;
+ok(-f $replica_file, 'the backup replica exists');
+open(my $fh, '>', $replica_file) or die;
+print $fh 'this is not a SQLite database, not even its header' x 100;
+close $fh;
+unlink "$replica_file-wal", "$replica_file-shm";
+$node->start;
+ok($node->poll_query_until('postgres',
+		q{SELECT restarts >= 1 AND last_error <> '' FROM zero_stream.workers() WHERE worker = 'replicator'}),
+	'workers(): the failing replicator shows its restarts and its error')
+  or diag $node->safe_psql('postgres', 'SELECT * FROM zero_stream.workers()');
+like($node->safe_psql('postgres', q{SELECT backup_state FROM zero_stream.status()}),
+	qr/^error \(restarting\)/, 'status(): the backup state says the replicator is failing');
+is($node->safe_psql('postgres', q{SELECT restarts FROM zero_stream.workers() WHERE worker = 'server'}),
+	'0', 'the server, now listening, counts no restart since this start');
+
+$node->stop;
+done_testing();
