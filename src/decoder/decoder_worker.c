@@ -42,6 +42,7 @@
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/proc.h"
+#include "storage/standby.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -66,6 +67,13 @@ PGDLLEXPORT void zs_decoder_main(Datum main_arg);
 
 /* staged changes beyond this stay on disk, not in memory */
 #define SPOOL_MEMORY_LIMIT (16 * 1024 * 1024)
+
+/*
+ * WAL read per round at most: a round ends with a confirmation, so the
+ * slot's position moves on (and is saved) regularly even while nothing is
+ * staged, e.g. while re-reading transactions stored before a crash.
+ */
+#define ROUND_WAL_BYTES ((XLogRecPtr) 32 * 1024 * 1024)
 
 /* the rows of a stored transaction that are not changes: begin and commit */
 #define TXN_ENVELOPE_ROWS 2
@@ -372,8 +380,9 @@ confirm_position(XLogRecPtr lsn)
 }
 
 /*
- * Decode what is flushed, store it, confirm. Returns true if WAL was read,
- * so the caller loops again without sleeping.
+ * One bounded round: decode what is flushed (at most commit_batch_size of
+ * staged changes and ROUND_WAL_BYTES of WAL), store it, confirm. Returns
+ * true if WAL was read, so the caller loops again without sleeping.
  */
 static bool
 decode_and_store(LogicalDecodingContext *ctx)
@@ -384,6 +393,7 @@ decode_and_store(LogicalDecodingContext *ctx)
 
 	if (ctx->reader->EndRecPtr >= end_of_wal)
 		return false;
+	end_of_wal = Min(end_of_wal, ctx->reader->EndRecPtr + ROUND_WAL_BYTES);
 
 	InvalidateSystemCaches();
 	callback.callback = decode_error_context;
@@ -418,6 +428,30 @@ decode_and_store(LogicalDecodingContext *ctx)
 	/* everything before EndRecPtr is now stored, or was never ours */
 	confirm_position(ctx->reader->EndRecPtr);
 	return true;
+}
+
+/*
+ * Log a running-transactions record, from which decoding can later restart.
+ *
+ * The slot's restart_lsn only moves when decoding passes such records (and
+ * the position after them is confirmed). The background writer logs one
+ * every 15 s of activity, counted from its own start, and online
+ * checkpoints do; a server that crash-restarts more often than that would
+ * log none, and every restart would re-read all WAL since the first crash.
+ * So the decoder logs one when it starts and at each slot save, as the
+ * walsender does when it creates a slot: a crash loop then still leaves
+ * restart points behind, and each restart re-reads less.
+ */
+static void
+mark_restart_point(void)
+{
+	static XLogRecPtr last_insert = InvalidXLogRecPtr;
+	XLogRecPtr	insert = GetXLogInsertRecPtr();
+
+	if (insert == last_insert)
+		return;					/* nothing written since: no need */
+	(void) LogStandbySnapshot();
+	last_insert = GetXLogInsertRecPtr();
 }
 
 static void
@@ -652,6 +686,7 @@ run_decoder(MemoryContext worker_context)
 
 	ctx = start_decoding(publications);
 	publish_start(slot_name, replica_version);
+	mark_restart_point();
 
 	/*
 	 * pg_cron's shape: each iteration does one bounded unit of work (at most
@@ -683,6 +718,7 @@ run_decoder(MemoryContext worker_context)
 		if (TimestampDifferenceExceeds(last_slot_save, GetCurrentTimestamp(),
 									   zs_slot_save_interval_ms))
 		{
+			mark_restart_point();
 			ReplicationSlotSave();
 			last_slot_save = GetCurrentTimestamp();
 		}
