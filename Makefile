@@ -20,11 +20,14 @@ OBJS = \
 	src/decoder/spool.o \
 	src/decoder/change_encode.o \
 	src/decoder/value_encode.o \
+	src/decoder/schema_diff.o \
 	src/changelog/changelog.o \
 	src/changelog/changelog_read.o \
 	src/server/server_worker.o \
 	src/server/listener.o \
+	src/server/admission.o \
 	src/server/connection.o \
+	src/server/peer_log.o \
 	src/server/routes.o \
 	src/server/upstream.o \
 	src/server/subscription.o \
@@ -32,6 +35,7 @@ OBJS = \
 	src/server/reservations.o \
 	src/server/subscriber_slots.o \
 	src/replica/replica_apply.o \
+	src/replica/replica_ddl.o \
 	src/replica/replica_schema.o \
 	src/replica/replica_sqlite.o \
 	src/replica/replicator_worker.o \
@@ -81,7 +85,7 @@ $(CLIENT): $(CLIENT_SRCS) $(wildcard $(srcdir)/src/*/*.h)
 REPLICA_CLIENT = zero-stream-replica
 REPLICA_CLIENT_SRCS = src/client/zero_stream_replica.c src/client/ws_client.c src/codec/websocket.c \
 	src/codec/json_out.c src/codec/json_read.c src/replica/replica_apply.c \
-	src/replica/replica_schema.c src/replica/replica_sqlite.c
+	src/replica/replica_ddl.c src/replica/replica_schema.c src/replica/replica_sqlite.c
 
 $(REPLICA_CLIENT): $(REPLICA_CLIENT_SRCS) $(wildcard $(srcdir)/src/*/*.h)
 	$(CC) $(CLIENT_CFLAGS) -o $@ $(REPLICA_CLIENT_SRCS) $(CLIENT_LIBS) -lsqlite3
@@ -101,7 +105,7 @@ PG_PERL_LIB = $(dir $(PGXS))../../src/test/perl
 
 UNIT_TESTS = test/unit/test_watermark test/unit/test_json test/unit/test_pgoutput \
 	test/unit/test_websocket test/unit/test_http test/unit/test_codec \
-	test/unit/test_replica
+	test/unit/test_replica test/unit/test_schema_diff
 UNIT_CFLAGS = -O2 -g -Wall $(ZS_WERROR) -DFRONTEND -I$(srcdir)/src -I$(PG_INCLUDEDIR) \
 	-I$(shell $(PG_CONFIG) --includedir)
 UNIT_LIBS = -L$(PG_LIBDIR) -lpgcommon -lpgport -lcrypto -lm
@@ -124,8 +128,11 @@ test/unit/test_http: test/unit/test_http.c src/codec/http.c test/unit/unit.h $(w
 test/unit/test_codec: test/unit/test_codec.c src/codec/change_message.c test/unit/unit.h $(wildcard $(srcdir)/src/*/*.h)
 	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_codec.c src/codec/change_message.c $(UNIT_LIBS)
 
-test/unit/test_replica: test/unit/test_replica.c src/replica/replica_apply.c src/replica/replica_schema.c src/replica/replica_sqlite.c src/codec/json_read.c src/codec/json_out.c test/unit/unit.h $(wildcard $(srcdir)/src/*/*.h)
-	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_replica.c src/replica/replica_apply.c src/replica/replica_schema.c src/replica/replica_sqlite.c src/codec/json_read.c src/codec/json_out.c $(UNIT_LIBS) -lsqlite3
+test/unit/test_replica: test/unit/test_replica.c src/replica/replica_apply.c src/replica/replica_ddl.c src/replica/replica_schema.c src/replica/replica_sqlite.c src/codec/json_read.c src/codec/json_out.c test/unit/unit.h $(wildcard $(srcdir)/src/*/*.h)
+	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_replica.c src/replica/replica_apply.c src/replica/replica_ddl.c src/replica/replica_schema.c src/replica/replica_sqlite.c src/codec/json_read.c src/codec/json_out.c $(UNIT_LIBS) -lsqlite3
+
+test/unit/test_schema_diff: test/unit/test_schema_diff.c src/decoder/schema_diff.c src/codec/json_read.c src/codec/json_out.c src/codec/json_js.c test/unit/unit.h $(wildcard $(srcdir)/src/*/*.h)
+	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_schema_diff.c src/decoder/schema_diff.c src/codec/json_read.c src/codec/json_out.c src/codec/json_js.c $(UNIT_LIBS)
 
 .PHONY: unitcheck regresscheck tapcheck check-all layoutcheck
 

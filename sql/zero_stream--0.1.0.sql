@@ -113,3 +113,198 @@ COMMENT ON FUNCTION resync() IS
   'Start a new lineage: new slot, new initial copy into the backup replica, new replicaVersion (subscribers restore)';
 
 REVOKE ALL ON FUNCTION resync() FROM PUBLIC;
+
+-- -------------------------------------------------------------------------
+-- Schema changes. Every DDL command that changes what the streamed
+-- publications publish is captured in its own transaction as a transactional
+-- logical message ("zero_stream/ddl") carrying the new published schema; the
+-- decoder compares it with the schema it last saw at that point of the
+-- stream and writes zero-cache's schema-change messages (create-table,
+-- add-column, ...). DDL that changes nothing published emits nothing.
+
+-- The publications the decoder streams (zero_stream.publications, or the
+-- default one), from the server's settings.
+CREATE FUNCTION stream_publications()
+RETURNS text[]
+AS 'MODULE_PATHNAME', 'zs_stream_publications'
+LANGUAGE C STRICT STABLE;
+
+-- The published tables, their columns and indexes, as zero-cache describes
+-- them (its publishedSchemaQuery, same fields and order).
+CREATE FUNCTION published_schema(publications text[])
+RETURNS json
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+WITH published_columns AS (SELECT
+  pc.oid::int8 AS "oid",
+  nspname AS "schema",
+  pc.relnamespace::int8 AS "schemaOID",
+  pc.relname AS "name",
+  pc.relreplident AS "replicaIdentity",
+  attnum AS "pos",
+  attname AS "col",
+  pt.typname AS "type",
+  atttypid::int8 AS "typeOID",
+  pt.typtype,
+  elem_pt.typtype AS "elemTyptype",
+  NULLIF(atttypmod, -1) AS "maxLen",
+  attndims "arrayDims",
+  attnotnull AS "notNull",
+  pg_get_expr(pd.adbin, pd.adrelid) as "dflt",
+  NULLIF(ARRAY_POSITION(conkey, attnum), -1) AS "keyPos",
+  pb.rowfilter as "rowFilter",
+  pb.pubname as "publication"
+FROM pg_attribute
+JOIN pg_class pc ON pc.oid = attrelid
+JOIN pg_namespace pns ON pns.oid = relnamespace
+JOIN pg_type pt ON atttypid = pt.oid
+LEFT JOIN pg_type elem_pt ON elem_pt.oid = pt.typelem
+JOIN pg_publication_tables as pb ON
+  pb.schemaname = nspname AND
+  pb.tablename = pc.relname AND
+  attname = ANY(pb.attnames)
+LEFT JOIN pg_constraint pk ON pk.contype = 'p' AND pk.connamespace = relnamespace AND pk.conrelid = attrelid
+LEFT JOIN pg_attrdef pd ON pd.adrelid = attrelid AND pd.adnum = attnum
+WHERE pb.pubname = ANY (publications) AND attgenerated = ''
+ORDER BY nspname, pc.relname),
+
+tables AS (SELECT json_build_object(
+  'oid', "oid",
+  'schema', "schema",
+  'schemaOID', "schemaOID",
+  'name', "name",
+  'replicaIdentity', "replicaIdentity",
+  'columns', json_object_agg(
+    DISTINCT
+    col,
+    jsonb_build_object(
+      'pos', "pos",
+      'dataType', CASE WHEN "arrayDims" = 0
+                       THEN "type"
+                       ELSE substring("type" from 2) || repeat('[]', "arrayDims") END,
+      'pgTypeClass', "typtype",
+      'elemPgTypeClass', "elemTyptype",
+      'typeOID', "typeOID",
+      'characterMaximumLength', CASE WHEN "typeOID" = 1043 OR "typeOID" = 1042
+                                     THEN "maxLen" - 4
+                                     ELSE "maxLen" END,
+      'notNull', "notNull",
+      'dflt', "dflt"
+    )
+  ),
+  'primaryKey', ARRAY( SELECT json_object_keys(
+    json_strip_nulls(
+      json_object_agg(
+        DISTINCT "col", "keyPos" ORDER BY "keyPos"
+      )
+    )
+  )),
+  'publications', json_object_agg(
+    DISTINCT
+    "publication",
+    jsonb_build_object('rowFilter', "rowFilter")
+  )
+) AS "table" FROM published_columns
+  GROUP BY "schema", "schemaOID", "name", "oid", "replicaIdentity"),
+
+indexed_columns AS (SELECT
+    pg_indexes.schemaname as "schema",
+    pg_indexes.tablename as "tableName",
+    pg_indexes.indexname as "name",
+    index_column.name as "col",
+    CASE WHEN pg_index.indoption[index_column.pos-1] & 1 = 1 THEN 'DESC' ELSE 'ASC' END as "dir",
+    pg_index.indisunique as "unique",
+    pg_index.indisprimary as "isPrimaryKey",
+    pg_index.indisreplident as "isReplicaIdentity",
+    pg_index.indimmediate as "isImmediate"
+  FROM pg_indexes
+  JOIN pg_namespace ON pg_indexes.schemaname = pg_namespace.nspname
+  JOIN pg_class pc ON
+    pc.relname = pg_indexes.indexname
+    AND pc.relnamespace = pg_namespace.oid
+  JOIN pg_publication_tables as pb ON
+    pb.schemaname = pg_indexes.schemaname AND
+    pb.tablename = pg_indexes.tablename
+  JOIN pg_index ON pg_index.indexrelid = pc.oid
+  JOIN LATERAL (
+    SELECT array_agg(attname) as attnames, array_agg(attgenerated != '') as generated FROM pg_attribute
+      WHERE attrelid = pg_index.indrelid
+        AND attnum = ANY( (pg_index.indkey::smallint[] )[:pg_index.indnkeyatts - 1] )
+  ) as indexed ON true
+  JOIN LATERAL (
+    SELECT pg_attribute.attname as name, col.index_pos as pos
+      FROM UNNEST( (pg_index.indkey::smallint[])[:pg_index.indnkeyatts - 1] )
+        WITH ORDINALITY as col(table_pos, index_pos)
+      JOIN pg_attribute ON attrelid = pg_index.indrelid AND attnum = col.table_pos
+  ) AS index_column ON true
+  LEFT JOIN pg_constraint ON pg_constraint.conindid = pc.oid
+  WHERE pb.pubname = ANY (publications)
+    AND pg_index.indexprs IS NULL
+    AND pg_index.indpred IS NULL
+    AND (pg_constraint.contype IS NULL OR pg_constraint.contype IN ('p', 'u'))
+    AND indexed.attnames <@ pb.attnames
+    AND false = ALL(indexed.generated)
+  ORDER BY
+    pg_indexes.schemaname,
+    pg_indexes.tablename,
+    pg_indexes.indexname,
+    index_column.pos ASC),
+
+indexes AS (SELECT json_build_object(
+    'schema', "schema",
+    'tableName', "tableName",
+    'name', "name",
+    'unique', "unique",
+    'isPrimaryKey', "isPrimaryKey",
+    'isReplicaIdentity', "isReplicaIdentity",
+    'isImmediate', "isImmediate",
+    'columns', json_object_agg("col", "dir")
+  ) AS index FROM indexed_columns
+    GROUP BY "schema", "tableName", "name", "unique",
+       "isPrimaryKey", "isReplicaIdentity", "isImmediate")
+
+SELECT json_build_object(
+  'tables', COALESCE((SELECT json_agg("table") FROM tables), '[]'::json),
+  'indexes', COALESCE((SELECT json_agg("index") FROM indexes), '[]'::json)
+)
+$$;
+
+-- The published schema as of the last captured change, so that DDL which
+-- changes nothing published emits nothing.
+CREATE TABLE published_schema_state (
+    snapshot text NOT NULL,
+    lock boolean PRIMARY KEY DEFAULT true CHECK (lock)
+);
+INSERT INTO published_schema_state (snapshot)
+  VALUES (published_schema(stream_publications())::text);
+
+-- Runs at the end of every DDL command, as its owner (the superuser who
+-- created the extension), so DDL by any role is captured.
+CREATE FUNCTION capture_schema_change()
+RETURNS event_trigger
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    current text;
+BEGIN
+    -- the extension may exist in a database the decoder does not stream
+    IF current_database() <> current_setting('zero_stream.database', true) THEN
+        RETURN;
+    END IF;
+    current := zero_stream.published_schema(zero_stream.stream_publications())::text;
+    IF EXISTS (SELECT 1 FROM zero_stream.published_schema_state WHERE snapshot = current) THEN
+        RETURN;
+    END IF;
+    UPDATE zero_stream.published_schema_state SET snapshot = current;
+    PERFORM pg_logical_emit_message(true, 'zero_stream/ddl',
+        json_build_object('tag', tg_tag, 'schema', current::json)::text);
+END
+$$;
+
+REVOKE ALL ON FUNCTION capture_schema_change() FROM PUBLIC;
+
+CREATE EVENT TRIGGER zero_stream_capture_schema_change ON ddl_command_end
+    EXECUTE FUNCTION capture_schema_change();

@@ -31,6 +31,8 @@ int			zs_slot_save_interval_ms = 10000;
 char	   *zs_listen_addresses = NULL;
 int			zs_port = 4849;
 int			zs_max_subscribers = 64;
+int			zs_max_pending_connections = 64;
+int			zs_handshake_timeout_ms = 5000;
 int			zs_max_message_kb = 1024;
 char	   *zs_subscriber_password = NULL;
 int			zs_catchup_page_rows = 2000;
@@ -204,6 +206,16 @@ zs_define_gucs(void)
 							"Most simultaneous connections to the subscriber server.",
 							NULL,
 							&zs_max_subscribers, 64, 1, 10000, PGC_POSTMASTER, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("zero_stream.max_pending_connections",
+							"Most connections of the subscriber server still sending their HTTP request.",
+							"They are not counted in zero_stream.max_subscribers. When all are taken, a new connection replaces the one that has been sending its request longest, or is answered 503 if every one is new.",
+							&zs_max_pending_connections, 64, 1, 10000, PGC_POSTMASTER, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("zero_stream.handshake_timeout",
+							"Longest time a connection to the subscriber server may take to send its HTTP request.",
+							"A connection whose request head is not complete (or whose HTTP reply is not taken) this long after it was accepted is closed.",
+							&zs_handshake_timeout_ms, 5000, 100, 600000, PGC_SIGHUP, GUC_UNIT_MS,
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("zero_stream.max_message_size",
 							"Largest WebSocket message a subscriber may send.",

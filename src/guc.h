@@ -22,6 +22,8 @@ extern int	zs_slot_save_interval_ms;
 extern char *zs_listen_addresses;
 extern int	zs_port;
 extern int	zs_max_subscribers;
+extern int	zs_max_pending_connections;
+extern int	zs_handshake_timeout_ms;
 extern int	zs_max_message_kb;
 extern char *zs_subscriber_password;
 extern int	zs_catchup_page_rows;

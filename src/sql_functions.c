@@ -21,6 +21,8 @@
 #include "miscadmin.h"
 #include "replication/slot.h"
 #include "storage/latch.h"
+#include "catalog/pg_type_d.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/pg_lsn.h"
 #include "utils/timestamp.h"
@@ -348,6 +350,23 @@ zs_workers(PG_FUNCTION_ARGS)
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;
+}
+
+PG_FUNCTION_INFO_V1(zs_stream_publications);
+
+/* zero_stream.stream_publications(): the publications the decoder streams */
+Datum
+zs_stream_publications(PG_FUNCTION_ARGS)
+{
+	bool		is_default;
+	List	   *names = zs_publication_list(&is_default);
+	Datum	   *elems = palloc(sizeof(Datum) * Max(list_length(names), 1));
+	ListCell   *lc;
+	int			n = 0;
+
+	foreach(lc, names)
+		elems[n++] = CStringGetTextDatum((char *) lfirst(lc));
+	PG_RETURN_ARRAYTYPE_P(construct_array(elems, n, TEXTOID, -1, false, TYPALIGN_INT));
 }
 
 PG_FUNCTION_INFO_V1(zs_resync);

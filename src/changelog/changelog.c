@@ -129,6 +129,11 @@ zs_changelog_ensure_schema(void)
 					  "\"column\" TEXT NOT NULL, \"backfill\" JSONB NOT NULL, "
 					  "PRIMARY KEY (\"schema\", \"table\", \"column\"))", s),
 			 SPI_OK_UTILITY);
+	/* zero_stream's own: the published schema at the log's head */
+	exec_sql(psprintf("CREATE TABLE IF NOT EXISTS %s.\"publishedSchema\" ("
+					  "\"snapshot\" TEXT NOT NULL, "
+					  "\"lock\" INTEGER PRIMARY KEY DEFAULT 1 CHECK (lock=1))", s),
+			 SPI_OK_UTILITY);
 	exec_sql(psprintf("INSERT INTO %s.\"versionHistory\" "
 					  "(\"dataVersion\", \"schemaVersion\", \"minSafeVersion\") "
 					  "VALUES (%d, %d, 1) ON CONFLICT (lock) DO NOTHING",
@@ -165,8 +170,9 @@ zs_changelog_initialize(const char *replica_version, List *publications)
 	lock_schema_migration();
 	/* the storer's lock order (docs/zero-protocol.md §6.3) */
 	exec_sql(psprintf("TRUNCATE %s.\"replicationState\", %s.\"changeLog\", "
-					  "%s.\"replicationConfig\", %s.\"tableMetadata\", %s.\"backfilling\"",
-					  s, s, s, s, s),
+					  "%s.\"replicationConfig\", %s.\"tableMetadata\", %s.\"backfilling\", "
+					  "%s.\"publishedSchema\"",
+					  s, s, s, s, s, s),
 			 SPI_OK_UTILITY);
 
 	pubs = palloc(sizeof(Datum) * Max(npubs, 1));
@@ -361,4 +367,95 @@ zs_changelog_finish(const char *last_watermark)
 	exec_sql_args(psprintf("UPDATE %s.\"replicationState\" SET \"lastWatermark\" = $1",
 						   quoted_schema()),
 				  1, types, values, NULL, SPI_OK_UPDATE);
+}
+
+char *
+zs_changelog_read_published_schema(void)
+{
+	exec_sql(psprintf("SELECT \"snapshot\" FROM %s.\"publishedSchema\"", quoted_schema()),
+			 SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return NULL;
+	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+}
+
+void
+zs_changelog_write_published_schema(const char *snapshot)
+{
+	Oid			types[1] = {TEXTOID};
+	Datum		values[1];
+
+	values[0] = CStringGetTextDatum(snapshot);
+	exec_sql_args(psprintf("INSERT INTO %s.\"publishedSchema\" (\"snapshot\") VALUES ($1) "
+						   "ON CONFLICT (lock) DO UPDATE SET \"snapshot\" = excluded.\"snapshot\"",
+						   quoted_schema()),
+				  1, types, values, NULL, SPI_OK_INSERT);
+}
+
+/*
+ * The tableMetadata and backfilling rows that follow a schema change
+ * (docs/zero-protocol.md §6.6), from the change's own JSON ($1).
+ */
+static const char *const bookkeeping[][2] = {
+	{"update-table-metadata",
+	"INSERT INTO %1$s.\"tableMetadata\" (\"schema\", \"table\", \"metadata\") "
+	"SELECT $1->'table'->>'schema', $1->'table'->>'name', $1->'new' "
+	"ON CONFLICT (\"schema\", \"table\") DO UPDATE SET \"metadata\" = excluded.\"metadata\""},
+	{"create-table",
+	"INSERT INTO %1$s.\"tableMetadata\" (\"schema\", \"table\", \"metadata\") "
+	"SELECT $1->'spec'->>'schema', $1->'spec'->>'name', $1->'metadata' WHERE $1 ? 'metadata' "
+	"ON CONFLICT (\"schema\", \"table\") DO UPDATE SET \"metadata\" = excluded.\"metadata\""},
+	{"create-table",
+	"INSERT INTO %1$s.\"backfilling\" (\"schema\", \"table\", \"column\", \"backfill\") "
+	"SELECT $1->'spec'->>'schema', $1->'spec'->>'name', b.key, b.value "
+	"  FROM jsonb_each(CASE WHEN $1 ? 'backfill' THEN $1->'backfill' ELSE '{}' END) b "
+	"ON CONFLICT (\"schema\", \"table\", \"column\") DO UPDATE SET \"backfill\" = excluded.\"backfill\""},
+	{"rename-table",
+	"UPDATE %1$s.\"tableMetadata\" SET \"schema\" = $1->'new'->>'schema', \"table\" = $1->'new'->>'name' "
+	" WHERE \"schema\" = $1->'old'->>'schema' AND \"table\" = $1->'old'->>'name'"},
+	{"rename-table",
+	"UPDATE %1$s.\"backfilling\" SET \"schema\" = $1->'new'->>'schema', \"table\" = $1->'new'->>'name' "
+	" WHERE \"schema\" = $1->'old'->>'schema' AND \"table\" = $1->'old'->>'name'"},
+	{"drop-table",
+	"DELETE FROM %1$s.\"tableMetadata\" WHERE \"schema\" = $1->'id'->>'schema' AND \"table\" = $1->'id'->>'name'"},
+	{"drop-table",
+	"DELETE FROM %1$s.\"backfilling\" WHERE \"schema\" = $1->'id'->>'schema' AND \"table\" = $1->'id'->>'name'"},
+	{"add-column",
+	"INSERT INTO %1$s.\"tableMetadata\" (\"schema\", \"table\", \"metadata\") "
+	"SELECT $1->'table'->>'schema', $1->'table'->>'name', $1->'tableMetadata' WHERE $1 ? 'tableMetadata' "
+	"ON CONFLICT (\"schema\", \"table\") DO UPDATE SET \"metadata\" = excluded.\"metadata\""},
+	{"add-column",
+	"INSERT INTO %1$s.\"backfilling\" (\"schema\", \"table\", \"column\", \"backfill\") "
+	"SELECT $1->'table'->>'schema', $1->'table'->>'name', $1->'column'->>'name', $1->'backfill' "
+	" WHERE $1 ? 'backfill' "
+	"ON CONFLICT (\"schema\", \"table\", \"column\") DO UPDATE SET \"backfill\" = excluded.\"backfill\""},
+	{"update-column",
+	"UPDATE %1$s.\"backfilling\" SET \"column\" = $1->'new'->>'name' "
+	" WHERE \"schema\" = $1->'table'->>'schema' AND \"table\" = $1->'table'->>'name' "
+	"   AND \"column\" = $1->'old'->>'name' AND $1->'old'->>'name' <> $1->'new'->>'name'"},
+	{"drop-column",
+	"DELETE FROM %1$s.\"backfilling\" WHERE \"schema\" = $1->'table'->>'schema' "
+	"   AND \"table\" = $1->'table'->>'name' AND \"column\" = $1->>'column'"},
+};
+
+void
+zs_changelog_add_schema(const char *watermark, int64 pos, const char *change, int change_len,
+						const char *tag)
+{
+	Oid			types[1] = {JSONBOID};
+	Datum		values[1];
+
+	/* schema rows go alone, after the rows before them, with their bookkeeping */
+	flush_rows();
+	zs_changelog_add(watermark, pos, change, change_len, false);
+	flush_rows();
+	values[0] = DirectFunctionCall1(jsonb_in, CStringGetDatum(pnstrdup(change, change_len)));
+	for (int i = 0; i < (int) lengthof(bookkeeping); i++)
+	{
+		if (strcmp(bookkeeping[i][0], tag) != 0)
+			continue;
+		exec_sql_args(psprintf(bookkeeping[i][1], quoted_schema()), 1, types, values, NULL,
+					  strncmp(bookkeeping[i][1], "INSERT", 6) == 0 ? SPI_OK_INSERT :
+					  strncmp(bookkeeping[i][1], "UPDATE", 6) == 0 ? SPI_OK_UPDATE : SPI_OK_DELETE);
+	}
 }

@@ -38,6 +38,18 @@ extern void zs_changelog_add(const char *watermark, int64 pos,
 extern void zs_changelog_finish(const char *last_watermark);
 
 /*
+ * A schema-change row (create-table, add-column, ...): stored on its own,
+ * after the rows added before it, with zero-cache's tableMetadata and
+ * backfilling bookkeeping in the same transaction.
+ */
+extern void zs_changelog_add_schema(const char *watermark, int64 pos,
+									const char *change, int change_len, const char *tag);
+
+/* The published schema the log's head was written with (NULL if unknown). */
+extern char *zs_changelog_read_published_schema(void);
+extern void zs_changelog_write_published_schema(const char *snapshot);
+
+/*
  * A page of the committed change log after a (watermark, pos) key, with each
  * row's wire message built once, to be shared by every subscriber at that
  * position.

@@ -152,7 +152,8 @@ zs_relcache_update(const ZsPgoutputMsg *msg)
 
 	rel->schema = pstrdup(msg->nspname);
 	rel->name = pstrdup(msg->relname);
-	rel->own = (strcmp(rel->schema, own_schema_name) == 0);
+	rel->own = (strcmp(rel->schema, own_schema_name) == 0 ||
+				strcmp(rel->schema, ZS_EXTENSION_SCHEMA) == 0);
 	rel->natts = msg->natts;
 	rel->columns = palloc0(sizeof(ZsColumn) * Max(msg->natts, 1));
 	for (int i = 0; i < msg->natts; i++)

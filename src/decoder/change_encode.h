@@ -13,6 +13,9 @@
 
 typedef struct ZsRelation ZsRelation;
 
+/* The extension's own schema (zero_stream.control): never part of the stream */
+#define ZS_EXTENSION_SCHEMA "zero_stream"
+
 extern void zs_relcache_init(MemoryContext context, const char *own_schema);
 
 /*

@@ -60,6 +60,8 @@
 #include "decoder/pgoutput_read.h"
 #include "shmem.h"
 #include "spi_xact.h"
+#include "codec/json_read.h"
+#include "decoder/schema_diff.h"
 #include "decoder/spool.h"
 #include "codec/watermark.h"
 
@@ -117,6 +119,7 @@ typedef struct Batch
 	ZsSpool    *spool;
 	int			ntxns;
 	uint64		nchanges;
+	bool		baseline_changed;	/* schema_baseline moved: store it */
 	char		last_watermark[ZS_WATERMARK_MAXLEN];
 	XLogRecPtr	last_end_lsn;
 	TimestampTz last_commit_time;
@@ -132,6 +135,20 @@ static StringInfoData change_text;
 static MemoryContext message_context;
 static ResourceOwner decoding_owner;
 static DecodePosition position;
+
+/* the published schema at the current point of the stream (TopMemoryContext) */
+static char *schema_baseline = NULL;
+static List *stream_publications = NIL;
+
+static void
+set_schema_baseline(const char *snapshot, int len)
+{
+	if (schema_baseline != NULL)
+		pfree(schema_baseline);
+	schema_baseline = MemoryContextAlloc(TopMemoryContext, len + 1);
+	memcpy(schema_baseline, snapshot, len);
+	schema_baseline[len] = '\0';
+}
 
 static const char *
 message_name(char type)
@@ -183,15 +200,96 @@ store_error_context(void *arg)
 }
 
 static void
-stage_change(bool is_commit)
+stage_row(bool is_commit, const char *schema_tag)
 {
 	ZsSpoolRecord header;
 
+	memset(&header, 0, sizeof(header));
 	memcpy(header.watermark, txn.watermark, sizeof(header.watermark));
 	header.pos = txn.pos++;
 	header.len = change_text.len;
 	header.is_commit = is_commit;
+	header.is_schema = (schema_tag != NULL);
+	if (schema_tag)
+		strlcpy(header.tag, schema_tag, sizeof(header.tag));
 	zs_spool_append(batch.spool, &header, change_text.data);
+}
+
+static void
+stage_change(bool is_commit)
+{
+	stage_row(is_commit, NULL);
+}
+
+/* The tag of a change object we wrote: {"tag":"<tag>",... */
+static void
+change_tag(const char *change, char *tag, size_t size)
+{
+	const char *start = change + strlen("{\"tag\":\"");
+	const char *end = strchr(start, '"');
+
+	strlcpy(tag, start, Min(size, (size_t) (end - start + 1)));
+}
+
+/*
+ * A logical message. Ours ("zero_stream/ddl", written by the DDL capture
+ * in the DDL's transaction) carries the new published schema: the
+ * difference from the schema at this point of the stream becomes zero's
+ * schema-change messages, in the transaction, at the message's place.
+ * Anything else (an application's messages, transactional or not) is not
+ * data; a transaction that holds only such a message is stored as an empty
+ * begin/commit, as zero-cache stores it.
+ */
+static void
+handle_message(void)
+{
+	ZsJsonDoc	doc;
+	const char *tag;
+	int			schema;
+	char	  **changes;
+	const char *error;
+	const char *own[2];
+	int			n;
+
+	if (!(msg.flags & ZS_PGO_MESSAGE_TRANSACTIONAL) || txn.skip ||
+		strcmp(msg.prefix, ZS_DDL_MESSAGE_PREFIX) != 0)
+		return;
+	zs_json_doc_init(&doc);
+	if (!zs_json_parse(&doc, msg.content, msg.content_len) ||
+		(schema = zs_json_get(&doc, 0, "schema")) < 0 ||
+		(tag = zs_json_get_string(&doc, 0, "tag")) == NULL)
+	{
+		ereport(WARNING,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("ignoring a malformed schema-change message in the transaction of watermark %s",
+						txn.watermark)));
+		zs_json_doc_free(&doc);
+		return;
+	}
+	own[0] = zs_cdc_schema_name();
+	own[1] = ZS_EXTENSION_SCHEMA;
+	if (schema_baseline == NULL)
+		n = 0;					/* nothing to compare with: take it as the baseline */
+	else
+		n = zs_schema_diff(schema_baseline, strlen(schema_baseline),
+						   zs_json_raw(&doc, schema), doc.nodes[schema].raw_len,
+						   tag, own, lengthof(own), &changes, &error);
+	if (n < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("cannot compare published schemas: %s", error)));
+	for (int i = 0; i < n; i++)
+	{
+		char		change_tag_buf[24];
+
+		resetStringInfo(&change_text);
+		appendStringInfoString(&change_text, changes[i]);
+		change_tag(changes[i], change_tag_buf, sizeof(change_tag_buf));
+		stage_row(false, change_tag_buf);
+	}
+	set_schema_baseline(zs_json_raw(&doc, schema), doc.nodes[schema].raw_len);
+	batch.baseline_changed = true;
+	zs_json_doc_free(&doc);
 }
 
 static void
@@ -291,6 +389,9 @@ decoder_write(LogicalDecodingContext *ctx, XLogRecPtr lsn, TransactionId xid, bo
 			if (!txn.skip && zs_encode_truncate(&change_text, &msg))
 				stage_change(false);
 			break;
+		case ZS_PGO_MESSAGE:
+			handle_message();
+			break;
 		default:
 			/* types, origins and logical messages carry no change rows */
 			break;
@@ -313,6 +414,7 @@ reset_batch(void)
 	zs_spool_clear(batch.spool);
 	batch.ntxns = 0;
 	batch.nchanges = 0;
+	batch.baseline_changed = false;
 }
 
 /* Store the staged transactions in one local transaction. */
@@ -337,7 +439,14 @@ store_batch(void)
 	initStringInfo(&text);
 	zs_spool_start_read(batch.spool);
 	while (zs_spool_read(batch.spool, &header, &text))
-		zs_changelog_add(header.watermark, header.pos, text.data, text.len, header.is_commit);
+	{
+		if (header.is_schema)
+			zs_changelog_add_schema(header.watermark, header.pos, text.data, text.len, header.tag);
+		else
+			zs_changelog_add(header.watermark, header.pos, text.data, text.len, header.is_commit);
+	}
+	if (batch.baseline_changed)
+		zs_changelog_write_published_schema(schema_baseline);
 	zs_changelog_finish(batch.last_watermark);
 
 	/* the commit stamps our progress into the origin, atomically */
@@ -578,12 +687,34 @@ prepare_change_log(void)
 	zs_spi_xact_commit();
 }
 
+/*
+ * The published schema at the log's head. A log written before schema
+ * changes were captured has none: the current one is taken (DDL that ran
+ * while the decoder was behind is then not carried, as before).
+ */
+static void
+load_schema_baseline(void)
+{
+	char	   *snapshot = zs_changelog_read_published_schema();
+
+	if (snapshot == NULL)
+	{
+		snapshot = zs_current_published_schema(stream_publications);
+		zs_changelog_write_published_schema(snapshot);
+		ereport(LOG,
+				(errmsg("change log %s had no published schema; starting from the current one",
+						zs_cdc_schema_name())));
+	}
+	set_schema_baseline(snapshot, strlen(snapshot));
+}
+
 static void
 claim_change_log(void)
 {
 	zs_spi_xact_begin(NULL);
 	zs_changelog_claim_ownership();
 	zs_changelog_read_head(stored_head);
+	load_schema_baseline();
 	zs_spi_xact_commit();
 }
 
@@ -600,8 +731,10 @@ plugin_options(List *publications)
 			appendStringInfoChar(&names, ',');
 		appendStringInfoString(&names, quote_identifier((char *) lfirst(lc)));
 	}
-	return list_make2(makeDefElem("proto_version", (Node *) makeString("1"), -1),
-					  makeDefElem("publication_names", (Node *) makeString(names.data), -1));
+	/* messages: the DDL capture's, in the transactions that made the DDL */
+	return list_make3(makeDefElem("proto_version", (Node *) makeString("1"), -1),
+					  makeDefElem("publication_names", (Node *) makeString(names.data), -1),
+					  makeDefElem("messages", (Node *) makeString("true"), -1));
 }
 
 static LogicalDecodingContext *
@@ -670,6 +803,7 @@ run_decoder(MemoryContext worker_context)
 
 	slot_name = zs_effective_slot_name();
 	publications = zs_publication_list(&default_publication);
+	stream_publications = publications;
 	set_up_origin();
 	prepare_change_log();
 	ensure_publications(publications, default_publication);

@@ -146,7 +146,7 @@ published_tables(Datum publication_names)
 							  "  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
 							  " WHERE c.oid IN (SELECT format('%I.%I', schemaname, tablename)::regclass "
 							  "                   FROM pg_publication_tables WHERE pubname = ANY ($1)) "
-							  "   AND n.nspname <> $2 "
+							  "   AND n.nspname <> $2 AND n.nspname <> '" ZS_EXTENSION_SCHEMA "' "
 							  " ORDER BY n.nspname, c.relname",
 							  2, argtypes, args, NULL, true, 0) != SPI_OK_SELECT)
 		ereport(ERROR,

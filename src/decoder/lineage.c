@@ -26,6 +26,9 @@
 #include "replication/slot.h"
 #include "replication/snapbuild.h"
 #include "storage/proc.h"
+#include "catalog/pg_type_d.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
@@ -108,11 +111,12 @@ check_slot_not_in_use(const char *slot_name)
  * Copy the published tables on the slot's consistent snapshot: the
  * walsender's USE_SNAPSHOT, in this process (docs/pg-internals.md §3).
  */
-static void
+static char *
 copy_at_slot_snapshot(LogicalDecodingContext *ctx, const char *replica_version,
 					  List *publications)
 {
 	Snapshot	snap;
+	char	   *schema;
 
 	zs_set_decoder_state(ZS_DECODER_INITIAL_COPY);
 	StartTransactionCommand();
@@ -122,7 +126,10 @@ copy_at_slot_snapshot(LogicalDecodingContext *ctx, const char *replica_version,
 	SPI_connect();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	zs_initial_copy(replica_version, publications);
+	/* the published schema the stream starts from, as of the same snapshot */
+	schema = MemoryContextStrdup(TopMemoryContext, zs_current_published_schema(publications));
 	zs_spi_xact_commit();
+	return schema;
 }
 
 /* Create the slot, copy the tables, and start a new lineage at its consistent point. */
@@ -132,6 +139,7 @@ create_slot_and_lineage(const char *slot_name, List *publications, char *replica
 	LogicalDecodingContext *ctx;
 	XLogRecPtr	consistent;
 	MemoryContext old;
+	char	   *schema;
 
 	zs_set_decoder_state(ZS_DECODER_CREATING_SLOT);
 	ReplicationSlotCreate(slot_name, true, RS_EPHEMERAL, false);
@@ -164,11 +172,13 @@ create_slot_and_lineage(const char *slot_name, List *publications, char *replica
 	 * at consistent - 1, and every commit in the snapshot is before it.
 	 */
 	zs_watermark_encode(consistent - 1, replica_version);
-	copy_at_slot_snapshot(ctx, replica_version, publications);
+	schema = copy_at_slot_snapshot(ctx, replica_version, publications);
 	FreeDecodingContext(ctx);
 
 	zs_spi_xact_begin(NULL);
 	zs_changelog_initialize(replica_version, publications);
+	zs_changelog_write_published_schema(schema);
+	pfree(schema);
 	/* our progress starts at the consistent point */
 	replorigin_session_origin_lsn = consistent;
 	replorigin_session_origin_timestamp = GetCurrentTimestamp();
@@ -232,4 +242,24 @@ zs_acquire_slot(const char *slot_name, List *publications, char *replica_version
 				 errhint("A new replicaVersion is started; subscribers of the old one will be told to resync.")));
 
 	create_slot_and_lineage(slot_name, publications, replica_version);
+}
+
+char *
+zs_current_published_schema(List *publications)
+{
+	Oid			types[1] = {TEXTARRAYOID};
+	Datum		values[1];
+	Datum	   *names = palloc(sizeof(Datum) * Max(list_length(publications), 1));
+	ListCell   *lc;
+	int			n = 0;
+
+	foreach(lc, publications)
+		names[n++] = CStringGetTextDatum((char *) lfirst(lc));
+	values[0] = PointerGetDatum(construct_array(names, n, TEXTOID, -1, false, TYPALIGN_INT));
+	if (SPI_execute_with_args("SELECT zero_stream.published_schema($1)::text", 1, types, values,
+							  NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg_internal("could not read the published schema")));
+	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 }

@@ -27,4 +27,10 @@ extern void zs_acquire_slot(const char *slot_name, List *publications,
 extern void zs_restart_lineage(const char *slot_name, List *publications,
 							   char *replica_version);
 
+/*
+ * zero_stream.published_schema() of the publications, as text, in the
+ * caller's transaction (SPI connected).
+ */
+extern char *zs_current_published_schema(List *publications);
+
 #endif							/* ZS_LINEAGE_H */

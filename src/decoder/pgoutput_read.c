@@ -204,8 +204,15 @@ zs_pgoutput_parse(const char *data, int len, ZsPgoutputMsg *msg)
 			r.p = r.end;
 			break;
 		case ZS_PGO_MESSAGE:
-			/* logical decoding messages are not part of the change log */
-			r.p = r.end;
+			msg->flags = read_u8(&r);
+			msg->message_lsn = read_uint(&r, 8);
+			msg->prefix = read_cstring(&r);
+			msg->content_len = (int) read_uint(&r, 4);
+			msg->content = r.p;
+			if (r.error == NULL && (msg->content_len < 0 || msg->content_len > r.end - r.p))
+				fail(&r, "message content longer than the message");
+			else if (r.error == NULL)
+				r.p += msg->content_len;
 			break;
 		default:
 			fail(&r, "unknown message type");

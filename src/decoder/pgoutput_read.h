@@ -93,7 +93,16 @@ typedef struct ZsPgoutputMsg
 	/* T */
 	int			nrelids;
 	const char *relids_raw;		/* nrelids big-endian uint32 */
+
+	/* M (flags: ZS_PGO_MESSAGE_TRANSACTIONAL) */
+	uint64_t	message_lsn;
+	const char *prefix;
+	const char *content;		/* not NUL-terminated */
+	int			content_len;
 } ZsPgoutputMsg;
+
+/* A logical message written inside its transaction (pg_logical_emit_message(true, ...)) */
+#define ZS_PGO_MESSAGE_TRANSACTIONAL 1
 
 /*
  * Parse one message. old_tuple/new_tuple must point at storage before the

@@ -21,6 +21,8 @@ typedef struct ZsSpoolRecord
 	int64		pos;
 	uint32		len;
 	bool		is_commit;
+	bool		is_schema;		/* a schema change (create-table, add-column, ...) */
+	char		tag[24];		/* is_schema: its tag */
 } ZsSpoolRecord;
 
 typedef struct ZsSpool ZsSpool;

@@ -22,13 +22,24 @@
  * update or delete must change exactly one of them, as upstream did: it
  * addresses the rowid of the first match,
  *   ... WHERE rowid = (SELECT rowid FROM t WHERE a IS ? AND ... LIMIT 1),
- * and an update that matched nothing inserts the new row. A column the
- * table does not have yet is added; a table that is not in the replica
- * (published after the copy) is created from the row, with its row key as
- * unique index unless the identity is FULL (every column, not a key).
+ * and an update that matched nothing inserts the new row. Tables and
+ * columns come typed from schema-change messages (replica_ddl.c); for a
+ * stream without them, a column the table does not have yet is added
+ * untyped, and a table that is not in the replica is created from the row,
+ * with its row key as unique index unless the identity is FULL (every
+ * column, not a key).
  *
- * The SQLite side (statements, values, transactions) is replica_sqlite.c;
- * the tables, made from rows here, and their cache are replica_schema.c.
+ * changeLog2 (zero's ChangeLog): a serving replica (ZS_REPLICA_LOG_CHANGES)
+ * logs every row change; any replica logs the row changes of a table with
+ * columns being backfilled, with the versions of the backfilling columns
+ * each change wrote ("backfillingColumnVersions", merged with json_patch),
+ * so that a backfill does not overwrite newer values (replica_ddl.c). A
+ * rowKey is the key's members in name order (zero's normalizedKeyOrder).
+ * Schema changes log a table-wide reset ('r', pos -1) on serving replicas.
+ *
+ * Schema changes and backfills are replica_ddl.c; the SQLite side
+ * (statements, values, transactions) is replica_sqlite.c; the tables, made
+ * from rows here, and their cache are replica_schema.c.
  *-------------------------------------------------------------------------
  */
 #ifdef FRONTEND
@@ -186,35 +197,124 @@ append_where_key(ZsReplica *r, StringInfo s, const char *table, const TableInfo 
 	return true;
 }
 
-/* changeLog2 bookkeeping of a serving replica */
+/*
+ * The rowKey text zero-cache logs: a compact JSON object of the key's
+ * members in name order.
+ */
+void
+zs_replica_append_row_key(StringInfo s, const ZsJsonDoc *doc, int n,
+						  const char *const *names, const int *nodes)
+{
+	int			order[ZS_MAX_KEY_COLUMNS];
+
+	n = Min(n, ZS_MAX_KEY_COLUMNS);
+	for (int i = 0; i < n; i++)
+	{
+		int			j = i;
+
+		while (j > 0 && strcmp(names[order[j - 1]], names[i]) > 0)
+		{
+			order[j] = order[j - 1];
+			j--;
+		}
+		order[j] = i;
+	}
+	appendStringInfoChar(s, '{');
+	for (int i = 0; i < n; i++)
+	{
+		const ZsJsonNode *node = &doc->nodes[nodes[order[i]]];
+
+		if (i > 0)
+			appendStringInfoChar(s, ',');
+		zs_json_append_cstring(s, names[order[i]]);
+		appendStringInfoChar(s, ':');
+		appendBinaryStringInfo(s, doc->text + node->raw_start, node->raw_len);
+	}
+	appendStringInfoChar(s, '}');
+}
+
+/*
+ * changeLog2 row of a row change: on a serving replica, and on any replica
+ * while the table has columns being backfilled. A set ('s') of such a table
+ * records the version of each backfilling column the row has (row: the
+ * change's row object), merged into what the row's entry had.
+ */
 static bool
-log_row(ZsReplica *r, const char *table, const ZsJsonDoc *doc, const RowKey *key, const char *op)
+log_row(ZsReplica *r, const char *table, const TableInfo *t, const ZsJsonDoc *doc,
+		const RowKey *key, const char *op, int row)
+{
+	bool		backfilling = (t != NULL && t->nbackfilling > 0);
+	sqlite3_stmt *stmt;
+	StringInfoData versions;
+	bool		ok;
+
+	if (!(r->flags & ZS_REPLICA_LOG_CHANGES) && !backfilling)
+		return true;
+	resetStringInfo(&r->rowkey);
+	zs_replica_append_row_key(&r->rowkey, doc, key->n, key->names, key->nodes);
+	if (op[0] != 's' || !backfilling)
+	{
+		stmt = zs_replica_statement(r, "INSERT OR REPLACE INTO \"_zero.changeLog2\" (\"stateVersion\", \"pos\", \"table\", \"rowKey\", \"op\") VALUES (?, ?, ?, ?, ?)");
+		if (stmt == NULL)
+			return false;
+		sqlite3_bind_text(stmt, 1, r->txn_watermark, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(stmt, 2, r->pos++);
+		sqlite3_bind_text(stmt, 3, table, -1, SQLITE_STATIC);
+		sqlite3_bind_text(stmt, 4, r->rowkey.data, r->rowkey.len, SQLITE_STATIC);
+		sqlite3_bind_text(stmt, 5, op, -1, SQLITE_STATIC);
+		return zs_replica_step_done(r, stmt);
+	}
+
+	initStringInfo(&versions);
+	appendStringInfoChar(&versions, '{');
+	for (int i = 0; i < t->nbackfilling; i++)
+	{
+		if (zs_json_get(doc, row, t->backfilling[i]) < 0)
+			continue;
+		if (versions.len > 1)
+			appendStringInfoChar(&versions, ',');
+		zs_json_append_cstring(&versions, t->backfilling[i]);
+		appendStringInfoChar(&versions, ':');
+		zs_json_append_cstring(&versions, r->txn_watermark);
+	}
+	appendStringInfoChar(&versions, '}');
+	stmt = zs_replica_statement(r, "INSERT INTO \"_zero.changeLog2\" (\"stateVersion\", \"pos\", \"table\", \"rowKey\", \"op\", \"backfillingColumnVersions\") "
+								"VALUES (?, ?, ?, ?, ?, json(?)) ON CONFLICT (\"table\", \"rowKey\") DO UPDATE "
+								"SET \"stateVersion\" = excluded.\"stateVersion\", \"pos\" = excluded.\"pos\", \"op\" = excluded.\"op\", "
+								"\"backfillingColumnVersions\" = json_patch(\"backfillingColumnVersions\", excluded.\"backfillingColumnVersions\")");
+	ok = (stmt != NULL);
+	if (ok)
+	{
+		sqlite3_bind_text(stmt, 1, r->txn_watermark, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(stmt, 2, r->pos++);
+		sqlite3_bind_text(stmt, 3, table, -1, SQLITE_STATIC);
+		sqlite3_bind_text(stmt, 4, r->rowkey.data, r->rowkey.len, SQLITE_STATIC);
+		sqlite3_bind_text(stmt, 5, op, -1, SQLITE_STATIC);
+		sqlite3_bind_text(stmt, 6, versions.data, versions.len, SQLITE_STATIC);
+		ok = zs_replica_step_done(r, stmt);
+	}
+	pfree(versions.data);
+	return ok;
+}
+
+/*
+ * A table-wide reset ('r') after a schema change, on a serving replica:
+ * zero's logResetOp (one row per transaction at pos -1, the last table's).
+ */
+bool
+zs_replica_log_reset(ZsReplica *r, const char *table)
 {
 	sqlite3_stmt *stmt;
 
+	r->schema_changed = true;
 	if (!(r->flags & ZS_REPLICA_LOG_CHANGES))
 		return true;
-	resetStringInfo(&r->rowkey);
-	appendStringInfoChar(&r->rowkey, '{');
-	for (int i = 0; i < key->n; i++)
-	{
-		const ZsJsonNode *n = &doc->nodes[key->nodes[i]];
-
-		if (i > 0)
-			appendStringInfoChar(&r->rowkey, ',');
-		zs_json_append_cstring(&r->rowkey, key->names[i]);
-		appendStringInfoChar(&r->rowkey, ':');
-		appendBinaryStringInfo(&r->rowkey, doc->text + n->raw_start, n->raw_len);
-	}
-	appendStringInfoChar(&r->rowkey, '}');
-	stmt = zs_replica_statement(r, "INSERT OR REPLACE INTO \"_zero.changeLog2\" (\"stateVersion\", \"pos\", \"table\", \"rowKey\", \"op\") VALUES (?, ?, ?, ?, ?)");
+	stmt = zs_replica_statement(r, "INSERT OR REPLACE INTO \"_zero.changeLog2\" (\"stateVersion\", \"pos\", \"table\", \"rowKey\", \"op\") VALUES (?, -1, ?, ?, 'r')");
 	if (stmt == NULL)
 		return false;
 	sqlite3_bind_text(stmt, 1, r->txn_watermark, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(stmt, 2, r->pos++);
-	sqlite3_bind_text(stmt, 3, table, -1, SQLITE_STATIC);
-	sqlite3_bind_text(stmt, 4, r->rowkey.data, r->rowkey.len, SQLITE_STATIC);
-	sqlite3_bind_text(stmt, 5, op, -1, SQLITE_STATIC);
+	sqlite3_bind_text(stmt, 2, table, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(stmt, 3, r->txn_watermark, -1, SQLITE_STATIC);
 	return zs_replica_step_done(r, stmt);
 }
 
@@ -259,7 +359,7 @@ apply_insert(ZsReplica *r, const ZsJsonDoc *doc, int change, int relation, const
 	if (!upsert(r, table, doc, row))
 		return false;
 	select_key(t, doc, row, relation, &key);
-	return log_row(r, table, doc, &key, "s");
+	return log_row(r, table, t, doc, &key, "s", row);
 }
 
 static bool
@@ -304,12 +404,12 @@ apply_update(ZsReplica *r, const ZsJsonDoc *doc, int change, int relation, const
 		return false;
 
 	if (old == row)
-		return log_row(r, table, doc, &key, "s");
+		return log_row(r, table, t, doc, &key, "s", row);
 	/* the row moved to a new key: the old one is deleted */
 	select_key(t, doc, row, relation, &new_key);
-	if (!same_key(doc, &key, &new_key) && !log_row(r, table, doc, &key, "d"))
+	if (!same_key(doc, &key, &new_key) && !log_row(r, table, t, doc, &key, "d", -1))
 		return false;
-	return log_row(r, table, doc, &new_key, "s");
+	return log_row(r, table, t, doc, &new_key, "s", row);
 }
 
 static bool
@@ -338,7 +438,7 @@ apply_delete(ZsReplica *r, const ZsJsonDoc *doc, int change, int relation, const
 		zs_replica_bind_node(stmt, i + 1, doc, rk.nodes[i]);
 	if (!zs_replica_step_done(r, stmt))
 		return false;
-	return log_row(r, table, doc, &rk, "d");
+	return log_row(r, table, t, doc, &rk, "d", -1);
 }
 
 static bool
@@ -411,7 +511,13 @@ zs_replica_apply_change(ZsReplica *r, const ZsJsonDoc *doc, int change)
 
 	if (!zs_json_str_eq(doc, tag, "insert") && !zs_json_str_eq(doc, tag, "update") &&
 		!zs_json_str_eq(doc, tag, "delete"))
-		return zs_replica_set_error(r, "unsupported change \"%s\"", zs_json_str(doc, tag));
+	{
+		int			rc = zs_replica_apply_schema_change(r, doc, change, tag);
+
+		if (rc == 0)
+			return zs_replica_set_error(r, "unsupported change \"%s\"", zs_json_str(doc, tag));
+		return rc > 0;
+	}
 	relation = zs_json_get(doc, change, "relation");
 	if ((table = relation_table(r, doc, relation)) == NULL)
 		return false;

@@ -15,10 +15,16 @@
  * upstream transactions per SQLite commit as it likes, and a rollback
  * abandons exactly one.
  *
- * Implemented by replica_apply.c (change messages), replica_schema.c (the
- * "_zero.*" tables, replicated tables, the table cache) and replica_sqlite.c
- * (the file, statements, values, transactions), which share
- * replica_internal.h.
+ * Changes: the row changes (insert, update, delete, truncate), every
+ * schema change zero-cache sends (create-table, rename-table,
+ * update-table-metadata, add-column, update-column, drop-column,
+ * drop-table, create-index, drop-index) and backfills (backfill,
+ * backfill-completed), applied as zero-cache's replicator applies them.
+ *
+ * Implemented by replica_apply.c (change messages), replica_ddl.c (schema
+ * changes and backfills), replica_schema.c (the "_zero.*" tables,
+ * replicated tables, the table cache) and replica_sqlite.c (the file,
+ * statements, values, transactions), which share replica_internal.h.
  *-------------------------------------------------------------------------
  */
 #ifndef ZS_REPLICA_APPLY_H
@@ -43,6 +49,7 @@ typedef struct ZsReplicaColumn
 	bool		is_enum;
 	bool		is_array;
 	int			char_max_length;	/* -1 if none */
+	const char *backfill;		/* BackfillID JSON while being backfilled, or NULL */
 } ZsReplicaColumn;
 
 typedef struct ZsReplicaTable

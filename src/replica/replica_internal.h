@@ -5,7 +5,7 @@
  *	  the others. Callers outside the library use replica_apply.h.
  *
  * The library (compiled into the extension, and with -DFRONTEND into
- * zero-stream-replica and the unit test) is three files:
+ * zero-stream-replica and the unit test) is four files:
  *   replica_sqlite.c  the SQLite side: opening the file, errors, SQL text,
  *                     the statement cache, binding JSON values, and the
  *                     transaction bracket (a SAVEPOINT per upstream
@@ -13,7 +13,10 @@
  *   replica_schema.c  the "_zero.*" metadata tables, the replicated tables
  *                     and their unique indexes, and the table cache;
  *   replica_apply.c   change messages: begin/data/commit/rollback dispatch,
- *                     insert, update, delete and truncate.
+ *                     insert, update, delete and truncate, and the
+ *                     changeLog2 rows they write;
+ *   replica_ddl.c     schema-change messages (create-table ... drop-index),
+ *                     backfill and backfill-completed.
  * Every function here follows the library's rule: false (or NULL) with
  * r->error set, never a thrown error.
  *-------------------------------------------------------------------------
@@ -33,7 +36,11 @@ typedef struct CachedStmt
 	sqlite3_stmt *stmt;
 } CachedStmt;
 
-/* The table cache: a table's columns and the columns of its unique index. */
+/*
+ * The table cache: a table's columns, the columns of its unique index, and
+ * the columns being backfilled ("_zero.column_metadata".backfill set), in
+ * the table's column order. Forgotten after every schema change.
+ */
 typedef struct TableInfo
 {
 	char	   *name;
@@ -42,6 +49,8 @@ typedef struct TableInfo
 	char	  **cols;
 	int			nkeys;			/* columns of the first unique index */
 	char	  **keys;
+	int			nbackfilling;
+	char	  **backfilling;
 	struct TableInfo *next;
 } TableInfo;
 
@@ -58,6 +67,7 @@ struct ZsReplica
 	bool		in_upstream_txn;	/* a SAVEPOINT is open */
 	char		txn_watermark[ZS_WATERMARK_MAXLEN];
 	int64		pos;			/* changeLog2 position within the txn */
+	bool		schema_changed; /* the open upstream txn changed a table */
 	char		state_version[ZS_WATERMARK_MAXLEN];
 	uint64		rows_applied;
 
@@ -102,9 +112,27 @@ extern int64 zs_replica_now_ms(void);
 /* replica_schema.c: the table cache, tables made from rows */
 extern TableInfo *zs_replica_table_info(ZsReplica *r, const char *name);
 extern void zs_replica_forget_tables(ZsReplica *r);
+extern bool zs_replica_table_has_column(const TableInfo *t, const char *col);
 extern int	zs_replica_relation_key_columns(const ZsJsonDoc *doc, int relation,
 											const char **names);
 extern TableInfo *zs_replica_row_table(ZsReplica *r, const char *name, const ZsJsonDoc *doc,
 									   int row, const ZsJsonDoc *kdoc, int relation);
+
+/* replica_schema.c: declared types, typed tables, column metadata */
+extern void zs_replica_append_declared_type(StringInfo s, const ZsReplicaColumn *c);
+extern bool zs_replica_create_table_columns(ZsReplica *r, const char *name,
+											const ZsReplicaColumn *columns, int ncolumns,
+											const char *version_default);
+extern bool zs_replica_insert_column_metadata(ZsReplica *r, const char *table,
+											  const ZsReplicaColumn *c);
+
+/* replica_apply.c: changeLog2 */
+extern void zs_replica_append_row_key(StringInfo s, const ZsJsonDoc *doc, int n,
+									  const char *const *names, const int *nodes);
+extern bool zs_replica_log_reset(ZsReplica *r, const char *table);
+
+/* replica_ddl.c: 1 applied, 0 not a schema change or backfill tag, -1 error */
+extern int	zs_replica_apply_schema_change(ZsReplica *r, const ZsJsonDoc *doc, int change,
+										   int tag);
 
 #endif							/* ZS_REPLICA_INTERNAL_H */

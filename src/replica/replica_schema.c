@@ -7,17 +7,28 @@
  * zs_replica_init() writes the metadata tables of a new replica
  * (versionHistory, replicationConfig, replicationState, changeLog2,
  * runtimeEvents, column_metadata, tableMetadata) as zero-cache creates them.
- * The initial copy creates each published table with zs_replica_create_table():
- * its declared types carry the upstream type and zero-cache's NOT_NULL,
- * TEXT_ENUM and TEXT_ARRAY flags, "_0_version" defaults to the state
- * version, and column_metadata gets a row per column. A change to a table
- * the replica lacks (published after the copy) creates it from the row,
- * with its row key as unique index unless the identity is FULL, and a
- * column a row has and its table lacks is added (zs_replica_row_table).
  *
- * The table cache holds each table's columns and the columns of its first
- * unique index, read from SQLite's pragmas at first use; it is forgotten
- * when a rollback may have undone what it describes.
+ * Declared types: one function, zs_replica_append_declared_type(), turns a
+ * Postgres column (ZsReplicaColumn) into its SQLite declaration, zero's
+ * liteTypeString: the upstream type with "|NOT_NULL", "|TEXT_ENUM" and
+ * "|TEXT_ARRAY" (in that order) as one quoted identifier, e.g.
+ * "int8|NOT_NULL", "mood[]|TEXT_ENUM|TEXT_ARRAY". The initial copy (through
+ * zs_replica_create_table) and the schema-change messages (replica_ddl.c,
+ * which read ColumnSpecs into ZsReplicaColumns) both use it, and both
+ * write "_zero.column_metadata" with zs_replica_insert_column_metadata().
+ * The initial copy's tables default "_0_version" to the state version and
+ * get their key's unique index here; a create-table message's do not (zero
+ * passes no default there, and the index comes as its own create-index).
+ *
+ * A change to a table the replica lacks (a stream without schema-change
+ * messages) creates it from the row, untyped, with its row key as unique
+ * index unless the identity is FULL, and a column a row has and its table
+ * lacks is added (zs_replica_row_table).
+ *
+ * The table cache holds each table's columns, the columns of its first
+ * unique index and its columns being backfilled, read from SQLite's pragmas
+ * and column_metadata at first use; it is forgotten after a schema change
+ * and when a rollback may have undone what it describes.
  *-------------------------------------------------------------------------
  */
 #ifdef FRONTEND
@@ -186,13 +197,26 @@ zs_replica_table_info(ZsReplica *r, const char *name)
 		sqlite3_reset(stmt);
 		pfree(index_name);
 	}
+
+	/* the columns being backfilled, in the table's column order */
+	stmt = zs_replica_statement(r, "SELECT p.name FROM pragma_table_info(?1) p "
+								"JOIN \"_zero.column_metadata\" m ON m.table_name = ?1 AND m.column_name = p.name "
+								"WHERE m.backfill IS NOT NULL ORDER BY p.cid");
+	if (stmt == NULL)
+		return NULL;
+	sqlite3_bind_text(stmt, 1, name, -1, SQLITE_TRANSIENT);
+	t->backfilling = zs_replica_alloc(r, sizeof(char *) * t->ncols);
+	while (sqlite3_step(stmt) == SQLITE_ROW && t->nbackfilling < t->ncols)
+		t->backfilling[t->nbackfilling++] = zs_replica_strdup(r, (const char *) sqlite3_column_text(stmt, 0));
+	sqlite3_reset(stmt);
+
 	t->next = r->tables;
 	r->tables = t;
 	return t;
 }
 
-static bool
-has_column(const TableInfo *t, const char *col)
+bool
+zs_replica_table_has_column(const TableInfo *t, const char *col)
 {
 	for (int i = 0; i < t->ncols; i++)
 		if (strcmp(t->cols[i], col) == 0)
@@ -221,10 +245,14 @@ zs_replica_forget_tables(ZsReplica *r)
 			pfree(t->cols[i]);
 		for (int i = 0; i < t->nkeys; i++)
 			pfree(t->keys[i]);
+		for (int i = 0; i < t->nbackfilling; i++)
+			pfree(t->backfilling[i]);
 		if (t->cols)
 			pfree(t->cols);
 		if (t->keys)
 			pfree(t->keys);
+		if (t->backfilling)
+			pfree(t->backfilling);
 		pfree(t->name);
 		pfree(t);
 	}
@@ -241,8 +269,9 @@ zs_replica_table_name(const char *schema, const char *name)
 	return psprintf("%s.%s", schema, name);
 }
 
-static void
-append_declared_type(StringInfo s, const ZsReplicaColumn *c)
+/* zero's declared type of a column (liteTypeString), quoted */
+void
+zs_replica_append_declared_type(StringInfo s, const ZsReplicaColumn *c)
 {
 	StringInfoData t;
 
@@ -258,29 +287,74 @@ append_declared_type(StringInfo s, const ZsReplicaColumn *c)
 	pfree(t.data);
 }
 
+/*
+ * CREATE TABLE with the columns in the order given, each with its declared
+ * type, and "_0_version" last, defaulting to version_default unless that is
+ * NULL: zero's createLiteTableStatement, whose text SQLite keeps.
+ */
 bool
-zs_replica_create_table(ZsReplica *r, const ZsReplicaTable *table)
+zs_replica_create_table_columns(ZsReplica *r, const char *name,
+								const ZsReplicaColumn *columns, int ncolumns,
+								const char *version_default)
 {
-	char	   *name = zs_replica_table_name(table->schema, table->name);
 	StringInfo	s = &r->sql;
-	sqlite3_stmt *stmt;
-	bool		ok = false;
 
 	resetStringInfo(s);
 	appendStringInfoString(s, "CREATE TABLE ");
 	append_ident(s, name);
 	appendStringInfoString(s, " (\n");
-	for (int i = 0; i < table->ncolumns; i++)
+	for (int i = 0; i < ncolumns; i++)
 	{
-		append_ident(s, table->columns[i].name);
+		append_ident(s, columns[i].name);
 		appendStringInfoChar(s, ' ');
-		append_declared_type(s, &table->columns[i]);
+		zs_replica_append_declared_type(s, &columns[i]);
 		appendStringInfoString(s, ",\n");
 	}
-	appendStringInfoString(s, "\"_0_version\" \"text\" DEFAULT ");
-	append_literal(s, r->state_version);
+	appendStringInfoString(s, "\"_0_version\" \"text\"");
+	if (version_default != NULL)
+	{
+		appendStringInfoString(s, " DEFAULT ");
+		append_literal(s, version_default);
+	}
 	appendStringInfoString(s, "\n)");
-	if (!zs_replica_exec(r, s->data))
+	return zs_replica_exec(r, s->data);
+}
+
+/* A column's "_zero.column_metadata" row (zero's ColumnMetadataStore.insert). */
+bool
+zs_replica_insert_column_metadata(ZsReplica *r, const char *table, const ZsReplicaColumn *c)
+{
+	sqlite3_stmt *stmt;
+
+	stmt = zs_replica_statement(r, "INSERT INTO \"_zero.column_metadata\" (table_name, column_name, upstream_type, is_not_null, is_enum, is_array, character_max_length, backfill) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+	if (stmt == NULL)
+		return false;
+	sqlite3_bind_text(stmt, 1, table, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(stmt, 2, c->name, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(stmt, 3, c->upstream_type, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int(stmt, 4, c->not_null);
+	sqlite3_bind_int(stmt, 5, c->is_enum);
+	sqlite3_bind_int(stmt, 6, c->is_array);
+	if (c->char_max_length >= 0)
+		sqlite3_bind_int(stmt, 7, c->char_max_length);
+	if (c->backfill != NULL)
+		sqlite3_bind_text(stmt, 8, c->backfill, -1, SQLITE_TRANSIENT);
+	return zs_replica_step_done(r, stmt);
+}
+
+/*
+ * A table of the initial copy: typed columns, "_0_version" defaulting to the
+ * state version, the key's unique index, column_metadata.
+ */
+bool
+zs_replica_create_table(ZsReplica *r, const ZsReplicaTable *table)
+{
+	char	   *name = zs_replica_table_name(table->schema, table->name);
+	StringInfo	s = &r->sql;
+	bool		ok = false;
+
+	if (!zs_replica_create_table_columns(r, name, table->columns, table->ncolumns,
+										 r->state_version))
 		goto done;
 	if (table->nkeys > 0)
 	{
@@ -311,23 +385,8 @@ zs_replica_create_table(ZsReplica *r, const ZsReplicaTable *table)
 			goto done;
 	}
 	for (int i = 0; i < table->ncolumns; i++)
-	{
-		const ZsReplicaColumn *c = &table->columns[i];
-
-		stmt = zs_replica_statement(r, "INSERT INTO \"_zero.column_metadata\" (table_name, column_name, upstream_type, is_not_null, is_enum, is_array, character_max_length) VALUES (?, ?, ?, ?, ?, ?, ?)");
-		if (stmt == NULL)
+		if (!zs_replica_insert_column_metadata(r, name, &table->columns[i]))
 			goto done;
-		sqlite3_bind_text(stmt, 1, name, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_text(stmt, 2, c->name, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_text(stmt, 3, c->upstream_type, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_int(stmt, 4, c->not_null);
-		sqlite3_bind_int(stmt, 5, c->is_enum);
-		sqlite3_bind_int(stmt, 6, c->is_array);
-		if (c->char_max_length >= 0)
-			sqlite3_bind_int(stmt, 7, c->char_max_length);
-		if (!zs_replica_step_done(r, stmt))
-			goto done;
-	}
 	ok = true;
 done:
 	pfree(name);
@@ -413,7 +472,7 @@ zs_replica_row_table(ZsReplica *r, const char *name, const ZsJsonDoc *doc, int r
 	{
 		const char *col = zs_json_key(doc, c);
 
-		if (has_column(t, col))
+		if (zs_replica_table_has_column(t, col))
 			continue;
 		resetStringInfo(s);
 		appendStringInfoString(s, "ALTER TABLE ");

@@ -11,8 +11,10 @@
  *
  * Transactions: zs_replica_begin() opens a SQLite transaction (BEGIN
  * IMMEDIATE) unless one is open, and a SAVEPOINT for the upstream
- * transaction; zs_replica_commit() sets stateVersion and writeTimeMs and
- * releases the savepoint, zs_replica_rollback() rolls back to it (and
+ * transaction; zs_replica_commit() sets stateVersion and writeTimeMs (and,
+ * after a schema change, runs PRAGMA optimize as zero-cache does, with the
+ * analysis limit newer SQLite versions set by themselves) and releases the
+ * savepoint, zs_replica_rollback() rolls back to it (and
  * forgets the caches, which may describe what it undid), and
  * zs_replica_flush() commits the SQLite transaction with every upstream
  * transaction committed since the last flush.
@@ -356,6 +358,7 @@ zs_replica_begin(ZsReplica *r, const char *watermark)
 	r->in_upstream_txn = true;
 	strlcpy(r->txn_watermark, watermark, sizeof(r->txn_watermark));
 	r->pos = 0;
+	r->schema_changed = false;
 	return true;
 }
 
@@ -375,7 +378,12 @@ zs_replica_commit(ZsReplica *r, const char *watermark)
 		return false;
 	sqlite3_bind_text(stmt, 1, watermark, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(stmt, 2, zs_replica_now_ms());
-	if (!zs_replica_step_done(r, stmt) || !zs_replica_exec(r, "RELEASE upstream"))
+	if (!zs_replica_step_done(r, stmt))
+		return false;
+	if (r->schema_changed &&
+		!zs_replica_exec(r, "PRAGMA analysis_limit = 400; PRAGMA optimize"))
+		return false;
+	if (!zs_replica_exec(r, "RELEASE upstream"))
 		return false;
 	r->in_upstream_txn = false;
 	strlcpy(r->state_version, watermark, sizeof(r->state_version));

@@ -12,6 +12,22 @@
  * or a complete text message goes to routes.c, which decides what it
  * means; control frames (ping, pong, close) are answered here.
  *
+ * No client gets more than its share of a loop iteration or of memory:
+ *   - a round reads at most READ_BUDGET bytes and handles at most
+ *     FRAME_BUDGET frames of one connection; the rest waits for the next
+ *     round (which then does not sleep), and a round sends at most
+ *     FILE_CHUNKS_PER_FLUSH chunks of a file per flush;
+ *   - pings are answered by one pong for the latest unanswered one (RFC
+ *     6455 §5.5.3), queued only while the connection's output is below
+ *     zero_stream.subscriber_backlog_limit, so control frames cost a
+ *     fixed 125 bytes, not a buffer;
+ *   - a peer that sends more than MAX_CONTROL_FRAMES_PER_S pings and
+ *     pongs in a second, or pings again while the answer to its last ping
+ *     waits behind output it does not read, is closed with 1008 (policy
+ *     violation) and logged (rate-limited, peer_log.c);
+ *   - a peer's pings do not count as signs of life: only what a reader
+ *     sends (acks, pongs) does.
+ *
  * Each connection allocates in a memory context of its own, deleted when
  * the closed connection is removed at the end of a loop iteration.
  *-------------------------------------------------------------------------
@@ -20,14 +36,19 @@
 
 #include <sys/socket.h>
 #include <unistd.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "storage/fd.h"
+#include "storage/latch.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 #include "codec/http.h"
 #include "guc.h"
 #include "server/connection.h"
+#include "server/peer_log.h"
 #include "server/routes.h"
 
 #define MAX_HEAD_BYTES		8192
@@ -35,34 +56,53 @@
 #define READ_CHUNK			65536
 #define FILE_CHUNK			(256 * 1024)
 
+/* one connection's share of a loop iteration */
+#define READ_BUDGET			(4 * READ_CHUNK)
+#define FRAME_BUDGET		256
+#define FILE_CHUNKS_PER_FLUSH 16
+
+/* more pings and pongs than this in one second is a flood */
+#define MAX_CONTROL_FRAMES_PER_S 50
+
+/* memory of closed connections given back to the system past this, once a second at most */
+#define TRIM_THRESHOLD		(1024 * 1024)
+
 ZsConn	  **zs_conns;
 int			zs_nconns = 0;
 bool		zs_conns_changed = true;
+static int	conns_capacity = 0;
+static Size freed_since_trim = 0;
+static TimestampTz last_trim = 0;
 
 void
 zs_conns_init(void)
 {
-	zs_conns = MemoryContextAllocZero(TopMemoryContext, sizeof(ZsConn *) * zs_max_subscribers);
-}
-
-bool
-zs_conns_have_room(void)
-{
-	return zs_nconns < zs_max_subscribers;
+	conns_capacity = zs_max_subscribers + zs_max_pending_connections;
+	zs_conns = MemoryContextAllocZero(TopMemoryContext, sizeof(ZsConn *) * conns_capacity);
 }
 
 ZsConn *
-zs_conn_add(pgsocket sock, const char *address)
+zs_conn_add(pgsocket sock, const char *host, const char *port)
 {
-	MemoryContext context = AllocSetContextCreate(TopMemoryContext, "zero_stream client",
-												  ALLOCSET_DEFAULT_SIZES);
-	MemoryContext old = MemoryContextSwitchTo(context);
-	ZsConn	   *c = palloc0(sizeof(ZsConn));
+	MemoryContext context;
+	MemoryContext old;
+	ZsConn	   *c;
 
+	/* connections closed in this round are still listed until its end */
+	if (zs_nconns == conns_capacity)
+	{
+		conns_capacity *= 2;
+		zs_conns = repalloc(zs_conns, sizeof(ZsConn *) * conns_capacity);
+	}
+	context = AllocSetContextCreate(TopMemoryContext, "zero_stream client",
+									ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(context);
+	c = palloc0(sizeof(ZsConn));
 	c->context = context;
 	c->sock = sock;
 	c->file_fd = -1;
-	strlcpy(c->address, address, sizeof(c->address));
+	strlcpy(c->host, host, sizeof(c->host));
+	snprintf(c->address, sizeof(c->address), "%s:%s", host, port);
 	c->state = ZS_CONN_HTTP;
 	initStringInfo(&c->in);
 	initStringInfo(&c->out);
@@ -75,6 +115,29 @@ zs_conn_add(pgsocket sock, const char *address)
 	return c;
 }
 
+/*
+ * After a storm of connections (hundreds of subscribers gone, a flood of
+ * reconnects) glibc keeps the freed memory in its heap, where it is
+ * fragmented and never returned: give it back, so that the worker's size
+ * comes back near where it was.
+ */
+static void
+trim_freed_memory(void)
+{
+#ifdef __GLIBC__
+	TimestampTz now;
+
+	if (freed_since_trim < TRIM_THRESHOLD)
+		return;
+	now = GetCurrentTimestamp();
+	if (!TimestampDifferenceExceeds(last_trim, now, 1000))
+		return;
+	malloc_trim(0);
+	last_trim = now;
+	freed_since_trim = 0;
+#endif
+}
+
 void
 zs_conns_remove_closed(void)
 {
@@ -83,11 +146,15 @@ zs_conns_remove_closed(void)
 	for (int i = 0; i < zs_nconns; i++)
 	{
 		if (zs_conns[i]->closed)
+		{
+			freed_since_trim += MemoryContextMemAllocated(zs_conns[i]->context, true);
 			MemoryContextDelete(zs_conns[i]->context);
+		}
 		else
 			zs_conns[kept++] = zs_conns[i];
 	}
 	zs_nconns = kept;
+	trim_freed_memory();
 }
 
 /* ---------------------------------------------------------------- output */
@@ -112,6 +179,27 @@ zs_conn_close(ZsConn *c)
 	}
 	c->closed = true;
 	zs_conns_changed = true;
+}
+
+void
+zs_conn_close_now(ZsConn *c)
+{
+	c->close_after_flush = true;
+	zs_conn_flush(c);
+	zs_conn_close(c);
+}
+
+uint32
+zs_conn_wait_events(const ZsConn *c)
+{
+	uint32		events = 0;
+
+	if (zs_conn_pending(c) > 0 || (c->file_fd >= 0 && c->file_remaining > 0))
+		events |= WL_SOCKET_WRITEABLE;
+	/* nothing more is read from a connection that only has to send its last bytes */
+	if (!c->close_after_flush || events == 0)
+		events |= WL_SOCKET_READABLE;
+	return events;
 }
 
 /* keep a slow reader's buffer from creeping: move the unsent part down */
@@ -151,19 +239,57 @@ refill_from_file(ZsConn *c)
 	return true;
 }
 
+/*
+ * Queue the pong owed for the latest ping, if the output is below the
+ * backlog limit (the same limit data is held to); true if queued.
+ */
+static bool
+queue_pong(ZsConn *c)
+{
+	if (!c->pong_owed || c->close_after_flush || c->closed)
+		return false;
+	if (zs_conn_pending(c) >= (Size) zs_backlog_limit_kb * 1024)
+	{
+		c->pong_blocked = true;
+		return false;
+	}
+	zs_ws_append_frame(&c->out, ZS_WS_OP_PONG, c->pong_payload, c->pong_len);
+	c->pong_owed = false;
+	c->pong_blocked = false;
+	return true;
+}
+
 void
 zs_conn_flush(ZsConn *c)
 {
-	while (c->out_pos < c->out.len || refill_from_file(c))
-	{
-		ssize_t		n = send(c->sock, c->out.data + c->out_pos, c->out.len - c->out_pos, 0);
+	int			refills = 0;
 
+	if (c->closed)
+		return;
+	(void) queue_pong(c);
+	for (;;)
+	{
+		ssize_t		n;
+
+		if (c->out_pos >= c->out.len)
+		{
+			/* a pong held back by a full backlog goes once that is sent */
+			if (queue_pong(c))
+				continue;
+			if (refills == FILE_CHUNKS_PER_FLUSH || !refill_from_file(c))
+				break;
+			refills++;
+		}
+		n = send(c->sock, c->out.data + c->out_pos, c->out.len - c->out_pos, 0);
 		if (n < 0)
 		{
 			if (errno == EINTR)
 				continue;
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
+			{
 				compact_output(c);
+				(void) queue_pong(c);
+			}
 			else
 				zs_conn_close(c);
 			return;
@@ -174,7 +300,8 @@ zs_conn_flush(ZsConn *c)
 		return;
 	resetStringInfo(&c->out);
 	c->out_pos = 0;
-	if (c->close_after_flush)
+	/* the rest of a file goes in the next rounds */
+	if (c->close_after_flush && (c->file_fd < 0 || c->file_remaining <= 0))
 		zs_conn_close(c);
 }
 
@@ -214,35 +341,77 @@ read_http(ZsConn *c, const char *data, int len)
 	const char *error;
 	ZsHttpParseResult r;
 
+	c->head_bytes += len;
 	appendBinaryStringInfo(&c->in, data, len);
 	r = zs_http_parse_request(c->in.data, c->in.len, MAX_HEAD_BYTES, &req, &head_len,
 							  &status, &error);
 	if (r == ZS_HTTP_NEED_MORE)
 		return;
 	if (r == ZS_HTTP_BAD_REQUEST)
-	{
 		zs_route_bad_request(c, status, error);
-		zs_http_request_free(&req);
-		return;
-	}
-	zs_route_request(c, &req);
+	else
+		zs_route_request(c, &req);
 	zs_http_request_free(&req);
+	/* no second request on the connection: a reply or a snapshot follows */
+	if (c->state == ZS_CONN_HTTP)
+		c->state = ZS_CONN_REPLYING;
+	/* a plain reply goes at once, freeing its pending slot */
+	if (c->state == ZS_CONN_REPLYING && c->close_after_flush)
+		zs_conn_flush(c);
 	/* frames that arrived together with the head */
 	if (c->state == ZS_CONN_WEBSOCKET && c->in.len > head_len)
 		zs_ws_reader_feed(&c->ws, c->in.data + head_len, c->in.len - head_len);
 	resetStringInfo(&c->in);
 }
 
+/* Close with 1008 at once (such a peer may not read), logged rate-limited. */
 static void
-process_frames(ZsConn *c)
+close_for_policy(ZsConn *c, const char *why)
+{
+	int64		suppressed;
+
+	if (zs_peer_log_allowed(ZS_PEER_POLICY, c->host, &suppressed))
+		ereport(LOG,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("closing connection from %s (%s) with code 1008: %s",
+						c->address, c->sub ? zs_subscriber_id(c->sub) : "no subscription", why),
+				 zs_peer_log_detail(suppressed)));
+	c->pong_owed = false;
+	zs_conn_send_close(c, ZS_WS_CLOSE_POLICY, psprintf("Error: %s", why));
+	zs_conn_close_now(c);
+}
+
+/* Count a ping or pong; false if the peer sent too many in the last second. */
+static bool
+control_frame_allowed(ZsConn *c)
+{
+	TimestampTz now = GetCurrentTimestamp();
+
+	if (c->control_since == 0 || TimestampDifferenceExceeds(c->control_since, now, 1000))
+	{
+		c->control_since = now;
+		c->control_frames = 0;
+	}
+	return ++c->control_frames <= MAX_CONTROL_FRAMES_PER_S;
+}
+
+/* Handle at most *budget complete frames of the input; input_pending if more may wait. */
+static void
+process_frames(ZsConn *c, int *budget)
 {
 	ZsWsMessage msg;
 
 	initStringInfo(&msg.payload);
 	while (!c->close_after_flush)
 	{
-		ZsWsReadResult r = zs_ws_reader_next(&c->ws, &msg);
+		ZsWsReadResult r;
 
+		if (*budget <= 0)
+		{
+			c->input_pending = true;
+			break;
+		}
+		r = zs_ws_reader_next(&c->ws, &msg);
 		if (r == ZS_WS_NEED_MORE)
 			break;
 		if (r == ZS_WS_ERROR)
@@ -250,7 +419,17 @@ process_frames(ZsConn *c)
 			zs_conn_send_close(c, c->ws.error_code, psprintf("Error: %s", c->ws.error));
 			break;
 		}
-		c->heard_since_ping = true;
+		(*budget)--;
+		/* a peer that pings need not read; anything else is a sign of life */
+		if (msg.opcode != ZS_WS_OP_PING)
+			c->heard_since_ping = true;
+		if ((msg.opcode == ZS_WS_OP_PING || msg.opcode == ZS_WS_OP_PONG) &&
+			!control_frame_allowed(c))
+		{
+			close_for_policy(c, psprintf("more than %d pings and pongs in one second",
+										 MAX_CONTROL_FRAMES_PER_S));
+			break;
+		}
 		switch (msg.opcode)
 		{
 			case ZS_WS_OP_TEXT:
@@ -261,12 +440,22 @@ process_frames(ZsConn *c)
 								   "Error: binary messages are not accepted");
 				break;
 			case ZS_WS_OP_PING:
-				zs_ws_append_frame(&c->out, ZS_WS_OP_PONG, msg.payload.data, msg.payload.len);
+				if (c->pong_blocked)
+				{
+					close_for_policy(c, "pings sent while the answer to an earlier one waits behind unread output");
+					break;
+				}
+				/* only the latest ping needs an answer (RFC 6455 §5.5.3) */
+				Assert(msg.payload.len <= (int) sizeof(c->pong_payload));
+				memcpy(c->pong_payload, msg.payload.data, msg.payload.len);
+				c->pong_len = (uint8) msg.payload.len;
+				c->pong_owed = true;
 				break;
 			case ZS_WS_OP_PONG:
 				break;
 			case ZS_WS_OP_CLOSE:
 				/* echo the peer's close code, then hang up */
+				c->pong_owed = false;
 				zs_ws_append_frame(&c->out, ZS_WS_OP_CLOSE, msg.payload.data,
 								   Min(msg.payload.len, 2));
 				c->close_after_flush = true;
@@ -274,17 +463,31 @@ process_frames(ZsConn *c)
 		}
 	}
 	pfree(msg.payload.data);
+	(void) queue_pong(c);
 }
 
-void
-zs_conn_read(ZsConn *c)
+/* One round's read of a connection: at most READ_BUDGET bytes and FRAME_BUDGET frames. */
+static void
+read_connection(ZsConn *c)
 {
 	char		buf[READ_CHUNK];
+	int			bytes = READ_BUDGET;
+	int			frames = FRAME_BUDGET;
 
-	for (;;)
+	c->input_pending = false;
+	/* frames left over from the previous round come first */
+	if (c->state == ZS_CONN_WEBSOCKET && !c->close_after_flush)
+		process_frames(c, &frames);
+	while (!c->closed && !c->close_after_flush && !c->input_pending)
 	{
-		ssize_t		n = recv(c->sock, buf, sizeof(buf), 0);
+		ssize_t		n;
 
+		if (bytes == 0)
+		{
+			c->input_pending = true;	/* the socket may have more */
+			return;
+		}
+		n = recv(c->sock, buf, Min(sizeof(buf), bytes), 0);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -294,22 +497,55 @@ zs_conn_read(ZsConn *c)
 			zs_conn_close(c);
 			return;
 		}
-		if (c->close_after_flush)
-			continue;			/* discard input after we decided to close */
+		bytes -= (int) n;
 		if (c->state == ZS_CONN_HTTP)
 			read_http(c, buf, (int) n);
-		else
+		else if (c->state == ZS_CONN_WEBSOCKET)
 			zs_ws_reader_feed(&c->ws, buf, (int) n);
+		/* else a reply or a snapshot is on its way: input is ignored */
 		if (c->state == ZS_CONN_WEBSOCKET)
-			process_frames(c);
-		if (c->closed)
-			return;
+			process_frames(c, &frames);
 	}
+}
+
+void
+zs_conns_read_requests(void)
+{
+	for (int i = 0; i < zs_nconns; i++)
+	{
+		ZsConn	   *c = zs_conns[i];
+
+		if (!c->closed && c->state == ZS_CONN_HTTP)
+			read_connection(c);
+	}
+}
+
+bool
+zs_conns_read(void)
+{
+	bool		more = false;
+
+	for (int i = 0; i < zs_nconns; i++)
+	{
+		ZsConn	   *c = zs_conns[i];
+		bool		due = c->read_ready || c->input_pending;
+
+		c->read_ready = false;
+		if (c->closed || !due)
+			continue;
+		read_connection(c);
+		more |= !c->closed && c->input_pending;
+	}
+	return more;
 }
 
 /* ---------------------------------------------------------------- liveness */
 
-/* Ping every 30 s; a peer silent since the previous ping is gone. */
+/*
+ * Ping every 30 s; a peer silent since the previous ping is gone. This is
+ * for connections with a subscriber slot: the others are held to
+ * zero_stream.handshake_timeout (admission.c).
+ */
 void
 zs_conns_check_liveness(void)
 {
@@ -319,7 +555,8 @@ zs_conns_check_liveness(void)
 	{
 		ZsConn	   *c = zs_conns[i];
 
-		if (c->closed || !TimestampDifferenceExceeds(c->last_ping, now, PING_INTERVAL_MS))
+		if (c->closed || !c->admitted ||
+			!TimestampDifferenceExceeds(c->last_ping, now, PING_INTERVAL_MS))
 			continue;
 		if (!c->heard_since_ping)
 		{
@@ -331,7 +568,7 @@ zs_conns_check_liveness(void)
 			zs_conn_close(c);
 			continue;
 		}
-		if (c->state == ZS_CONN_WEBSOCKET)
+		if (c->state == ZS_CONN_WEBSOCKET && !c->close_after_flush)
 			zs_ws_append_frame(&c->out, ZS_WS_OP_PING, "", 0);
 		c->heard_since_ping = false;
 		c->last_ping = now;

@@ -5,10 +5,13 @@
  * One socket per address that zero_stream.listen_addresses resolves to
  * ("*" = every address), on zero_stream.port, opened once at start: the
  * settings need a restart. Listening on a non-loopback address without
- * zero_stream.subscriber_password logs a warning. A connection beyond
- * zero_stream.max_subscribers (or beyond the process's file descriptors)
- * is answered 503 and closed at once; the others become connections
- * (connection.c) with TCP_NODELAY, as their frames are small and paced.
+ * zero_stream.subscriber_password logs a warning. A connection for which
+ * admission.c finds no room among the pending ones (or beyond the
+ * process's file descriptors) is answered 503 and closed at once, logged
+ * rate-limited; the others become connections (connection.c) with
+ * TCP_NODELAY, as their frames are small and paced. One call accepts at
+ * most ACCEPT_BUDGET connections, so that a flood of them cannot stretch a
+ * round of the server's loop: the listening socket stays readable.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -24,8 +27,12 @@
 #include "utils/varlena.h"
 
 #include "guc.h"
+#include "server/admission.h"
 #include "server/connection.h"
 #include "server/listener.h"
+#include "server/peer_log.h"
+
+#define ACCEPT_BUDGET		64
 
 static bool
 is_loopback(const struct sockaddr *sa)
@@ -117,31 +124,32 @@ zs_listeners_open(pgsocket *socks)
 	return nsocks;
 }
 
-/* Too many connections: a best-effort 503 (the socket is new, so this small write fits). */
+/* No room: a best-effort 503 (the socket is new, so this small write fits). */
 static void
-refuse(pgsocket sock)
+refuse(pgsocket sock, const char *host, const char *port, const char *why)
 {
 	static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+	int64		suppressed;
 
 	(void) send(sock, busy, sizeof(busy) - 1, 0);
 	closesocket(sock);
-	ereport(LOG,
-			(errcode(ERRCODE_TOO_MANY_CONNECTIONS),
-			 errmsg("refused a connection: zero_stream.max_subscribers (%d) reached",
-					zs_max_subscribers)));
+	if (zs_peer_log_allowed(ZS_PEER_REFUSED, host, &suppressed))
+		ereport(LOG,
+				(errcode(ERRCODE_TOO_MANY_CONNECTIONS),
+				 errmsg("refused a connection from %s:%s: %s", host, port, why),
+				 zs_peer_log_detail(suppressed)));
 }
 
 void
 zs_listener_accept(pgsocket listener)
 {
-	for (;;)
+	for (int accepted = 0; accepted < ACCEPT_BUDGET; accepted++)
 	{
 		struct sockaddr_storage addr;
 		socklen_t	addrlen = sizeof(addr);
 		pgsocket	sock = accept(listener, (struct sockaddr *) &addr, &addrlen);
 		char		host[NI_MAXHOST] = "?";
 		char		port[NI_MAXSERV] = "?";
-		char		address[64];
 		int			one = 1;
 
 		if (sock == PGINVALID_SOCKET)
@@ -152,16 +160,22 @@ zs_listener_accept(pgsocket listener)
 						 errmsg("could not accept a connection: %m")));
 			return;
 		}
-		if (!zs_conns_have_room() || !AcquireExternalFD())
+		(void) getnameinfo((struct sockaddr *) &addr, addrlen, host, sizeof(host), port,
+						   sizeof(port), NI_NUMERICHOST | NI_NUMERICSERV);
+		if (!zs_admission_make_room())
 		{
-			refuse(sock);
+			refuse(sock, host, port,
+				   psprintf("zero_stream.max_pending_connections (%d) reached",
+							zs_max_pending_connections));
+			continue;
+		}
+		if (!AcquireExternalFD())
+		{
+			refuse(sock, host, port, "out of file descriptors");
 			continue;
 		}
 		pg_set_noblock(sock);
 		(void) setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		(void) getnameinfo((struct sockaddr *) &addr, addrlen, host, sizeof(host), port,
-						   sizeof(port), NI_NUMERICHOST | NI_NUMERICSERV);
-		snprintf(address, sizeof(address), "%s:%s", host, port);
-		(void) zs_conn_add(sock, address);
+		(void) zs_conn_add(sock, host, port);
 	}
 }

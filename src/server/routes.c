@@ -14,7 +14,10 @@
  * Anything else is answered 404 before an upgrade, or with close code 1002
  * and "Error: ..." after it, as zero-cache does. When
  * zero_stream.subscriber_password is set, snapshots and upgrades need it as
- * the HTTP Basic password (401 otherwise); health checks never do.
+ * the HTTP Basic password (401 otherwise, logged rate-limited with the
+ * peer's address); health checks never do. An authorized snapshot download
+ * or upgrade then needs a subscriber slot (admission.c, 503 otherwise);
+ * health checks never take one.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -23,6 +26,8 @@
 
 #include "codec/websocket.h"
 #include "guc.h"
+#include "server/admission.h"
+#include "server/peer_log.h"
 #include "server/reservations.h"
 #include "server/routes.h"
 #include "server/upstream.h"
@@ -66,9 +71,45 @@ authorized(const ZsHttpRequest *req)
 	return ok;
 }
 
-static void
-send_unauthorized(ZsConn *c)
+/* a peer's user name, fit for the log: printable ASCII, at most 63 bytes */
+static char *
+loggable(const char *text)
 {
+	char	   *copy = pnstrdup(text, 63);
+
+	for (char *p = copy; *p; p++)
+	{
+		if (*p < 0x20 || *p > 0x7e)
+			*p = '?';
+	}
+	return copy;
+}
+
+/* 401, and a log line as PostgreSQL writes for a failed login (rate-limited) */
+static void
+send_unauthorized(ZsConn *c, const ZsHttpRequest *req)
+{
+	StringInfoData user;
+	StringInfoData password;
+	int64		suppressed;
+
+	if (zs_peer_log_allowed(ZS_PEER_AUTH_FAILED, c->host, &suppressed))
+	{
+		initStringInfo(&user);
+		initStringInfo(&password);
+		if (zs_http_basic_credentials(zs_http_header(req, "Authorization"), &user, &password))
+			ereport(LOG,
+					(errcode(ERRCODE_INVALID_PASSWORD),
+					 errmsg("password authentication failed for user \"%s\" connecting from %s",
+							loggable(user.data), c->address),
+					 zs_peer_log_detail(suppressed)));
+		else
+			ereport(LOG,
+					(errcode(ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION),
+					 errmsg("no password from %s, which zero_stream.subscriber_password requires",
+							c->address),
+					 zs_peer_log_detail(suppressed)));
+	}
 	zs_conn_send_http(c, "401 Unauthorized", "WWW-Authenticate: Basic realm=\"zero_stream\"\r\n",
 					  "authentication required\n");
 }
@@ -112,8 +153,8 @@ route_plain(ZsConn *c, const ZsHttpRequest *req)
 	else if ((task = replica_path_task(req->path)) != NULL)
 	{
 		if (!authorized(req))
-			send_unauthorized(c);
-		else
+			send_unauthorized(c, req);
+		else if (zs_admission_admit(c))
 			zs_reservation_serve_snapshot(c, task);
 	}
 	else
@@ -143,6 +184,8 @@ accept_upgrade(ZsConn *c, const ZsHttpRequest *req)
 						  "unsupported WebSocket version\n");
 		return false;
 	}
+	if (!zs_admission_admit(c))
+		return false;
 
 	/* no extension (permessage-deflate) is accepted: the header is left out */
 	appendStringInfo(&c->out,
@@ -280,7 +323,7 @@ zs_route_request(ZsConn *c, const ZsHttpRequest *req)
 	}
 	if (!authorized(req))
 	{
-		send_unauthorized(c);
+		send_unauthorized(c, req);
 		return;
 	}
 	if (accept_upgrade(c, req))

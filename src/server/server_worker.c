@@ -7,15 +7,17 @@
  *
  * The loop, in pg_cron's shape: each iteration does one bounded round of
  * work, then reloads the configuration if asked, then waits (at most a 1 s
- * tick, not at all while a snapshot copy is in progress). A round: handle
- * what the last wait reported (accept, read requests and frames, send);
- * give every subscriber that has room the next page of the committed
- * change log (one short read-only transaction for all); advance snapshot
- * copies; end laggards; ping and drop silent peers; send; drop closed
- * connections; publish every connection to shared memory. The server
- * never blocks on a client (all sockets are non-blocking, output is
- * buffered per connection and bounded by ack pacing and the backlog limit)
- * and never waits for the decoder.
+ * tick, not at all while a snapshot copy is in progress or a connection
+ * has input left over). A round: handle what the last wait reported
+ * (accept, send), read requests and frames (a bounded share per
+ * connection); give every subscriber that has room the next page of the
+ * committed change log (one short read-only transaction for all); advance
+ * snapshot copies; end laggards; close connections past their handshake
+ * timeout; ping and drop silent peers; send; drop closed connections;
+ * publish every connection to shared memory. The server never blocks on a
+ * client (all sockets are non-blocking, output is buffered per connection
+ * and bounded by ack pacing and the backlog limit) and never waits for the
+ * decoder.
  *
  * An error leaves the loop through zs_worker_fail(), which records it in
  * the worker's slot (zero_stream.workers()); the postmaster restarts the
@@ -33,9 +35,11 @@
 #include "utils/resowner.h"
 
 #include "guc.h"
+#include "server/admission.h"
 #include "server/connection.h"
 #include "server/flow_control.h"
 #include "server/listener.h"
+#include "server/peer_log.h"
 #include "server/reservations.h"
 #include "server/subscriber_slots.h"
 #include "shmem.h"
@@ -47,6 +51,7 @@ PGDLLEXPORT void zs_server_main(Datum main_arg);
 static pgsocket listeners[ZS_MAX_LISTENERS];
 static int	nlisteners = 0;
 static WaitEventSet *wait_set = NULL;
+static int	max_events = 0;			/* size of the events array */
 
 /* PostgreSQL 15 cannot remove events from a set: rebuild it when connections change */
 static void
@@ -63,27 +68,27 @@ rebuild_wait_set(void)
 	{
 		ZsConn	   *c = zs_conns[i];
 
-		c->want_write = zs_conn_pending(c) > 0;
-		c->event_pos = AddWaitEventToSet(wait_set,
-										 WL_SOCKET_READABLE | (c->want_write ? WL_SOCKET_WRITEABLE : 0),
-										 c->sock, NULL, c);
+		c->wait_events = zs_conn_wait_events(c);
+		c->event_pos = AddWaitEventToSet(wait_set, c->wait_events, c->sock, NULL, c);
 	}
 	zs_conns_changed = false;
 }
 
 static void
-update_write_interest(ZsConn *c)
+update_wait_events(ZsConn *c)
 {
-	bool		want = zs_conn_pending(c) > 0;
+	uint32		events = zs_conn_wait_events(c);
 
-	if (c->closed || want == c->want_write)
+	if (c->closed || events == c->wait_events)
 		return;
-	c->want_write = want;
-	ModifyWaitEvent(wait_set, c->event_pos,
-					WL_SOCKET_READABLE | (want ? WL_SOCKET_WRITEABLE : 0), NULL);
+	c->wait_events = events;
+	ModifyWaitEvent(wait_set, c->event_pos, events, NULL);
 }
 
-/* What the last wait reported: the latch, new connections, readable or writable clients. */
+/*
+ * What the last wait reported: the latch, new connections, writable
+ * clients; readable ones are marked, for zs_conns_read().
+ */
 static void
 handle_events(WaitEvent *events, int nevents)
 {
@@ -100,8 +105,8 @@ handle_events(WaitEvent *events, int nevents)
 		{
 			ZsConn	   *c = (ZsConn *) ev->user_data;
 
-			if (!c->closed && (ev->events & WL_SOCKET_READABLE))
-				zs_conn_read(c);
+			if (ev->events & WL_SOCKET_READABLE)
+				c->read_ready = true;
 			if (!c->closed && (ev->events & WL_SOCKET_WRITEABLE))
 				zs_conn_flush(c);
 		}
@@ -110,7 +115,8 @@ handle_events(WaitEvent *events, int nevents)
 
 /*
  * One round of work after a wait; true if a snapshot copy still has steps
- * to make, so that the next wait does not sleep.
+ * to make or a connection has input left, so that the next wait does not
+ * sleep.
  */
 static bool
 serve_round(WaitEvent *events, int nevents)
@@ -118,8 +124,10 @@ serve_round(WaitEvent *events, int nevents)
 	char		head[ZS_WATERMARK_MAXLEN];
 	char		replica_version[ZS_WATERMARK_MAXLEN];
 	bool		copies_pending;
+	bool		input_pending;
 
 	handle_events(events, nevents);
+	input_pending = zs_conns_read();
 
 	/* the log's head and lineage, as the decoder last published them */
 	LWLockAcquire(zs_shared->lock, LW_SHARED);
@@ -130,17 +138,19 @@ serve_round(WaitEvent *events, int nevents)
 	zs_flow_serve_pages(head, replica_version);
 	copies_pending = zs_reservations_advance_copies();
 	zs_flow_check_laggards(head);
+	zs_admission_check_timeouts();
 	zs_conns_check_liveness();
+	zs_peer_log_sweep();
 	for (int i = 0; i < zs_nconns; i++)
 	{
 		if (!zs_conns[i]->closed)
 			zs_conn_flush(zs_conns[i]);
 		if (!zs_conns_changed)
-			update_write_interest(zs_conns[i]);
+			update_wait_events(zs_conns[i]);
 	}
 	zs_conns_remove_closed();
 	zs_publish_subscriber_slots(head);
-	return copies_pending;
+	return copies_pending || input_pending;
 }
 
 static void
@@ -150,7 +160,7 @@ run_server(void)
 	int			nevents = 0;
 	MemoryContext loop_context;
 	ResourceOwner owner;
-	bool		copies_pending;
+	bool		busy;
 
 	/* for what the loop uses outside transactions (SHA-1 of the handshake) */
 	owner = ResourceOwnerCreate(NULL, "zero_stream server");
@@ -158,8 +168,9 @@ run_server(void)
 
 	nlisteners = zs_listeners_open(listeners);
 	zs_conns_init();
-	events = MemoryContextAlloc(TopMemoryContext,
-								sizeof(WaitEvent) * (2 + ZS_MAX_LISTENERS + zs_max_subscribers));
+	/* open connections: max_subscribers admitted, max_pending_connections others */
+	max_events = 2 + ZS_MAX_LISTENERS + zs_max_subscribers + zs_max_pending_connections;
+	events = MemoryContextAlloc(TopMemoryContext, sizeof(WaitEvent) * max_events);
 	loop_context = AllocSetContextCreate(TopMemoryContext, "zero_stream server loop",
 										 ALLOCSET_DEFAULT_SIZES);
 
@@ -169,7 +180,7 @@ run_server(void)
 
 		CHECK_FOR_INTERRUPTS();
 		old = MemoryContextSwitchTo(loop_context);
-		copies_pending = serve_round(events, nevents);
+		busy = serve_round(events, nevents);
 		MemoryContextSwitchTo(old);
 		MemoryContextReset(loop_context);
 		/* a committed read transaction leaves no resource owner behind */
@@ -183,8 +194,8 @@ run_server(void)
 
 		if (zs_conns_changed)
 			rebuild_wait_set();
-		nevents = WaitEventSetWait(wait_set, copies_pending ? 0 : TICK_MS, events,
-								   2 + nlisteners + zs_nconns, PG_WAIT_EXTENSION);
+		nevents = WaitEventSetWait(wait_set, busy ? 0 : TICK_MS, events,
+								   max_events, PG_WAIT_EXTENSION);
 	}
 }
 

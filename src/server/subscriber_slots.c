@@ -5,7 +5,9 @@
  *
  * Once per loop iteration every open connection is copied into one
  * ZsSubscriberSlot, in accept order, and the remaining slots are marked
- * free, all under the shared lock. A subscription shows its own progress;
+ * free, all under the shared lock. There are max_subscribers slots: the
+ * connections holding a subscriber slot come first, then those still in
+ * their HTTP request while slots are left. A subscription shows its own progress;
  * a connection holding a snapshot reservation shows the task and the
  * watermark it pins (mode snapshot, state reserved); any other is
  * connecting, sending a snapshot, or closing.
@@ -53,12 +55,13 @@ zs_publish_subscriber_slots(const char *head)
 	int			n = 0;
 
 	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
-	for (int i = 0; i < zs_nconns && n < zs_shared->max_subscribers; i++)
+	for (int i = 0; i < 2 * zs_nconns && n < zs_shared->max_subscribers; i++)
 	{
-		ZsConn	   *c = zs_conns[i];
+		/* admitted connections in the first pass, the others in the second */
+		ZsConn	   *c = zs_conns[i % zs_nconns];
 		ZsSubscriberSlot *slot = &zs_shared->subscribers[n];
 
-		if (c->closed)
+		if (c->closed || c->admitted != (i < zs_nconns))
 			continue;
 		memset(slot, 0, sizeof(*slot));
 		slot->in_use = true;
@@ -70,7 +73,7 @@ zs_publish_subscriber_slots(const char *head)
 		else if (c->up.reserved_task != NULL)
 			describe_reservation(c, slot);
 		else
-			slot->state = c->file_fd >= 0 ? ZS_SUB_SENDING_SNAPSHOT :
+			slot->state = c->file_fd >= 0 || c->copy != NULL ? ZS_SUB_SENDING_SNAPSHOT :
 				c->state == ZS_CONN_HTTP ? ZS_SUB_CONNECTING : ZS_SUB_CLOSING;
 		n++;
 	}

@@ -236,6 +236,37 @@ test_truncate_and_others(void)
 	CHECK(parse(&b, &m) != NULL, "empty message rejected");
 }
 
+/* 'M': a logical message (messages 'true'), transactional or not */
+static void
+test_message(void)
+{
+	Buf			b = {.len = 0};
+	ZsPgoutputMsg m;
+	const char *content = "{\"tag\":\"ALTER TABLE\"}";
+
+	put_u8(&b, 'M');
+	put_u8(&b, 1);
+	put_uint(&b, UINT64_C(0x1234), 8);
+	put_str(&b, "zero_stream/ddl");
+	put_uint(&b, strlen(content), 4);
+	memcpy(b.data + b.len, content, strlen(content));
+	b.len += (int) strlen(content);
+	CHECK(parse(&b, &m) == NULL, "message parses");
+	CHECK((m.flags & ZS_PGO_MESSAGE_TRANSACTIONAL) && m.message_lsn == 0x1234 &&
+		  strcmp(m.prefix, "zero_stream/ddl") == 0 && m.content_len == (int) strlen(content) &&
+		  memcmp(m.content, content, m.content_len) == 0, "message fields");
+	b.len -= 3;
+	CHECK(parse(&b, &m) != NULL, "truncated message content rejected");
+
+	b.len = 0;
+	put_u8(&b, 'M');
+	put_u8(&b, 0);
+	put_uint(&b, 1, 8);
+	put_str(&b, "app");
+	put_uint(&b, 0xFFFFFFF0, 4);
+	CHECK(parse(&b, &m) != NULL, "message length beyond the buffer rejected");
+}
+
 int
 main(void)
 {
@@ -243,5 +274,6 @@ main(void)
 	test_relation();
 	test_row_changes();
 	test_truncate_and_others();
+	test_message();
 	return unit_report("test_pgoutput");
 }

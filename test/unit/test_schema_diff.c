@@ -1,0 +1,193 @@
+/*
+ * Unit tests for the schema diff (decoder/schema_diff.c): two published
+ * schemas in, zero-cache's schema-change messages out, in its order, with
+ * its fields. The golden change log (TAP 008) checks the same code against
+ * zero-cache's own output for every kind of change.
+ */
+#include "postgres_fe.h"
+
+#include "decoder/schema_diff.h"
+#include "unit.h"
+
+#define COL(name, pos, type, notnull, dflt) \
+	"\"" name "\":{\"pos\":" #pos ",\"dflt\":" dflt ",\"notNull\":" notnull ",\"typeOID\":23," \
+	"\"dataType\":\"" type "\",\"pgTypeClass\":\"b\",\"elemPgTypeClass\":null,\"characterMaximumLength\":null}"
+
+#define TABLE(oid, name, cols) \
+	"{\"oid\":" #oid ",\"schema\":\"public\",\"schemaOID\":2200,\"name\":\"" name "\",\"replicaIdentity\":\"d\"," \
+	"\"columns\":{" cols "},\"primaryKey\":[\"id\"],\"publications\":{\"p\":{\"rowFilter\":null}}}"
+
+#define PKEY(table) \
+	"{\"schema\":\"public\",\"tableName\":\"" table "\",\"name\":\"" table "_pkey\",\"unique\":true," \
+	"\"isPrimaryKey\":true,\"isReplicaIdentity\":false,\"isImmediate\":true,\"columns\":{\"id\":\"ASC\"}}"
+
+static char **changes;
+
+static int
+diff(const char *prev, const char *next, const char *tag)
+{
+	static const char *const own[] = {"zero_0/cdc", "zero_stream"};
+	const char *error = NULL;
+	int			n = zs_schema_diff(prev, (int) strlen(prev), next, (int) strlen(next), tag,
+								   own, 2, &changes, &error);
+
+	CHECK(n >= 0, "diff failed: %s", error ? error : "?");
+	return n;
+}
+
+static void
+test_tables(void)
+{
+	const char *empty = "{\"tables\":[],\"indexes\":[]}";
+	const char *one = "{\"tables\":[" TABLE(100, "t", COL("id", 1, "int4", "true", "null")) "],"
+		"\"indexes\":[" PKEY("t") "]}";
+	int			n;
+
+	n = diff(empty, one, "CREATE TABLE");
+	CHECK(n == 2, "create: %d changes", n);
+	if (n == 2)
+	{
+		CHECK_STR(changes[0], "{\"tag\":\"create-table\",\"spec\":{\"oid\":100,\"schema\":\"public\","
+				  "\"schemaOID\":2200,\"name\":\"t\",\"replicaIdentity\":\"d\",\"columns\":{\"id\":{\"pos\":1,"
+				  "\"dflt\":null,\"notNull\":true,\"typeOID\":23,\"dataType\":\"int4\",\"pgTypeClass\":\"b\","
+				  "\"elemPgTypeClass\":null,\"characterMaximumLength\":null}},\"primaryKey\":[\"id\"],"
+				  "\"publications\":{\"p\":{\"rowFilter\":null}},\"replicaIdentityColumns\":[\"id\"]},"
+				  "\"metadata\":{\"schemaOID\":2200,\"relationOID\":100,\"rowKey\":{\"id\":{\"attNum\":1}}}}");
+		CHECK_STR(changes[1], "{\"tag\":\"create-index\",\"spec\":" PKEY("t") "}");
+	}
+
+	/* a table that appears other than by CREATE is backfilled */
+	n = diff(empty, one, "ALTER PUBLICATION");
+	CHECK(n == 2 && strstr(changes[0], ",\"backfill\":{\"id\":{\"attNum\":1}}}") != NULL,
+		  "published by ALTER PUBLICATION: backfill");
+
+	/* drop: the index first, then the table */
+	n = diff(one, empty, "DROP TABLE");
+	CHECK(n == 2, "drop: %d changes", n);
+	if (n == 2)
+	{
+		CHECK_STR(changes[0], "{\"tag\":\"drop-index\",\"id\":{\"schema\":\"public\",\"name\":\"t_pkey\"}}");
+		CHECK_STR(changes[1], "{\"tag\":\"drop-table\",\"id\":{\"schema\":\"public\",\"name\":\"t\"}}");
+	}
+
+	/* rename: same oid, new name; the index keeps its name */
+	{
+		const char *renamed = "{\"tables\":[" TABLE(100, "u", COL("id", 1, "int4", "true", "null")) "],"
+			"\"indexes\":[{\"schema\":\"public\",\"tableName\":\"u\",\"name\":\"t_pkey\",\"unique\":true,"
+			"\"isPrimaryKey\":true,\"isReplicaIdentity\":false,\"isImmediate\":true,\"columns\":{\"id\":\"ASC\"}}]}";
+
+		n = diff(one, renamed, "ALTER TABLE");
+		CHECK(n == 1, "rename: %d changes", n);
+		if (n == 1)
+			CHECK_STR(changes[0], "{\"tag\":\"rename-table\",\"old\":{\"schema\":\"public\",\"name\":\"t\"},"
+					  "\"new\":{\"schema\":\"public\",\"name\":\"u\"}}");
+	}
+
+	/* our own schemas never appear */
+	{
+		const char *own = "{\"tables\":[{\"oid\":7,\"schema\":\"zero_stream\",\"schemaOID\":1,\"name\":\"x\","
+			"\"replicaIdentity\":\"d\",\"columns\":{},\"primaryKey\":[],\"publications\":{}}],\"indexes\":[]}";
+
+		CHECK(diff(empty, own, "CREATE TABLE") == 0, "own schema ignored");
+	}
+}
+
+static void
+test_columns(void)
+{
+	const char *before = "{\"tables\":[" TABLE(5, "t", COL("a", 2, "text", "false", "null") ","
+											   COL("id", 1, "int4", "true", "null")) "],\"indexes\":[]}";
+	const char *added = "{\"tables\":[" TABLE(5, "t", COL("a", 2, "text", "false", "null") ","
+											  COL("c", 3, "text", "false", "\"'x'::text\"") ","
+											  COL("d", 4, "timestamptz", "false", "\"now()\"") ","
+											  COL("id", 1, "int4", "true", "null")) "],\"indexes\":[]}";
+	const char *changed = "{\"tables\":[" TABLE(5, "t", COL("b", 2, "int8", "false", "null") ","
+												COL("id", 1, "int4", "true", "null")) "],\"indexes\":[]}";
+	int			n;
+
+	n = diff(before, added, "ALTER TABLE");
+	CHECK(n == 2, "add: %d changes", n);
+	if (n == 2)
+	{
+		/* a constant default stays; now() is backfilled, its default dropped */
+		CHECK(strstr(changes[0], "\"name\":\"c\",\"spec\":{\"pos\":3,\"dflt\":\"'x'::text\"") != NULL &&
+			  strstr(changes[0], "backfill") == NULL, "constant default kept: %s", changes[0]);
+		CHECK(strstr(changes[1], "\"name\":\"d\",\"spec\":{\"pos\":4,\"dflt\":null") != NULL &&
+			  strstr(changes[1], ",\"backfill\":{\"attNum\":4}}") != NULL, "now() backfilled: %s", changes[1]);
+		CHECK(strstr(changes[1], "\"tableMetadata\":{\"schemaOID\":2200,\"relationOID\":5,"
+					 "\"rowKey\":{\"id\":{\"attNum\":1}}}") != NULL, "table metadata");
+	}
+
+	/* a column added by another command is always backfilled */
+	n = diff(before, added, "CREATE TABLE");
+	CHECK(n == 2 && strstr(changes[0], "backfill") != NULL, "add by another command: backfill");
+
+	/* rename + type change: one update-column with old and new */
+	n = diff(before, changed, "ALTER TABLE");
+	{
+		const char *expected = "{\"tag\":\"update-column\",\"table\":{\"schema\":\"public\","
+			"\"name\":\"t\"},\"old\":{\"name\":\"a\",\"spec\":{\"pos\":2,";
+
+		CHECK(n == 1 && strncmp(changes[0], expected, strlen(expected)) == 0 &&
+			  strstr(changes[0], "\"new\":{\"name\":\"b\",\"spec\":{\"pos\":2,") != NULL &&
+			  strstr(changes[0], "\"dataType\":\"int8\"") != NULL,
+			  "update-column: %s", n > 0 ? changes[0] : "none");
+	}
+
+	/* drop */
+	n = diff(added, before, "ALTER TABLE");
+	CHECK(n == 2 && strcmp(changes[0], "{\"tag\":\"drop-column\",\"table\":{\"schema\":\"public\","
+						   "\"name\":\"t\"},\"column\":\"c\"}") == 0, "drop-column");
+}
+
+static void
+test_defaults(void)
+{
+	static const char *const supported[] = {"1", "-2.5", "true", "'x'::text", "'a''b'::character",
+	"ARRAY[]::integer[]", "'{}'::text[]"};
+	static const char *const backfilled[] = {"now()", "nextval('s'::regclass)",
+		"'2000-01-01 00:00:00+00'::timestamp with time zone", "1e5", "gen_random_uuid()"};
+	char		before[1024];
+	char		after[1024];
+
+	snprintf(before, sizeof(before), "{\"tables\":[" TABLE(9, "t", COL("id", 1, "int4", "true", "null")) "],\"indexes\":[]}");
+	for (int i = 0; i < (int) (lengthof(supported) + lengthof(backfilled)); i++)
+	{
+		bool		is_supported = i < (int) lengthof(supported);
+		const char *dflt = is_supported ? supported[i] : backfilled[i - lengthof(supported)];
+		char		quoted[256];
+		int			n;
+
+		snprintf(quoted, sizeof(quoted), "\"%s\"", dflt);
+		snprintf(after, sizeof(after),
+				 "{\"tables\":[" TABLE(9, "t", COL("id", 1, "int4", "true", "null") ","
+										 COL("x", 2, "text", "false", "%s")) "],\"indexes\":[]}",
+				 quoted);
+		n = diff(before, after, "ALTER TABLE");
+		CHECK(n == 1 && (strstr(changes[0], "backfill") == NULL) == is_supported,
+			  "default <%s>: %s", dflt, is_supported ? "kept" : "backfilled");
+	}
+}
+
+static void
+test_bad_input(void)
+{
+	const char *error = NULL;
+	char	  **out;
+
+	CHECK(zs_schema_diff("[]", 2, "{}", 2, "X", NULL, 0, &out, &error) < 0 && error, "not objects");
+	CHECK(zs_schema_diff("{\"tables\":[{}],\"indexes\":[]}", 27, "{\"tables\":[],\"indexes\":[]}", 26,
+						 "X", NULL, 0, &out, &error) < 0 && error, "table without a name");
+	CHECK(zs_schema_diff("{\"tables\":[", 11, "{\"tables\":[],\"indexes\":[]}", 26,
+						 "X", NULL, 0, &out, &error) < 0 && error, "truncated");
+}
+
+int
+main(void)
+{
+	test_tables();
+	test_columns();
+	test_defaults();
+	test_bad_input();
+	return unit_report("test_schema_diff");
+}
