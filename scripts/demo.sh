@@ -72,6 +72,15 @@ echo "== the same rows in Postgres and in the replica"
 sql -Atc "SELECT count(*), sum(n), max(title) FROM issue"
 sqlite3 "$REPLICA" "SELECT count(*), sum(n), max(title) FROM issue"
 
+echo "== a migration: ALTER TABLE issue ADD COLUMN priority int NOT NULL DEFAULT 3 (the replica follows, typed)"
+sql -q -c "ALTER TABLE issue ADD COLUMN priority int NOT NULL DEFAULT 3" \
+	-c "UPDATE issue SET priority = 1 WHERE id = 'abc'"
+target=$(sql -Atc "SELECT zero_stream.wait_for_catchup(); SELECT last_watermark FROM zero_stream.status()" | tail -1)
+until [ "$(./zero-stream-replica status "$REPLICA" | sed -n 's/^stateVersion: //p')" = "$target" ]; do sleep 0.1; done
+sql -Atc "SELECT change::text FROM \"zero_0/cdc\".\"changeLog\" WHERE change->>'tag' = 'add-column'" | cut -c1-160
+sqlite3 "$REPLICA" "SELECT name || ' ' || type FROM pragma_table_info('issue') WHERE name = 'priority'"
+echo "Postgres: $(sql -Atc "SELECT count(*), sum(priority) FROM issue")   replica: $(sqlite3 "$REPLICA" "SELECT count(*), sum(priority) FROM issue")"
+
 if $keep; then
 	echo "left running: psql -h $DIR -p $PORT -U postgres; the replica $REPLICA (zero-stream-replica pid $replica_pid)"
 	echo "stop: kill $replica_pid; $BIN/pg_ctl -D $DIR/data stop"
