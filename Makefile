@@ -60,7 +60,7 @@ PG_CFLAGS = -Wall -Wmissing-prototypes $(ZS_WERROR)
 # installcheck" runs them against an installed server whose configuration
 # has the lines of test/regress.conf; "make regresscheck" starts a
 # temporary one with that configuration.
-REGRESS = install types dml identity
+REGRESS = install types dml identity ddl
 REGRESS_OPTS = --inputdir=$(srcdir)
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)
