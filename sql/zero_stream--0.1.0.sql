@@ -135,6 +135,9 @@ CREATE FUNCTION published_schema(publications text[])
 RETURNS json
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
+-- its estimated cost passes jit_above_cost; compiling a catalog query costs far
+-- more than running it (and loads LLVM into the decoder and every DDL session)
+SET jit = off
 AS $$
 WITH published_columns AS (SELECT
   pc.oid::int8 AS "oid",

@@ -595,6 +595,8 @@ set_session_settings(void)
 	SetConfigOption("bytea_output", "hex", PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("lc_monetary", "C", PGC_SUSET, PGC_S_OVERRIDE);
 	SetConfigOption("application_name", "zero_stream decoder", PGC_SUSET, PGC_S_OVERRIDE);
+	/* catalog queries and small inserts: JIT would only load LLVM (~60 MB) */
+	SetConfigOption("jit", "off", PGC_SUSET, PGC_S_OVERRIDE);
 	zs_allow_output_plugin();
 }
 
