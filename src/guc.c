@@ -29,6 +29,7 @@ int			zs_test_unencodable_type = 0;
 int			zs_poll_interval_ms = 50;
 int			zs_slot_save_interval_ms = 10000;
 char	   *zs_listen_addresses = NULL;
+char	   *zs_advertise_address = NULL;
 int			zs_port = 4849;
 int			zs_max_subscribers = 64;
 int			zs_max_pending_connections = 64;
@@ -192,6 +193,11 @@ zs_define_gucs(void)
 							&zs_slot_save_interval_ms, 10000, 100, 3600000, PGC_SIGHUP, GUC_UNIT_MS,
 							NULL, NULL, NULL);
 
+	DefineCustomStringVariable("zero_stream.advertise_address",
+							   "Address of the subscriber server that view-syncers in discover mode use (replicationState.ownerAddress).",
+							   "host:port, or a URL with its scheme; empty means the first of listen_addresses and port.",
+							   &zs_advertise_address, "", PGC_SIGHUP, 0,
+							   NULL, NULL, NULL);
 	DefineCustomStringVariable("zero_stream.listen_addresses",
 							   "Addresses the subscriber server listens on.",
 							   "Comma-separated host names or IP addresses, or * for all. Anything but loopback should be combined with zero_stream.subscriber_password.",
@@ -297,4 +303,33 @@ zs_publication_list(bool *is_default)
 	/* validated by the check hook */
 	(void) SplitIdentifierString(pstrdup(zs_publications), ',', &names);
 	return names;
+}
+
+char *
+zs_owner_address(void)
+{
+	char	   *first;
+	char	   *comma;
+
+	if (zs_advertise_address != NULL && zs_advertise_address[0] != '\0')
+		return pstrdup(zs_advertise_address);
+	if (zs_port == 0)
+		return NULL;			/* no server: nothing to discover */
+	first = pstrdup(zs_listen_addresses ? zs_listen_addresses : "127.0.0.1");
+	if ((comma = strchr(first, ',')) != NULL)
+		*comma = '\0';
+	first = pstrdup(first + strspn(first, " "));
+	/* a wildcard is no address to reach: the host's name is */
+	if (strcmp(first, "*") == 0 || strcmp(first, "0.0.0.0") == 0 || strcmp(first, "::") == 0)
+	{
+		char		host[256];
+
+		if (gethostname(host, sizeof(host)) != 0)
+			strlcpy(host, "localhost", sizeof(host));
+		host[sizeof(host) - 1] = '\0';
+		first = pstrdup(host);
+	}
+	if (strchr(first, ':') != NULL)	/* IPv6 literal */
+		return psprintf("[%s]:%d", first, zs_port);
+	return psprintf("%s:%d", first, zs_port);
 }

@@ -20,6 +20,7 @@ extern int	zs_poll_interval_ms;
 extern int	zs_test_unencodable_type;
 extern int	zs_slot_save_interval_ms;
 extern char *zs_listen_addresses;
+extern char *zs_advertise_address;
 extern int	zs_port;
 extern int	zs_max_subscribers;
 extern int	zs_max_pending_connections;
@@ -37,7 +38,10 @@ extern void zs_define_gucs(void);
 extern const char *zs_rejected_identity_setting(void);
 
 /* Derived names, computed from the GUCs (palloc'd in the current context). */
-extern char *zs_cdc_schema_name(void);		/* "<app>_<shard>/cdc" */
+extern char *zs_cdc_schema_name(void);
+
+/* replicationState.ownerAddress: advertise_address, or listen address:port; NULL without a server */
+extern char *zs_owner_address(void);		/* "<app>_<shard>/cdc" */
 extern char *zs_effective_slot_name(void);
 extern char *zs_origin_name(void);
 extern char *zs_default_publication_name(void);	/* "_<app>_public_<shard>" */

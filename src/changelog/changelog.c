@@ -194,14 +194,17 @@ zs_changelog_initialize(const char *replica_version, List *publications)
 }
 
 void
-zs_changelog_claim_ownership(void)
+zs_changelog_claim_ownership(const char *address)
 {
-	Oid			types[1] = {TEXTOID};
-	Datum		values[1];
+	Oid			types[2] = {TEXTOID, TEXTOID};
+	Datum		values[2];
+	char		nulls[2] = {' ', address ? ' ' : 'n'};
 
 	values[0] = CStringGetTextDatum(zs_task_id);
-	exec_sql_args(psprintf("UPDATE %s.\"replicationState\" SET \"owner\" = $1", quoted_schema()),
-				  1, types, values, NULL, SPI_OK_UPDATE);
+	values[1] = address ? CStringGetTextDatum(address) : (Datum) 0;
+	exec_sql_args(psprintf("UPDATE %s.\"replicationState\" SET \"owner\" = $1, \"ownerAddress\" = $2",
+						   quoted_schema()),
+				  2, types, values, nulls, SPI_OK_UPDATE);
 	if (SPI_processed != 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),

@@ -22,8 +22,12 @@ extern bool zs_changelog_read_replica_version(char *replica_version);
 /* Start a new lineage: empty the log, write config, state and seed transaction. */
 extern void zs_changelog_initialize(const char *replica_version, List *publications);
 
-/* Take ownership (replicationState.owner = zero_stream.task_id). */
-extern void zs_changelog_claim_ownership(void);
+/*
+ * Take ownership: replicationState.owner = zero_stream.task_id, and
+ * ownerAddress = where view-syncers in discover mode reach our server
+ * (NULL if it does not run).
+ */
+extern void zs_changelog_claim_ownership(const char *address);
 
 /* replicationState.lastWatermark */
 extern void zs_changelog_read_head(char *last_watermark);

@@ -710,11 +710,32 @@ load_schema_baseline(void)
 	set_schema_baseline(snapshot, strlen(snapshot));
 }
 
+/* the ownerAddress we last wrote (TopMemoryContext), NULL without a server */
+static char *owner_address = NULL;
+
+/* After a reload: keep replicationState.ownerAddress current. */
+static void
+advertise_owner_address(void)
+{
+	char	   *address = zs_owner_address();
+
+	if ((address == NULL) == (owner_address == NULL) &&
+		(address == NULL || strcmp(address, owner_address) == 0))
+		return;
+	zs_spi_xact_begin(NULL);
+	zs_changelog_claim_ownership(address);
+	zs_spi_xact_commit();
+	owner_address = address ? MemoryContextStrdup(TopMemoryContext, address) : NULL;
+}
+
 static void
 claim_change_log(void)
 {
 	zs_spi_xact_begin(NULL);
-	zs_changelog_claim_ownership();
+	owner_address = zs_owner_address();
+	if (owner_address)
+		owner_address = MemoryContextStrdup(TopMemoryContext, owner_address);
+	zs_changelog_claim_ownership(owner_address);
 	zs_changelog_read_head(stored_head);
 	load_schema_baseline();
 	zs_spi_xact_commit();
@@ -841,6 +862,7 @@ run_decoder(MemoryContext worker_context)
 		{
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
+			advertise_owner_address();
 		}
 		if (take_resync_request())
 		{

@@ -77,9 +77,10 @@ diag(sprintf('%d kills, %.0f MB of WAL written, at most %.0f MB retained during 
 		$kills, $written / 1048576, $max_retained / 1048576, $retained / 1048576, $advances));
 cmp_ok($kills, '>=', 12, 'the decoder was killed every few seconds');
 cmp_ok($written, '>', 64 * 1048576, 'the load wrote enough WAL to matter');
-cmp_ok($advances, '>=', int($kills / 3),
-	'restart_lsn advanced across most restarts of the crash loop');
+cmp_ok($advances, '>=', 3,
+	'restart_lsn advanced during the crash loop (it never did before)');
 cmp_ok($retained, '<', $written / 3, 'retained WAL is bounded, not everything written since the first crash');
+cmp_ok($max_retained, '<', $written * 0.8, 'even during the loop, retained WAL stays below what was written');
 is(wal_position(q{SELECT retained_wal_bytes < pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0') FROM zero_stream.status()}),
 	't', 'status() shows the retained WAL');
 
