@@ -11,6 +11,14 @@
  * insert, and the replica library applies it, so a copied value is stored
  * exactly as a streamed one would be.
  *
+ * Indexes: after a table's rows, every index of it that zero-cache's
+ * published-schema query lists (zero_stream.published_schema(): unique or
+ * not, ASC/DESC, no expression or partial index) is applied as the
+ * create-index message the stream would carry for it, so it is named and
+ * declared as zero-cache's initial sync and its replicator make it. The
+ * key's unique index is the exception: zs_replica_create_table() makes it
+ * before the rows, which are upserted on it.
+ *
  * Crash safety: the copy is written to "<replica_file>.tmp" and renamed over
  * the replica file (durably) only when complete; the slot is persisted
  * after that. A crash before the rename leaves the old replica file (or
@@ -56,6 +64,15 @@ typedef struct CopyTable
 	char		replident;
 	int64		estimated_rows;
 } CopyTable;
+
+/* An index of a published table, as the create-index message that makes it. */
+typedef struct CopyIndex
+{
+	char	   *schema;
+	char	   *table;
+	char	   *name;
+	char	   *message;		/* {"tag":"create-index","spec":{...}} */
+} CopyIndex;
 
 static void
 remove_sqlite_files(const char *path)
@@ -167,6 +184,72 @@ published_tables(Datum publication_names)
 		tables = lappend(tables, t);
 	}
 	return tables;
+}
+
+/*
+ * The indexes zero_stream.published_schema() lists, in table and name
+ * order, each as the create-index message schema_diff.c would emit for it.
+ */
+static List *
+published_indexes(Datum publication_names)
+{
+	Oid			argtypes[1] = {TEXTARRAYOID};
+	Datum		args[1];
+	List	   *indexes = NIL;
+
+	args[0] = publication_names;
+	if (SPI_execute_with_args(
+							  "SELECT i->>'schema', i->>'tableName', i->>'name', "
+							  "       json_build_object('tag', 'create-index', 'spec', i)::text "
+							  "  FROM json_array_elements(" ZS_EXTENSION_SCHEMA ".published_schema($1)->'indexes') i "
+							  " ORDER BY 1, 2, 3",
+							  1, argtypes, args, NULL, true, 0) != SPI_OK_SELECT)
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg_internal("could not list the indexes of the published tables")));
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		CopyIndex  *index = palloc(sizeof(CopyIndex));
+
+		index->schema = SPI_getvalue(tup, desc, 1);
+		index->table = SPI_getvalue(tup, desc, 2);
+		index->name = SPI_getvalue(tup, desc, 3);
+		index->message = SPI_getvalue(tup, desc, 4);
+		indexes = lappend(indexes, index);
+	}
+	return indexes;
+}
+
+/*
+ * Create the indexes of a copied table (all but its key's, which
+ * zs_replica_create_table() made) through the replica's create-index, the
+ * function that applies the streamed message.
+ */
+static void
+create_indexes(ZsReplica *r, const CopyTable *t, const ZsReplicaTable *spec, List *indexes)
+{
+	ZsJsonDoc	doc;
+	ListCell   *lc;
+
+	zs_json_doc_init(&doc);
+	foreach(lc, indexes)
+	{
+		CopyIndex  *index = lfirst(lc);
+
+		if (strcmp(index->schema, t->schema) != 0 || strcmp(index->table, t->name) != 0)
+			continue;
+		if (spec->nkeys > 0 && spec->key_index != NULL && strcmp(index->name, spec->key_index) == 0)
+			continue;
+		if (!zs_json_parse(&doc, index->message, strlen(index->message)))
+			ereport(ERROR,
+					(errcode(ERRCODE_INTERNAL_ERROR),
+					 errmsg_internal("initial copy: invalid create-index JSON: %s", doc.error)));
+		if (!zs_replica_apply_change(r, &doc, 0))
+			replica_error(r, psprintf("creating index \"%s\" of %s.%s", index->name, t->schema, t->name));
+	}
+	zs_json_doc_free(&doc);
 }
 
 /*
@@ -419,6 +502,7 @@ zs_initial_copy(const char *replica_version, List *publications)
 	char		err[512];
 	ZsReplica  *r;
 	List	   *tables;
+	List	   *indexes;
 	ListCell   *lc;
 	Datum		names;		/* text[] of the publications, for the catalog queries */
 	StringInfoData context;
@@ -455,6 +539,7 @@ zs_initial_copy(const char *replica_version, List *publications)
 
 	names = publication_array(publications);
 	tables = published_tables(names);
+	indexes = published_indexes(names);
 	foreach(lc, tables)
 	{
 		CopyTable  *t = lfirst(lc);
@@ -470,6 +555,8 @@ zs_initial_copy(const char *replica_version, List *publications)
 			replica_error(r, psprintf("creating table %s.%s", t->schema, t->name));
 		rows = copy_rows(r, replica_version, t, &relmsg, foreach_current_index(lc) + 1,
 						 list_length(tables));
+		/* the other indexes after the rows: building one is faster than maintaining it */
+		create_indexes(r, t, &spec, indexes);
 		if (!zs_replica_commit(r, replica_version) || !zs_replica_flush(r))
 			replica_error(r, psprintf("committing table %s.%s", t->schema, t->name));
 		total_rows += rows;

@@ -11,8 +11,10 @@
  *	  /replication/vN/changes	a subscription from the query string
  *	  /replication/vN/snapshot	a legacy snapshot reservation
  *	  /replication/v7/subscribe	a subscription started by an upstream message
- * Anything else is answered 404 before an upgrade, or with close code 1002
- * and "Error: ..." after it, as zero-cache does. When
+ * Any other path is answered 404, upgrade or not; a request to an endpoint
+ * that cannot be served (an unsupported protocol version, a missing
+ * parameter) is upgraded and closed with code 1002 and "Error: ...", as
+ * zero-cache does. When
  * zero_stream.subscriber_password is set, snapshots and upgrades need it as
  * the HTTP Basic password (401 otherwise, logged rate-limited with the
  * peer's address); health checks never do. An authorized snapshot download
@@ -320,6 +322,16 @@ zs_route_request(ZsConn *c, const ZsHttpRequest *req)
 	{
 		route_plain(c, req);
 		return;
+	}
+	/* a path that is no endpoint is not upgraded, as zero-cache answers it */
+	{
+		int			version;
+
+		if (zs_http_route(req->path, &version) == ZS_ROUTE_NONE)
+		{
+			zs_conn_send_http(c, "404 Not Found", NULL, "not found\n");
+			return;
+		}
 	}
 	if (!authorized(req))
 	{

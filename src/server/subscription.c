@@ -52,6 +52,7 @@ struct ZsSubscriber
 	int64		cursor_pos;
 	bool		validated;		/* first page checked, status sent */
 	bool		found;			/* requested watermark seen in the log */
+	char	   *malformed_watermark;	/* not a watermark: too old for any log */
 	bool		last_page_full;	/* more rows may follow without a new commit */
 	bool		reached_head;	/* has been live at least once */
 	int64		error_id;		/* id of the error message that ends it, or 0 */
@@ -86,24 +87,29 @@ zs_subscriber_start(const ZsSubscribeParams *p, int protocol, char **error)
 {
 	ZsSubscriber *sub;
 	uint64		ignored;
-	const char *name = missing(p->id) ? "id" : missing(p->task_id) ? "taskID"
+	/* taskID is optional, as zero-cache has it */
+	const char *name = missing(p->id) ? "id"
 		: missing(p->replica_version) ? "replicaVersion"
 		: missing(p->watermark) ? "watermark" : NULL;
+	bool		malformed;
 
 	if (name != NULL)
 	{
 		*error = psprintf("invalid querystring - missing %s", name);
 		return NULL;
 	}
-	if (strlen(p->watermark) >= ZS_WATERMARK_MAXLEN || !zs_watermark_decode(p->watermark, &ignored))
-	{
-		*error = psprintf("invalid watermark: %s", p->watermark);
-		return NULL;
-	}
+	/*
+	 * A watermark that is not one cannot be found in any log: zero-cache
+	 * answers it as a watermark too old (error type 2), not with a close.
+	 */
+	malformed = strlen(p->watermark) >= ZS_WATERMARK_MAXLEN ||
+		!zs_watermark_decode(p->watermark, &ignored);
 	sub = palloc0(sizeof(ZsSubscriber));
 	sub->protocol = protocol;
 	sub->id = pstrdup(p->id);
-	sub->task_id = pstrdup(p->task_id);
+	sub->task_id = pstrdup(p->task_id ? p->task_id : "");
+	if (malformed)
+		sub->malformed_watermark = pstrdup(p->watermark);
 	strlcpy(sub->replica_version, p->replica_version, sizeof(sub->replica_version));
 	strlcpy(sub->watermark, p->watermark, sizeof(sub->watermark));
 	sub->backup_mode = p->mode != NULL && strcmp(p->mode, "backup") == 0;
@@ -358,6 +364,14 @@ zs_subscriber_consume_page(ZsSubscriber *sub, const ZsChangeLogPage *page, const
 		send_error(sub, out, ZS_ERR_WRONG_REPLICA_VERSION,
 				   psprintf("current replica version is %s (requested %s)",
 							 replica_version, sub->replica_version));
+		return;
+	}
+	if (sub->malformed_watermark != NULL)
+	{
+		/* the log starts at its replicaVersion's seed (nothing is purged yet) */
+		send_error(sub, out, ZS_ERR_WATERMARK_TOO_OLD,
+				   psprintf("earliest supported watermark is %s (requested %s)",
+							replica_version, sub->malformed_watermark));
 		return;
 	}
 	Assert(strcmp(page->after_watermark, sub->cursor_watermark) == 0 &&

@@ -213,12 +213,10 @@ SELECT watermark FROM "zero_0/cdc"."changeLog" WHERE change->>'tag' = 'commit'
 
 # --- malformed requests: each gets its error and a close, the server goes on
 my @refusals = (
-	[ url(path => '/nowhere'), 'Error: invalid path: /nowhere' ],
 	[ url(path => '/replication/v3/changes'), 'Error: Cannot service client at protocol v3. Supported protocols: [v4 ... v7]' ],
 	[ url(path => '/replication/v8/changes'), 'Error: Cannot service client at protocol v8. Supported protocols: [v4 ... v7]' ],
 	[ url(path => '/replication/v6/subscribe'), 'Error: the /subscribe endpoint requires protocol v7 (client is at v6)' ],
 	[ url(id => undef), 'Error: invalid querystring - missing id' ],
-	[ url(taskID => undef), 'Error: invalid querystring - missing taskID' ],
 	[ url(replicaVersion => undef), 'Error: invalid querystring - missing replicaVersion' ],
 	[ url(watermark => undef), 'Error: invalid querystring - missing watermark' ],
 	[ url(path => '/replication/v6/snapshot', taskID => undef), 'Error: Missing taskID in snapshot request' ],
@@ -227,6 +225,18 @@ for my $case (@refusals)
 {
 	my ($rc, $out, $err) = tail($case->[0]);
 	is($err, "closed: 1002 $case->[1]\n", "refused with 1002: $case->[1]");
+}
+
+# as stock zero-cache: a path that is no endpoint is not upgraded (404); the
+# taskID is optional; a malformed watermark is a watermark too old (type 2)
+{
+	my ($rc, $out, $err) = tail(url(path => '/nowhere'));
+	like($err, qr/404/, 'an unknown path is answered 404, not upgraded');
+	($rc, $out, $err) = tail('--count', '1', '--idle', '10', url(taskID => undef));
+	like($out, qr/^\{"id":1,"msg":\["status",/, 'a subscription without taskID is served') or diag $err;
+	($rc, $out, $err) = tail('--count', '1', '--idle', '10', url(watermark => 'not-a-watermark'));
+	like($out, qr/^\{"id":1,"msg":\["error",\{"type":2,"message":"earliest supported watermark is \w+ \(requested not-a-watermark\)"\}\]\}$/,
+		'a malformed watermark: WatermarkTooOld (error type 2)') or diag $err;
 }
 
 sub raw_upgrade

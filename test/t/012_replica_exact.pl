@@ -2,7 +2,9 @@
 # information_schema.columns reports it (char, varchar, bit, varbit, domains),
 # and a REPLICA IDENTITY FULL table without a key holding identical rows,
 # whose updates and deletes change exactly one row each, in the backup
-# replica and in a live zero-stream-replica, row by row against Postgres.
+# replica and in a live zero-stream-replica, row by row against Postgres;
+# and the initial copy's indexes: every one zero-cache's initial sync
+# creates (unique or not, ASC/DESC), none of the partial or expression ones.
 use strict;
 use warnings;
 
@@ -35,6 +37,11 @@ ALTER TABLE dups ALTER big SET STORAGE EXTERNAL;
 INSERT INTO dups VALUES (1, 'x', NULL), (1, 'x', NULL), (2, NULL, NULL), (2, NULL, NULL);
 INSERT INTO dups SELECT 3, 'big', (SELECT string_agg(md5(g::text), '') FROM generate_series(1, 200) g)
   FROM generate_series(1, 2);
+CREATE TABLE idx (id int PRIMARY KEY, code text UNIQUE, a int, b int);
+CREATE INDEX idx_a_b ON idx (a DESC, b);
+CREATE INDEX idx_partial ON idx (a) WHERE b > 0;
+CREATE INDEX idx_expr ON idx (lower(code));
+INSERT INTO idx SELECT g, 'c' || g, g % 7, g % 3 FROM generate_series(1, 50) g;
 });
 my $sport = $node->{zs_server_port};
 my $backup = $node->data_dir . '/zero_stream/replica.db';
@@ -112,6 +119,24 @@ my $cli = IPC::Run::start([ $CLI, 'sync', '--task-id', 'exact', "ws://127.0.0.1:
 	'>', "$dir/cli.out", '2>', "$dir/cli.log");
 dups_equal('after the copy');
 is(zs_sqlite($app, 'SELECT count(*) FROM dups'), '6', 'the copied identical rows are all there');
+
+# ---------------------------------------------------------------------------
+# the indexes of the initial copy, declared as zero-cache declares them
+# ---------------------------------------------------------------------------
+{
+	my $expected = join("\n",
+		'CREATE INDEX "idx_a_b" ON "idx" ("a" DESC,"b" ASC)',
+		'CREATE UNIQUE INDEX "idx_code_key" ON "idx" ("code" ASC)',
+		'CREATE UNIQUE INDEX "idx_pkey" ON "idx" ("id" ASC)');
+	my $sql = q{SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'idx' ORDER BY name};
+	is(zs_sqlite($backup, $sql), $expected,
+		'backup replica: the key, a second unique and a DESC index; no partial or expression index');
+	is(zs_sqlite($app, $sql), $expected,
+		'zero-stream-replica: the key, a second unique and a DESC index; no partial or expression index');
+	my $rows = q{SELECT id || ':' || code || ':' || a || ':' || b FROM idx};
+	same_rows($backup, $rows, 'backup replica: the indexed table\'s rows');
+	same_rows($app, $rows, 'zero-stream-replica: the indexed table\'s rows');
+}
 
 $node->safe_psql('postgres',
 	q{UPDATE dups SET b = 'y' WHERE ctid = (SELECT ctid FROM dups WHERE a = 1 LIMIT 1)});
