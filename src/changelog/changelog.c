@@ -15,6 +15,7 @@
 #include "executor/spi.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/jsonb.h"
 #include "utils/memutils.h"
 
 #include "changelog/changelog.h"
@@ -162,10 +163,6 @@ zs_changelog_initialize(const char *replica_version, List *publications)
 	char	   *s = quoted_schema();
 	Oid			types[3] = {TEXTOID, TEXTARRAYOID, TEXTOID};
 	Datum		values[3];
-	Datum	   *pubs;
-	int			npubs = list_length(publications);
-	ListCell   *lc;
-	int			i = 0;
 
 	lock_schema_migration();
 	/* the storer's lock order (docs/zero-protocol.md §6.3) */
@@ -175,11 +172,8 @@ zs_changelog_initialize(const char *replica_version, List *publications)
 					  s, s, s, s, s, s),
 			 SPI_OK_UTILITY);
 
-	pubs = palloc(sizeof(Datum) * Max(npubs, 1));
-	foreach(lc, publications)
-		pubs[i++] = CStringGetTextDatum((char *) lfirst(lc));
 	values[0] = CStringGetTextDatum(replica_version);
-	values[1] = PointerGetDatum(construct_array(pubs, npubs, TEXTOID, -1, false, TYPALIGN_INT));
+	values[1] = zs_publication_array(publications);
 	values[2] = CStringGetTextDatum(zs_task_id);
 
 	exec_sql_args(psprintf("INSERT INTO %s.\"replicationConfig\" (\"replicaVersion\", \"publications\") "
@@ -442,20 +436,28 @@ static const char *const bookkeeping[][2] = {
 };
 
 void
-zs_changelog_add_schema(const char *watermark, int64 pos, const char *change, int change_len,
-						const char *tag)
+zs_changelog_add_schema(const char *watermark, int64 pos, const char *change, int change_len)
 {
 	Oid			types[1] = {JSONBOID};
 	Datum		values[1];
+	Jsonb	   *jsonb;
+	JsonbValue *tag;
 
 	/* schema rows go alone, after the rows before them, with their bookkeeping */
 	flush_rows();
 	zs_changelog_add(watermark, pos, change, change_len, false);
 	flush_rows();
 	values[0] = DirectFunctionCall1(jsonb_in, CStringGetDatum(pnstrdup(change, change_len)));
+	jsonb = DatumGetJsonbP(values[0]);
+	tag = getKeyJsonValueFromContainer(&jsonb->root, "tag", 3, NULL);
+	if (tag == NULL || tag->type != jbvString)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("a schema change has no tag: %s", pnstrdup(change, Min(change_len, 200)))));
 	for (int i = 0; i < (int) lengthof(bookkeeping); i++)
 	{
-		if (strcmp(bookkeeping[i][0], tag) != 0)
+		if (strlen(bookkeeping[i][0]) != (size_t) tag->val.string.len ||
+			strncmp(bookkeeping[i][0], tag->val.string.val, tag->val.string.len) != 0)
 			continue;
 		exec_sql_args(psprintf(bookkeeping[i][1], quoted_schema()), 1, types, values, NULL,
 					  strncmp(bookkeeping[i][1], "INSERT", 6) == 0 ? SPI_OK_INSERT :

@@ -47,7 +47,7 @@ extern void zs_changelog_finish(const char *last_watermark);
  * backfilling bookkeeping in the same transaction.
  */
 extern void zs_changelog_add_schema(const char *watermark, int64 pos,
-									const char *change, int change_len, const char *tag);
+									const char *change, int change_len);
 
 /* The published schema the log's head was written with (NULL if unknown). */
 extern char *zs_changelog_read_published_schema(void);

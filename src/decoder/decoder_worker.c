@@ -200,7 +200,7 @@ store_error_context(void *arg)
 }
 
 static void
-stage_row(bool is_commit, const char *schema_tag)
+stage_row(bool is_commit, bool is_schema)
 {
 	ZsSpoolRecord header;
 
@@ -209,26 +209,14 @@ stage_row(bool is_commit, const char *schema_tag)
 	header.pos = txn.pos++;
 	header.len = change_text.len;
 	header.is_commit = is_commit;
-	header.is_schema = (schema_tag != NULL);
-	if (schema_tag)
-		strlcpy(header.tag, schema_tag, sizeof(header.tag));
+	header.is_schema = is_schema;
 	zs_spool_append(batch.spool, &header, change_text.data);
 }
 
 static void
 stage_change(bool is_commit)
 {
-	stage_row(is_commit, NULL);
-}
-
-/* The tag of a change object we wrote: {"tag":"<tag>",... */
-static void
-change_tag(const char *change, char *tag, size_t size)
-{
-	const char *start = change + strlen("{\"tag\":\"");
-	const char *end = strchr(start, '"');
-
-	strlcpy(tag, start, Min(size, (size_t) (end - start + 1)));
+	stage_row(is_commit, false);
 }
 
 /*
@@ -280,12 +268,9 @@ handle_message(void)
 				 errmsg("cannot compare published schemas: %s", error)));
 	for (int i = 0; i < n; i++)
 	{
-		char		change_tag_buf[24];
-
 		resetStringInfo(&change_text);
 		appendStringInfoString(&change_text, changes[i]);
-		change_tag(changes[i], change_tag_buf, sizeof(change_tag_buf));
-		stage_row(false, change_tag_buf);
+		stage_row(false, true);
 	}
 	set_schema_baseline(zs_json_raw(&doc, schema), doc.nodes[schema].raw_len);
 	batch.baseline_changed = true;
@@ -441,7 +426,7 @@ store_batch(void)
 	while (zs_spool_read(batch.spool, &header, &text))
 	{
 		if (header.is_schema)
-			zs_changelog_add_schema(header.watermark, header.pos, text.data, text.len, header.tag);
+			zs_changelog_add_schema(header.watermark, header.pos, text.data, text.len);
 		else
 			zs_changelog_add(header.watermark, header.pos, text.data, text.len, header.is_commit);
 	}

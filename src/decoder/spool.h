@@ -22,7 +22,6 @@ typedef struct ZsSpoolRecord
 	uint32		len;
 	bool		is_commit;
 	bool		is_schema;		/* a schema change (create-table, add-column, ...) */
-	char		tag[24];		/* is_schema: its tag */
 } ZsSpoolRecord;
 
 typedef struct ZsSpool ZsSpool;
