@@ -11,6 +11,8 @@
 
 #include "nodes/pg_list.h"
 #include "replication/slot.h"
+#include "catalog/pg_type_d.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/varlena.h"
@@ -303,6 +305,18 @@ zs_publication_list(bool *is_default)
 	/* validated by the check hook */
 	(void) SplitIdentifierString(pstrdup(zs_publications), ',', &names);
 	return names;
+}
+
+Datum
+zs_publication_array(List *publications)
+{
+	Datum	   *names = palloc(sizeof(Datum) * Max(list_length(publications), 1));
+	ListCell   *lc;
+
+	foreach(lc, publications)
+		names[foreach_current_index(lc)] = CStringGetTextDatum((char *) lfirst(lc));
+	return PointerGetDatum(construct_array(names, list_length(publications), TEXTOID, -1,
+										   false, TYPALIGN_INT));
 }
 
 char *

@@ -47,4 +47,7 @@ extern char *zs_origin_name(void);
 extern char *zs_default_publication_name(void);	/* "_<app>_public_<shard>" */
 extern List *zs_publication_list(bool *is_default);
 
+/* The publications' names as a text[] Datum, for SPI and SQL functions */
+extern Datum zs_publication_array(List *publications);
+
 #endif							/* ZS_GUC_H */

@@ -22,7 +22,6 @@
 #include "replication/slot.h"
 #include "storage/latch.h"
 #include "catalog/pg_type_d.h"
-#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/pg_lsn.h"
 #include "utils/timestamp.h"
@@ -359,14 +358,8 @@ Datum
 zs_stream_publications(PG_FUNCTION_ARGS)
 {
 	bool		is_default;
-	List	   *names = zs_publication_list(&is_default);
-	Datum	   *elems = palloc(sizeof(Datum) * Max(list_length(names), 1));
-	ListCell   *lc;
-	int			n = 0;
 
-	foreach(lc, names)
-		elems[n++] = CStringGetTextDatum((char *) lfirst(lc));
-	PG_RETURN_ARRAYTYPE_P(construct_array(elems, n, TEXTOID, -1, false, TYPALIGN_INT));
+	PG_RETURN_DATUM(zs_publication_array(zs_publication_list(&is_default)));
 }
 
 PG_FUNCTION_INFO_V1(zs_resync);

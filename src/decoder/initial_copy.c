@@ -137,17 +137,6 @@ publications_json(List *publications)
 	return out.data;
 }
 
-static Datum
-publication_array(List *publications)
-{
-	Datum	   *names = palloc(sizeof(Datum) * Max(list_length(publications), 1));
-	ListCell   *lc;
-
-	foreach(lc, publications)
-		names[foreach_current_index(lc)] = CStringGetTextDatum((char *) lfirst(lc));
-	return PointerGetDatum(construct_array(names, list_length(publications), TEXTOID, -1, false, TYPALIGN_INT));
-}
-
 static List *
 published_tables(Datum publication_names)
 {
@@ -187,21 +176,22 @@ published_tables(Datum publication_names)
 }
 
 /*
- * The indexes zero_stream.published_schema() lists, in table and name
- * order, each as the create-index message schema_diff.c would emit for it.
+ * The indexes of the published schema (zero_stream.published_schema(), which
+ * the caller took on the copy's snapshot), in table and name order, each as
+ * the create-index message schema_diff.c would emit for it.
  */
 static List *
-published_indexes(Datum publication_names)
+published_indexes(const char *published_schema)
 {
-	Oid			argtypes[1] = {TEXTARRAYOID};
+	Oid			argtypes[1] = {TEXTOID};
 	Datum		args[1];
 	List	   *indexes = NIL;
 
-	args[0] = publication_names;
+	args[0] = CStringGetTextDatum(published_schema);
 	if (SPI_execute_with_args(
 							  "SELECT i->>'schema', i->>'tableName', i->>'name', "
 							  "       json_build_object('tag', 'create-index', 'spec', i)::text "
-							  "  FROM json_array_elements(" ZS_EXTENSION_SCHEMA ".published_schema($1)->'indexes') i "
+							  "  FROM json_array_elements($1::json->'indexes') i "
 							  " ORDER BY 1, 2, 3",
 							  1, argtypes, args, NULL, true, 0) != SPI_OK_SELECT)
 		ereport(ERROR,
@@ -495,7 +485,7 @@ copy_rows(ZsReplica *r, const char *replica_version, const CopyTable *t,
 }
 
 void
-zs_initial_copy(const char *replica_version, List *publications)
+zs_initial_copy(const char *replica_version, List *publications, const char *published_schema)
 {
 	char	   *path = zs_replica_file_path();
 	char	   *tmp;
@@ -537,9 +527,9 @@ zs_initial_copy(const char *replica_version, List *publications)
 	if (!zs_replica_init(r, replica_version, publications_json(publications), context.data))
 		replica_error(r, "creating the replica schema");
 
-	names = publication_array(publications);
+	names = zs_publication_array(publications);
 	tables = published_tables(names);
-	indexes = published_indexes(names);
+	indexes = published_indexes(published_schema);
 	foreach(lc, tables)
 	{
 		CopyTable  *t = lfirst(lc);

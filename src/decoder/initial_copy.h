@@ -13,6 +13,7 @@
  * Runs in the caller's transaction, on the slot's snapshot, with SPI
  * connected. Does nothing if zero_stream.replica_file is empty.
  */
-extern void zs_initial_copy(const char *replica_version, List *publications);
+extern void zs_initial_copy(const char *replica_version, List *publications,
+							const char *published_schema);
 
 #endif							/* ZS_INITIAL_COPY_H */

@@ -27,7 +27,6 @@
 #include "replication/snapbuild.h"
 #include "storage/proc.h"
 #include "catalog/pg_type_d.h"
-#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
@@ -125,9 +124,9 @@ copy_at_slot_snapshot(LogicalDecodingContext *ctx, const char *replica_version,
 	RestoreTransactionSnapshot(snap, MyProc);
 	SPI_connect();
 	PushActiveSnapshot(GetTransactionSnapshot());
-	zs_initial_copy(replica_version, publications);
-	/* the published schema the stream starts from, as of the same snapshot */
+	/* the published schema the stream starts from, as of the copy's snapshot */
 	schema = MemoryContextStrdup(TopMemoryContext, zs_current_published_schema(publications));
+	zs_initial_copy(replica_version, publications, schema);
 	zs_spi_xact_commit();
 	return schema;
 }
@@ -248,14 +247,7 @@ char *
 zs_current_published_schema(List *publications)
 {
 	Oid			types[1] = {TEXTARRAYOID};
-	Datum		values[1];
-	Datum	   *names = palloc(sizeof(Datum) * Max(list_length(publications), 1));
-	ListCell   *lc;
-	int			n = 0;
-
-	foreach(lc, publications)
-		names[n++] = CStringGetTextDatum((char *) lfirst(lc));
-	values[0] = PointerGetDatum(construct_array(names, n, TEXTOID, -1, false, TYPALIGN_INT));
+	Datum		values[1] = {zs_publication_array(publications)};
 	if (SPI_execute_with_args("SELECT zero_stream.published_schema($1)::text", 1, types, values,
 							  NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		ereport(ERROR,
