@@ -229,13 +229,7 @@ update_column_metadata(ZsReplica *r, const char *table, const char *old_name,
 								"WHERE table_name = ? AND column_name = ?");
 	if (stmt == NULL)
 		return false;
-	sqlite3_bind_text(stmt, 1, c->name, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(stmt, 2, c->upstream_type, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_int(stmt, 3, c->not_null);
-	sqlite3_bind_int(stmt, 4, c->is_enum);
-	sqlite3_bind_int(stmt, 5, c->is_array);
-	if (c->char_max_length >= 0)
-		sqlite3_bind_int(stmt, 6, c->char_max_length);
+	zs_replica_bind_column_metadata(stmt, 1, c);
 	sqlite3_bind_text(stmt, 7, table, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_text(stmt, 8, old_name, -1, SQLITE_TRANSIENT);
 	return zs_replica_step_done(r, stmt);

@@ -123,6 +123,8 @@ extern void zs_replica_append_declared_type(StringInfo s, const ZsReplicaColumn 
 extern bool zs_replica_create_table_columns(ZsReplica *r, const char *name,
 											const ZsReplicaColumn *columns, int ncolumns,
 											const char *version_default);
+extern void zs_replica_bind_column_metadata(sqlite3_stmt *stmt, int first,
+											const ZsReplicaColumn *c);
 extern bool zs_replica_insert_column_metadata(ZsReplica *r, const char *table,
 											  const ZsReplicaColumn *c);
 

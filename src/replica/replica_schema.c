@@ -320,6 +320,23 @@ zs_replica_create_table_columns(ZsReplica *r, const char *name,
 	return zs_replica_exec(r, s->data);
 }
 
+/*
+ * Bind a column's "_zero.column_metadata" fields (column_name, upstream_type,
+ * is_not_null, is_enum, is_array, character_max_length) to the parameters
+ * first .. first + 5 of stmt; a NULL length stays unbound (NULL).
+ */
+void
+zs_replica_bind_column_metadata(sqlite3_stmt *stmt, int first, const ZsReplicaColumn *c)
+{
+	sqlite3_bind_text(stmt, first, c->name, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(stmt, first + 1, c->upstream_type, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int(stmt, first + 2, c->not_null);
+	sqlite3_bind_int(stmt, first + 3, c->is_enum);
+	sqlite3_bind_int(stmt, first + 4, c->is_array);
+	if (c->char_max_length >= 0)
+		sqlite3_bind_int(stmt, first + 5, c->char_max_length);
+}
+
 /* A column's "_zero.column_metadata" row (zero's ColumnMetadataStore.insert). */
 bool
 zs_replica_insert_column_metadata(ZsReplica *r, const char *table, const ZsReplicaColumn *c)
@@ -330,13 +347,7 @@ zs_replica_insert_column_metadata(ZsReplica *r, const char *table, const ZsRepli
 	if (stmt == NULL)
 		return false;
 	sqlite3_bind_text(stmt, 1, table, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(stmt, 2, c->name, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(stmt, 3, c->upstream_type, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_int(stmt, 4, c->not_null);
-	sqlite3_bind_int(stmt, 5, c->is_enum);
-	sqlite3_bind_int(stmt, 6, c->is_array);
-	if (c->char_max_length >= 0)
-		sqlite3_bind_int(stmt, 7, c->char_max_length);
+	zs_replica_bind_column_metadata(stmt, 2, c);
 	if (c->backfill != NULL)
 		sqlite3_bind_text(stmt, 8, c->backfill, -1, SQLITE_TRANSIENT);
 	return zs_replica_step_done(r, stmt);
