@@ -21,6 +21,8 @@ OBJS = \
 	src/decoder/change_encode.o \
 	src/decoder/value_encode.o \
 	src/decoder/schema_diff.o \
+	src/decoder/backfill.o \
+	src/decoder/backfill_worker.o \
 	src/changelog/changelog.o \
 	src/changelog/changelog_read.o \
 	src/server/server_worker.o \

@@ -347,3 +347,18 @@ zs_owner_address(void)
 		return psprintf("[%s]:%d", first, zs_port);
 	return psprintf("%s:%d", first, zs_port);
 }
+
+void
+zs_set_canonical_session(const char *application_name)
+{
+	SetConfigOption("synchronous_commit", "on", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("DateStyle", "ISO, YMD", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("TimeZone", "UTC", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("IntervalStyle", "postgres", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("extra_float_digits", "1", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("bytea_output", "hex", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("lc_monetary", "C", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("application_name", application_name, PGC_SUSET, PGC_S_OVERRIDE);
+	/* catalog queries and small inserts: JIT would only load LLVM (~60 MB) */
+	SetConfigOption("jit", "off", PGC_SUSET, PGC_S_OVERRIDE);
+}

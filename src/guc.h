@@ -34,6 +34,13 @@ extern char *zs_replica_file;
 
 extern void zs_define_gucs(void);
 
+/*
+ * The session settings of a worker that encodes values from their text
+ * output (DateStyle, TimeZone, extra_float_digits, ...: one canonical text
+ * per value), plus synchronous_commit on and JIT off.
+ */
+extern void zs_set_canonical_session(const char *application_name);
+
 /* Name of an identity setting whose configured value was invalid, or NULL. */
 extern const char *zs_rejected_identity_setting(void);
 

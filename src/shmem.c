@@ -175,3 +175,31 @@ zs_worker_latch(ZsWorkerKind kind)
 	LWLockRelease(zs_shared->lock);
 	return latch;
 }
+
+void
+zs_publish_stored(const char *head, uint64 ntxns, uint64 nchanges,
+				  TimestampTz upstream_commit_time)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	Latch	   *server_latch;
+	Latch	   *replicator_latch;
+
+	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
+	zs_shared->txns_stored += ntxns;
+	zs_shared->changes_stored += nchanges;
+	zs_shared->local_commits++;
+	zs_shared->last_store_time = now;
+	if (upstream_commit_time != 0)
+		zs_shared->last_upstream_commit_time = upstream_commit_time;
+	strlcpy(zs_shared->last_watermark, head, sizeof(zs_shared->last_watermark));
+	zs_shared->last_error[0] = '\0';
+	server_latch = zs_shared->workers[ZS_WORKER_SERVER].latch;
+	replicator_latch = zs_shared->workers[ZS_WORKER_REPLICATOR].latch;
+	LWLockRelease(zs_shared->lock);
+
+	/* the new rows are committed: subscribers and the replicator may read them */
+	if (server_latch != NULL)
+		SetLatch(server_latch);
+	if (replicator_latch != NULL)
+		SetLatch(replicator_latch);
+}

@@ -121,6 +121,9 @@ typedef struct ZsSharedState
 	/* initial copy: "table 2 of 5, public.t: 1200 of ~5000 rows", or empty */
 	char		copy_progress[256];
 
+	/* backfills: "public.t (created_at): 1200 of 5000 rows", or empty */
+	char		backfill_progress[256];
+
 	/* the backup replica, kept by the replicator */
 	uint32		backup_generation;	/* bumped before the decoder replaces the file */
 	uint32		backup_released;	/* generation whose file the replicator closed */
@@ -167,5 +170,14 @@ extern void zs_set_decoder_state(ZsDecoderState state);
 extern void zs_set_backup_state(ZsBackupState state, const char *detail, const char *watermark);
 extern void zs_set_last_error(const char *message);
 extern void zs_record_value_error(const char *message);
+
+/*
+ * After a change-log commit by the decoder: publish the new head and the
+ * counts, and wake the server and the replicator, who may now read the new
+ * rows. upstream_commit_time is 0 for transactions that are not upstream
+ * commits (backfills).
+ */
+extern void zs_publish_stored(const char *head, uint64 ntxns, uint64 nchanges,
+							  TimestampTz upstream_commit_time);
 
 #endif							/* ZS_SHMEM_H */

@@ -433,6 +433,11 @@ static const char *const bookkeeping[][2] = {
 	{"drop-column",
 	"DELETE FROM %1$s.\"backfilling\" WHERE \"schema\" = $1->'table'->>'schema' "
 	"   AND \"table\" = $1->'table'->>'name' AND \"column\" = $1->>'column'"},
+	{"backfill-completed",
+	"DELETE FROM %1$s.\"backfilling\" WHERE \"schema\" = $1->'relation'->>'schema' "
+	"   AND \"table\" = $1->'relation'->>'name' "
+	"   AND (\"column\" IN (SELECT jsonb_array_elements_text($1->'columns')) "
+	"     OR \"column\" IN (SELECT jsonb_array_elements_text($1->'relation'->'rowKey'->'columns')))"},
 };
 
 void
@@ -463,4 +468,24 @@ zs_changelog_add_schema(const char *watermark, int64 pos, const char *change, in
 					  strncmp(bookkeeping[i][1], "INSERT", 6) == 0 ? SPI_OK_INSERT :
 					  strncmp(bookkeeping[i][1], "UPDATE", 6) == 0 ? SPI_OK_UPDATE : SPI_OK_DELETE);
 	}
+}
+
+List *
+zs_changelog_read_backfill_requests(void)
+{
+	List	   *requests = NIL;
+
+	exec_sql(psprintf("SELECT json_build_object('table', json_build_object('schema', b.\"schema\", "
+					  "         'name', b.\"table\", 'metadata', t.\"metadata\"), "
+					  "       'columns', json_object_agg(b.\"column\", b.\"backfill\" "
+					  "         ORDER BY b.\"backfill\"->'attNum', b.\"column\"))::text "
+					  "  FROM %1$s.\"backfilling\" b LEFT JOIN %1$s.\"tableMetadata\" t "
+					  "       ON t.\"schema\" = b.\"schema\" AND t.\"table\" = b.\"table\" "
+					  " GROUP BY b.\"schema\", b.\"table\", t.\"metadata\" "
+					  " ORDER BY b.\"schema\", b.\"table\"", quoted_schema()),
+			 SPI_OK_SELECT);
+	for (uint64 i = 0; i < SPI_processed; i++)
+		requests = lappend(requests, SPI_getvalue(SPI_tuptable->vals[i],
+												  SPI_tuptable->tupdesc, 1));
+	return requests;
 }

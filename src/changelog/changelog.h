@@ -49,6 +49,13 @@ extern void zs_changelog_finish(const char *last_watermark);
 extern void zs_changelog_add_schema(const char *watermark, int64 pos,
 									const char *change, int change_len);
 
+/*
+ * The unfinished backfills (the "backfilling" rows with their table's
+ * metadata), one zero BackfillRequest JSON text per table:
+ * {"table":{"schema","name","metadata"},"columns":{"col":BackfillID,...}}.
+ */
+extern List *zs_changelog_read_backfill_requests(void);
+
 /* The published schema the log's head was written with (NULL if unknown). */
 extern char *zs_changelog_read_published_schema(void);
 extern void zs_changelog_write_published_schema(const char *snapshot);

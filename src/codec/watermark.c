@@ -2,9 +2,9 @@
  * watermark.c
  *	  Lexi-version watermarks (docs/zero-protocol.md §4).
  *
- * Only the "major" part is produced here: zero_stream never emits the
- * backfill minor versions, but decoding accepts and ignores a ".minor"
- * suffix so that watermarks written by zero-cache can be read back.
+ * A commit's watermark is the "major" part. Backfill transactions take
+ * the minor versions after the last major (zs_watermark_next_minor);
+ * decoding reads the major part and ignores a ".minor" suffix.
  *-------------------------------------------------------------------------
  */
 #include <string.h>
@@ -90,4 +90,28 @@ zs_lsn_format(uint64_t lsn, char *out)
 			*p++ = '/';
 	}
 	*p = '\0';
+}
+
+bool
+zs_watermark_next_minor(const char *text, char *out)
+{
+	const char *dot = strchr(text, '.');
+	size_t		major_len = dot ? (size_t) (dot - text) : strlen(text);
+	uint64_t	major;
+	uint64_t	minor = 0;
+	char		major_text[ZS_LSN_WATERMARK_MAXLEN];
+
+	if (major_len >= sizeof(major_text))
+		return false;
+	memcpy(major_text, text, major_len);
+	major_text[major_len] = '\0';
+	if (!zs_watermark_decode(major_text, &major) ||
+		(dot != NULL && !zs_watermark_decode(dot + 1, &minor)) ||
+		(dot != NULL && strchr(dot + 1, '.') != NULL) ||
+		minor == UINT64_MAX)
+		return false;
+	memcpy(out, major_text, major_len);
+	out[major_len] = '.';
+	zs_watermark_encode(minor + 1, out + major_len + 1);
+	return true;
 }

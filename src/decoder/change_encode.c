@@ -355,6 +355,56 @@ encode_row(StringInfo out, const ZsRelation *rel, const ZsTuple *tuple,
 	appendStringInfoChar(out, '}');
 }
 
+/*
+ * Whether an update changes any of the named columns (a row key): the old
+ * row ('K' or 'O') holds them, and an unchanged TOAST value in the new row
+ * is no change.
+ */
+bool
+zs_update_changes_columns(const ZsRelation *rel, const ZsPgoutputMsg *msg,
+						  const char *const *names, int n)
+{
+	if (msg->type != ZS_PGO_UPDATE || msg->old_kind == 0)
+		return false;
+	for (int i = 0; i < rel->natts && i < msg->old_tuple->natts && i < msg->new_tuple->natts; i++)
+	{
+		const ZsTupleColumn *o = &msg->old_tuple->cols[i];
+		const ZsTupleColumn *v = &msg->new_tuple->cols[i];
+		bool		named = false;
+
+		for (int k = 0; k < n && !named; k++)
+			named = strcmp(rel->columns[i].name, names[k]) == 0;
+		if (!named || v->kind == ZS_PGO_COL_UNCHANGED || o->kind == ZS_PGO_COL_UNCHANGED)
+			continue;
+		if (o->kind != v->kind || o->len != v->len ||
+			(o->len > 0 && memcmp(o->data, v->data, o->len) != 0))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * A row as a JSON array of its values in the relation's column order: a
+ * row of a backfill message's "rowValues".
+ */
+void
+zs_encode_row_values(StringInfo out, const ZsRelation *rel, const ZsTuple *tuple)
+{
+	if (tuple->natts != rel->natts)
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg_internal("row of %s.%s has %d columns, its relation has %d",
+								 rel->schema, rel->name, tuple->natts, rel->natts)));
+	appendStringInfoChar(out, '[');
+	for (int i = 0; i < rel->natts; i++)
+	{
+		if (i > 0)
+			appendStringInfoChar(out, ',');
+		encode_column_value(out, rel, &rel->columns[i], &tuple->cols[i]);
+	}
+	appendStringInfoChar(out, ']');
+}
+
 /* {"tag":"<tag>","relation":{...} */
 static void
 open_row_change(StringInfo out, const char *tag, const ZsRelation *rel)

@@ -52,6 +52,7 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
+#include "decoder/backfill.h"
 #include "decoder/change_encode.h"
 #include "changelog/changelog.h"
 #include "decoder/lineage.h"
@@ -319,6 +320,14 @@ handle_row_change(void)
 			zs_encode_insert(&change_text, rel, &msg);
 			break;
 		case ZS_PGO_UPDATE:
+			if (msg.relid == zs_backfill_relid())
+			{
+				int			nkeys;
+				const char *const *keys = zs_backfill_key_columns(&nkeys);
+
+				if (zs_update_changes_columns(rel, &msg, keys, nkeys))
+					zs_backfill_key_changed(txn.watermark);
+			}
 			zs_encode_update(&change_text, rel, &msg);
 			break;
 		default:
@@ -408,10 +417,6 @@ store_batch(void)
 {
 	ZsSpoolRecord header;
 	StringInfoData text;
-	TimestampTz now;
-	Latch	   *server_latch;
-	Latch	   *replicator_latch;
-
 	ErrorContextCallback callback;
 
 	callback.callback = store_error_context;
@@ -443,24 +448,7 @@ store_batch(void)
 	pgstat_report_stat(false);
 
 	memcpy(stored_head, batch.last_watermark, sizeof(stored_head));
-	now = GetCurrentTimestamp();
-	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
-	zs_shared->txns_stored += batch.ntxns;
-	zs_shared->changes_stored += batch.nchanges;
-	zs_shared->local_commits++;
-	zs_shared->last_store_time = now;
-	zs_shared->last_upstream_commit_time = batch.last_commit_time;
-	strlcpy(zs_shared->last_watermark, stored_head, sizeof(zs_shared->last_watermark));
-	zs_shared->last_error[0] = '\0';
-	server_latch = zs_shared->workers[ZS_WORKER_SERVER].latch;
-	replicator_latch = zs_shared->workers[ZS_WORKER_REPLICATOR].latch;
-	LWLockRelease(zs_shared->lock);
-
-	/* the new rows are committed: subscribers and the replicator may read them */
-	if (server_latch != NULL)
-		SetLatch(server_latch);
-	if (replicator_latch != NULL)
-		SetLatch(replicator_latch);
+	zs_publish_stored(stored_head, batch.ntxns, batch.nchanges, batch.last_commit_time);
 }
 
 static void
@@ -518,6 +506,8 @@ decode_and_store(LogicalDecodingContext *ctx)
 
 	if (batch.ntxns > 0)
 		store_batch();
+	if (batch.baseline_changed)
+		zs_backfill_requests_changed();
 	reset_batch();
 	/* everything before EndRecPtr is now stored, or was never ours */
 	confirm_position(ctx->reader->EndRecPtr);
@@ -572,16 +562,7 @@ check_server_settings(void)
 static void
 set_session_settings(void)
 {
-	SetConfigOption("synchronous_commit", "on", PGC_SUSET, PGC_S_OVERRIDE);
-	SetConfigOption("DateStyle", "ISO, YMD", PGC_SUSET, PGC_S_OVERRIDE);
-	SetConfigOption("TimeZone", "UTC", PGC_SUSET, PGC_S_OVERRIDE);
-	SetConfigOption("IntervalStyle", "postgres", PGC_SUSET, PGC_S_OVERRIDE);
-	SetConfigOption("extra_float_digits", "1", PGC_SUSET, PGC_S_OVERRIDE);
-	SetConfigOption("bytea_output", "hex", PGC_SUSET, PGC_S_OVERRIDE);
-	SetConfigOption("lc_monetary", "C", PGC_SUSET, PGC_S_OVERRIDE);
-	SetConfigOption("application_name", "zero_stream decoder", PGC_SUSET, PGC_S_OVERRIDE);
-	/* catalog queries and small inserts: JIT would only load LLVM (~60 MB) */
-	SetConfigOption("jit", "off", PGC_SUSET, PGC_S_OVERRIDE);
+	zs_set_canonical_session("zero_stream decoder");
 	zs_allow_output_plugin();
 }
 
@@ -819,6 +800,7 @@ run_decoder(MemoryContext worker_context)
 	zs_relcache_init(worker_context, zs_cdc_schema_name());
 	zs_acquire_slot(slot_name, publications, replica_version);
 	claim_change_log();
+	zs_backfill_reset();
 
 	message_context = AllocSetContextCreate(worker_context, "zero_stream message",
 											ALLOCSET_DEFAULT_SIZES);
@@ -842,6 +824,9 @@ run_decoder(MemoryContext worker_context)
 
 		CHECK_FOR_INTERRUPTS();
 		busy = decode_and_store(ctx);
+		/* a backfill's messages, between rounds (decoder/backfill.c) */
+		if (zs_backfill_step(stored_head, ctx->reader->EndRecPtr))
+			busy = true;
 
 		if (ConfigReloadPending)
 		{
@@ -854,6 +839,7 @@ run_decoder(MemoryContext worker_context)
 			FreeDecodingContext(ctx);
 			zs_restart_lineage(slot_name, publications, replica_version);
 			claim_change_log();
+			zs_backfill_reset();
 			ctx = start_decoding(publications);
 			publish_start(slot_name, replica_version);
 			continue;

@@ -708,3 +708,137 @@ zs_schema_diff(const char *prev, int prev_len, const char *next, int next_len,
 	*changes = d.changes;
 	return d.nchanges;
 }
+
+/* ---------------------------------------------------------------- backfill */
+
+static char *
+backfill_mismatch(const char *schema, const char *name, const char *why)
+{
+	return psprintf("cannot backfill \"%s\".\"%s\": %s", schema, name, why);
+}
+
+char *
+zs_schema_backfill_table(const char *schema, int schema_len, const char *request,
+						 int request_len, ZsBackfillTable *out)
+{
+	Snapshot	s;
+	ZsJsonDoc	req;
+	ZsJsonDoc	ids;
+	StringInfoData identity;
+	const char *error = NULL;
+	char	   *result = NULL;
+	int			table,
+				metadata,
+				row_key,
+				columns,
+				t = -1;
+	const char *tschema = NULL;
+	const char *tname = NULL;
+	int			n = 0;
+
+	memset(out, 0, sizeof(*out));
+	zs_json_doc_init(&s.doc);
+	zs_json_doc_init(&req);
+	zs_json_doc_init(&ids);
+	initStringInfo(&identity);
+	if (!read_snapshot(&s, schema, schema_len, &error))
+	{
+		result = pstrdup(error);
+		goto done;
+	}
+	if (!zs_json_parse(&req, request, request_len) ||
+		(table = zs_json_get(&req, 0, "table")) < 0 ||
+		(tschema = zs_json_get_string(&req, table, "schema")) == NULL ||
+		(tname = zs_json_get_string(&req, table, "name")) == NULL ||
+		(columns = zs_json_get(&req, 0, "columns")) < 0 ||
+		req.nodes[columns].type != ZS_JSON_OBJECT)
+	{
+		result = pstrdup("a backfill request has no table or columns");
+		goto done;
+	}
+	metadata = zs_json_get(&req, table, "metadata");
+	row_key = metadata >= 0 ? zs_json_get(&req, metadata, "rowKey") : -1;
+	if (row_key < 0 || req.nodes[row_key].type != ZS_JSON_OBJECT)
+	{
+		result = backfill_mismatch(tschema, tname, "its table metadata has no row key");
+		goto done;
+	}
+	t = table_by_name(&s, tschema, tname);
+	if (t < 0)
+	{
+		result = backfill_mismatch(tschema, tname, "the table has been renamed, dropped or unpublished");
+		goto done;
+	}
+	if (member_int(&s.doc, t, "schemaOID") != member_int(&req, metadata, "schemaOID"))
+	{
+		result = backfill_mismatch(tschema, tname, "the schema no longer corresponds to the original schema");
+		goto done;
+	}
+	if (member_int(&s.doc, t, "oid") != member_int(&req, metadata, "relationOID"))
+	{
+		result = backfill_mismatch(tschema, tname, "the table no longer corresponds to the original table");
+		goto done;
+	}
+	/* the same set of row-key columns */
+	append_identity_columns(&identity, &s, t);
+	if (!zs_json_parse(&ids, identity.data, identity.len) ||
+		ids.nodes[0].count != req.nodes[row_key].count)
+	{
+		result = backfill_mismatch(tschema, tname, "the row key (PRIMARY KEY or replica identity) has changed");
+		goto done;
+	}
+	for (int k = ids.nodes[0].first_child; k >= 0; k = ids.nodes[k].next)
+		if (zs_json_get(&req, row_key, zs_json_str(&ids, k)) < 0)
+		{
+			result = backfill_mismatch(tschema, tname, "the row key (PRIMARY KEY or replica identity) has changed");
+			goto done;
+		}
+
+	out->schema = pstrdup(tschema);
+	out->name = pstrdup(tname);
+	out->relid = (unsigned int) member_int(&s.doc, t, "oid");
+	out->names = palloc(sizeof(char *) * (req.nodes[row_key].count + req.nodes[columns].count + 1));
+	out->typids = palloc(sizeof(unsigned int) * (req.nodes[row_key].count + req.nodes[columns].count + 1));
+	for (int pass = 0; pass < 2; pass++)
+	{
+		int			list = pass == 0 ? row_key : columns;
+
+		for (int c = req.nodes[list].first_child; c >= 0; c = req.nodes[c].next)
+		{
+			const char *col = zs_json_key(&req, c);
+			int			spec;
+			bool		dup = false;
+
+			for (int i = 0; i < n; i++)
+				dup |= strcmp(out->names[i], col) == 0;
+			if (dup)
+				continue;		/* a key column is not backfilled twice */
+			spec = column_by_name(&s.doc, t, col);
+			if (spec < 0)
+			{
+				result = backfill_mismatch(tschema, tname,
+										   psprintf("column \"%s\" has been renamed or dropped", col));
+				goto done;
+			}
+			if (member_int(&s.doc, spec, "pos") != member_int(&req, c, "attNum"))
+			{
+				result = backfill_mismatch(tschema, tname,
+										   psprintf("column \"%s\" no longer corresponds to the original column", col));
+				goto done;
+			}
+			out->names[n] = pstrdup(col);
+			out->typids[n] = (unsigned int) member_int(&s.doc, spec, "typeOID");
+			n++;
+		}
+		if (pass == 0)
+			out->nkeys = n;
+	}
+	out->ncolumns = n;
+
+done:
+	zs_json_doc_free(&s.doc);
+	zs_json_doc_free(&req);
+	zs_json_doc_free(&ids);
+	pfree(identity.data);
+	return result;
+}

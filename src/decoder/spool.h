@@ -17,7 +17,7 @@
 
 typedef struct ZsSpoolRecord
 {
-	char		watermark[ZS_WATERMARK_MAXLEN];
+	char		watermark[ZS_LSN_WATERMARK_MAXLEN];
 	int64		pos;
 	uint32		len;
 	bool		is_commit;

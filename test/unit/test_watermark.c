@@ -50,6 +50,24 @@ main(void)
 	CHECK(zs_watermark_decode("718sh0nk8.01", &v) && v == (0x16ULL << 32) + 0xB374D848ULL,
 		  "major part of a minor version");
 
+	/* the state versions of backfill transactions (zero's stateVersionToString) */
+	CHECK(zs_watermark_next_minor("61aiujf4", a), "next minor of a major");
+	CHECK_STR(a, "61aiujf4.01");
+	CHECK(zs_watermark_next_minor("61aiujf4.01", a), "next minor of a minor");
+	CHECK_STR(a, "61aiujf4.02");
+	CHECK(zs_watermark_next_minor("61aiujf4.0z", a), "minor 35 -> 36");
+	CHECK_STR(a, "61aiujf4.110");
+	CHECK(strcmp("61aiujf4.0z", a) < 0 && strcmp(a, "61aiujf5") < 0,
+		  "minors sort after their major and before the next");
+	zs_watermark_encode(UINT64_MAX, b);
+	CHECK(zs_watermark_next_minor(b, a) && strlen(a) < ZS_WATERMARK_MAXLEN,
+		  "the longest major with a minor fits");
+	CHECK(!zs_watermark_next_minor("", a), "empty");
+	CHECK(!zs_watermark_next_minor("61aiujf4.", a), "empty minor");
+	CHECK(!zs_watermark_next_minor("61aiujf4.01.01", a), "two minors");
+	CHECK(!zs_watermark_next_minor("61aiujf4.x", a), "malformed minor");
+	CHECK(!zs_watermark_next_minor("6zzz", a), "malformed major");
+
 	/* malformed */
 	CHECK(!zs_watermark_decode("", &v), "empty");
 	CHECK(!zs_watermark_decode("0", &v), "prefix only");

@@ -1,0 +1,431 @@
+/*-------------------------------------------------------------------------
+ * backfill.c
+ *	  Backfills, on the decoder's side: zero-cache's BackfillManager
+ *	  (docs/zero-protocol.md §3.4, §4.4, §6.6).
+ *
+ * What needs a backfill is what the change log says: the "backfilling"
+ * rows that create-table and add-column messages with a "backfill" member
+ * added (changelog.c's bookkeeping, in the transaction that stored them),
+ * with the table's "tableMetadata". So a backfill interrupted by a crash
+ * is simply started again, and a schema change that renames or drops what
+ * is being backfilled changes the request, which stops the running
+ * backfill and starts the new one.
+ *
+ * One backfill runs at a time, in a worker of its own (backfill_worker.c)
+ * that sends its messages through a bounded queue. The decoder takes them
+ * between decoding rounds, at most BACKFILL_STEP_BYTES per step, so the
+ * live stream is never held back for long by a large table; each message
+ * is stored as a synthetic transaction (begin with skipAck, the message,
+ * commit) at the next minor version of the log's head ("<major>.<minor>"),
+ * so it sorts after everything stored before it and before the next
+ * upstream commit. "backfill-completed" is stored only once decoding has
+ * passed the backfill's snapshot: its transaction's watermark is at least
+ * the snapshot's, as zero-cache's is, so a replica that applied it has
+ * every change the snapshot held.
+ *
+ * An update that changes a row's key while a backfill runs means backfill
+ * data from before that transaction could resurrect the old key: such data
+ * is dropped and the backfill started again (zero-cache's minWatermark).
+ * A worker that fails is retried with a backoff from 2 s to 60 s.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "postmaster/bgworker.h"
+#include "storage/dsm.h"
+#include "storage/proc.h"
+#include "storage/shm_mq.h"
+#include "storage/shm_toc.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "changelog/changelog.h"
+#include "codec/json_read.h"
+#include "codec/watermark.h"
+#include "decoder/backfill.h"
+#include "decoder/backfill_worker.h"
+#include "shmem.h"
+#include "spi_xact.h"
+
+/* backfill messages stored per step at most, between decoding rounds */
+#define BACKFILL_STEP_BYTES (4 * 1024 * 1024)
+
+#define BACKOFF_MIN_MS 2000
+#define BACKOFF_MAX_MS 60000
+
+static const char begin_change[] = "{\"tag\":\"begin\",\"json\":\"s\",\"skipAck\":true}";
+static const char commit_change[] = "{\"tag\":\"commit\"}";
+
+typedef struct Running
+{
+	char	   *request;		/* the request it runs, as read from the log */
+	char	   *table;			/* "schema"."name", for messages */
+	Oid			relid;
+	char	  **keys;			/* the row key's columns */
+	int			nkeys;
+	dsm_segment *seg;
+	shm_mq_handle *queue;
+	BackgroundWorkerHandle *handle;
+	char		min_watermark[ZS_WATERMARK_MAXLEN];	/* data must not predate it */
+	char	   *completed;		/* held until decoding passes completed_lsn */
+	XLogRecPtr	completed_lsn;
+	TimestampTz started;
+} Running;
+
+static MemoryContext backfill_context = NULL;
+static List *requests = NIL;	/* request texts, in backfill_context */
+static bool requests_stale = true;
+static Running *running = NULL;
+static TimestampTz retry_at = 0;
+static int	retry_delay_ms = BACKOFF_MIN_MS;
+
+static void
+ensure_context(void)
+{
+	if (backfill_context == NULL)
+		backfill_context = AllocSetContextCreate(TopMemoryContext, "zero_stream backfills",
+												 ALLOCSET_DEFAULT_SIZES);
+}
+
+static void
+set_progress(const char *text)
+{
+	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
+	strlcpy(zs_shared->backfill_progress, text ? text : "", sizeof(zs_shared->backfill_progress));
+	LWLockRelease(zs_shared->lock);
+}
+
+static void
+stop_running(const char *why)
+{
+	if (running == NULL)
+		return;
+	if (why != NULL)
+		ereport(LOG,
+				(errmsg("zero_stream backfill of %s stopped: %s", running->table, why)));
+	TerminateBackgroundWorker(running->handle);
+	shm_mq_detach(running->queue);
+	dsm_detach(running->seg);
+	pfree(running->request);
+	if (running->completed)
+		pfree(running->completed);
+	pfree(running);
+	running = NULL;
+	set_progress(NULL);
+}
+
+void
+zs_backfill_reset(void)
+{
+	stop_running("the decoder restarts its stream");
+	requests_stale = true;
+	retry_at = 0;
+	retry_delay_ms = BACKOFF_MIN_MS;
+}
+
+void
+zs_backfill_requests_changed(void)
+{
+	requests_stale = true;
+}
+
+Oid
+zs_backfill_relid(void)
+{
+	return running ? running->relid : InvalidOid;
+}
+
+const char *const *
+zs_backfill_key_columns(int *nkeys)
+{
+	*nkeys = running ? running->nkeys : 0;
+	return running ? (const char *const *) running->keys : NULL;
+}
+
+void
+zs_backfill_key_changed(const char *watermark)
+{
+	if (running != NULL && strcmp(running->min_watermark, watermark) < 0)
+		strlcpy(running->min_watermark, watermark, sizeof(running->min_watermark));
+}
+
+static void
+load_requests(void)
+{
+	List	   *read;
+	ListCell   *lc;
+	MemoryContext old;
+
+	zs_spi_xact_begin(NULL);
+	read = zs_changelog_read_backfill_requests();
+	ensure_context();
+	old = MemoryContextSwitchTo(backfill_context);
+	list_free_deep(requests);
+	requests = NIL;
+	foreach(lc, read)
+		requests = lappend(requests, pstrdup((char *) lfirst(lc)));
+	MemoryContextSwitchTo(old);
+	zs_spi_xact_commit();
+	requests_stale = false;
+
+	if (running != NULL)
+	{
+		bool		listed = false;
+
+		foreach(lc, requests)
+			listed |= strcmp((char *) lfirst(lc), running->request) == 0;
+		if (!listed)
+			stop_running("its request changed (a schema change of the table, or its completion)");
+	}
+}
+
+/* relationOID and row key of a request; false if it has no table metadata */
+static bool
+describe_request(Running *r, const char *request)
+{
+	ZsJsonDoc	doc;
+	int			table,
+				metadata,
+				row_key,
+				oid;
+	int64		relid = 0;
+	bool		ok;
+
+	zs_json_doc_init(&doc);
+	ok = zs_json_parse(&doc, request, strlen(request)) &&
+		(table = zs_json_get(&doc, 0, "table")) >= 0 &&
+		(metadata = zs_json_get(&doc, table, "metadata")) >= 0 &&
+		(row_key = zs_json_get(&doc, metadata, "rowKey")) >= 0 &&
+		doc.nodes[row_key].type == ZS_JSON_OBJECT &&
+		(oid = zs_json_get(&doc, metadata, "relationOID")) >= 0 &&
+		zs_json_int64(&doc, oid, &relid);
+	if (ok)
+	{
+		r->table = psprintf("\"%s\".\"%s\"", zs_json_get_string(&doc, table, "schema"),
+							zs_json_get_string(&doc, table, "name"));
+		r->relid = (Oid) relid;
+		r->keys = palloc(sizeof(char *) * Max(doc.nodes[row_key].count, 1));
+		for (int k = doc.nodes[row_key].first_child; k >= 0; k = doc.nodes[k].next)
+			r->keys[r->nkeys++] = pstrdup(zs_json_key(&doc, k));
+	}
+	zs_json_doc_free(&doc);
+	return ok;
+}
+
+static void
+back_off(const char *why)
+{
+	ereport(LOG,
+			(errmsg("zero_stream backfill retried in %d s: %s", retry_delay_ms / 1000, why)));
+	retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), retry_delay_ms);
+	retry_delay_ms = Min(retry_delay_ms * 2, BACKOFF_MAX_MS);
+}
+
+static void
+launch(const char *request)
+{
+	Size		request_size = strlen(request) + 1;
+	shm_toc_estimator e;
+	Size		size;
+	dsm_segment *seg;
+	shm_toc    *toc;
+	char	   *shared_request;
+	shm_mq	   *mq;
+	BackgroundWorker worker;
+	BackgroundWorkerHandle *handle;
+	MemoryContext old;
+	Running    *r;
+
+	ensure_context();
+	old = MemoryContextSwitchTo(backfill_context);
+	r = palloc0(sizeof(Running));
+	r->request = pstrdup(request);
+	if (!describe_request(r, request))
+	{
+		MemoryContextSwitchTo(old);
+		pfree(r);
+		back_off(psprintf("the request has no table metadata: %s", request));
+		return;
+	}
+
+	shm_toc_initialize_estimator(&e);
+	shm_toc_estimate_chunk(&e, request_size);
+	shm_toc_estimate_chunk(&e, ZS_BACKFILL_QUEUE_BYTES);
+	shm_toc_estimate_keys(&e, 2);
+	size = shm_toc_estimate(&e);
+	seg = dsm_create(size, 0);
+	dsm_pin_mapping(seg);		/* it outlives the decoder's transactions */
+	toc = shm_toc_create(ZS_BACKFILL_SHM_MAGIC, dsm_segment_address(seg), size);
+	shared_request = shm_toc_allocate(toc, request_size);
+	memcpy(shared_request, request, request_size);
+	shm_toc_insert(toc, ZS_BACKFILL_KEY_REQUEST, shared_request);
+	mq = shm_mq_create(shm_toc_allocate(toc, ZS_BACKFILL_QUEUE_BYTES), ZS_BACKFILL_QUEUE_BYTES);
+	shm_toc_insert(toc, ZS_BACKFILL_KEY_QUEUE, mq);
+	shm_mq_set_receiver(mq, MyProc);
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = BGW_NEVER_RESTART;
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "zero_stream");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "zs_backfill_main");
+	snprintf(worker.bgw_name, BGW_MAXLEN, "zero_stream backfill");
+	snprintf(worker.bgw_type, BGW_MAXLEN, "zero_stream backfill");
+	worker.bgw_main_arg = UInt32GetDatum(dsm_segment_handle(seg));
+	worker.bgw_notify_pid = MyProcPid;
+	if (!RegisterDynamicBackgroundWorker(&worker, &handle))
+	{
+		dsm_detach(seg);
+		MemoryContextSwitchTo(old);
+		back_off("no background worker slot is free (raise max_worker_processes)");
+		return;
+	}
+	r->seg = seg;
+	r->handle = handle;
+	r->queue = shm_mq_attach(mq, seg, handle);
+	r->started = GetCurrentTimestamp();
+	MemoryContextSwitchTo(old);
+	running = r;
+	set_progress(psprintf("%s: starting", r->table));
+}
+
+/* Store backfill messages as synthetic transactions, in one local transaction. */
+static void
+store(char *head, List *chunks, const char *completed, XLogRecPtr completed_lsn)
+{
+	char		watermark[ZS_WATERMARK_MAXLEN];
+	ListCell   *lc;
+	int			ntxns = 0;
+
+	zs_spi_xact_begin("zero_stream: storing a backfill");
+	zs_changelog_begin();
+	foreach(lc, chunks)
+	{
+		const char *change = (const char *) lfirst(lc);
+
+		if (!zs_watermark_next_minor(head, watermark))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("the change log's head \"%s\" is not a watermark", head)));
+		zs_changelog_add(watermark, 0, begin_change, strlen(begin_change), false);
+		zs_changelog_add(watermark, 1, change, strlen(change), false);
+		zs_changelog_add(watermark, 2, commit_change, strlen(commit_change), true);
+		strlcpy(head, watermark, ZS_WATERMARK_MAXLEN);
+		ntxns++;
+	}
+	if (completed != NULL)
+	{
+		char		snapshot[ZS_WATERMARK_MAXLEN];
+
+		if (!zs_watermark_next_minor(head, watermark))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("the change log's head \"%s\" is not a watermark", head)));
+		/* at or after the backfill's snapshot (zero-cache's rule) */
+		zs_watermark_encode(completed_lsn - 1, snapshot);
+		if (strcmp(watermark, snapshot) < 0)
+			strlcpy(watermark, snapshot, sizeof(watermark));
+		zs_changelog_add(watermark, 0, begin_change, strlen(begin_change), false);
+		zs_changelog_add_schema(watermark, 1, completed, strlen(completed));
+		zs_changelog_add(watermark, 2, commit_change, strlen(commit_change), true);
+		strlcpy(head, watermark, ZS_WATERMARK_MAXLEN);
+		ntxns++;
+	}
+	zs_changelog_finish(head);
+	zs_spi_xact_commit();
+	zs_publish_stored(head, ntxns, ntxns, 0);
+}
+
+bool
+zs_backfill_step(char *head, XLogRecPtr decoded_upto)
+{
+	List	   *chunks = NIL;
+	Size		bytes = 0;
+	bool		detached = false;
+	bool		finished = false;
+	bool		stored;
+	int64		rows = -1;
+	int64		total_rows = 0;
+
+	if (requests_stale)
+		load_requests();
+	if (running == NULL)
+	{
+		if (requests != NIL && GetCurrentTimestamp() >= retry_at)
+			launch((const char *) linitial(requests));
+		return false;
+	}
+
+	while (bytes < BACKFILL_STEP_BYTES && running->completed == NULL)
+	{
+		Size		nbytes;
+		void	   *data;
+		ZsBackfillMessage header;
+		char		snapshot[ZS_WATERMARK_MAXLEN];
+		shm_mq_result res = shm_mq_receive(running->queue, &nbytes, &data, true);
+
+		if (res == SHM_MQ_WOULD_BLOCK)
+			break;
+		if (res != SHM_MQ_SUCCESS)
+		{
+			detached = true;
+			break;
+		}
+		if (nbytes < sizeof(header))
+			ereport(ERROR,
+					(errcode(ERRCODE_PROTOCOL_VIOLATION),
+					 errmsg_internal("short backfill message (%zu bytes)", nbytes)));
+		memcpy(&header, data, sizeof(header));
+		zs_watermark_encode(header.snapshot_lsn - 1, snapshot);
+		if (strcmp(snapshot, running->min_watermark) < 0)
+		{
+			char	   *why = psprintf("a row key changed at %s, after its snapshot at %s",
+									   running->min_watermark, snapshot);
+
+			list_free_deep(chunks);
+			stop_running(why);
+			return false;		/* the next step starts it again */
+		}
+		rows = header.rows;
+		total_rows = header.total_rows;
+		if (header.kind == ZS_BACKFILL_COMPLETED)
+		{
+			running->completed = MemoryContextStrdup(backfill_context,
+													 pnstrdup((char *) data + sizeof(header), nbytes - sizeof(header)));
+			running->completed_lsn = header.snapshot_lsn;
+		}
+		else
+			chunks = lappend(chunks, pnstrdup((char *) data + sizeof(header), nbytes - sizeof(header)));
+		bytes += nbytes;
+	}
+
+	finished = running->completed != NULL && decoded_upto >= running->completed_lsn;
+	if (chunks != NIL || finished)
+		store(head, chunks, finished ? running->completed : NULL, running->completed_lsn);
+	if (rows >= 0)
+		set_progress(psprintf("%s: " INT64_FORMAT " of " INT64_FORMAT " rows", running->table, rows, total_rows));
+	if (finished)
+	{
+		long		secs;
+		int			usecs;
+
+		TimestampDifference(running->started, GetCurrentTimestamp(), &secs, &usecs);
+		ereport(LOG,
+				(errmsg("zero_stream backfill of %s stored in %ld.%03d s, up to watermark %s",
+						running->table, secs, usecs / 1000, head)));
+		stop_running(NULL);
+		retry_delay_ms = BACKOFF_MIN_MS;
+		requests_stale = true;	/* the completion removed its request */
+	}
+	else if (detached)
+	{
+		char	   *table = pstrdup(running->table);
+
+		stop_running(NULL);
+		back_off(psprintf("the worker backfilling %s exited before it completed (see its log lines)", table));
+	}
+	stored = chunks != NIL || finished;
+	list_free_deep(chunks);
+	return stored;
+}

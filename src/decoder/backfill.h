@@ -1,0 +1,44 @@
+/*-------------------------------------------------------------------------
+ * backfill.h
+ *	  The decoder's side of backfills: which are needed, the worker that
+ *	  reads one, and the synthetic transactions that store its messages
+ *	  (see backfill.c).
+ *-------------------------------------------------------------------------
+ */
+#ifndef ZS_BACKFILL_H
+#define ZS_BACKFILL_H
+
+#include "access/xlogdefs.h"
+
+/*
+ * Forget any running backfill and read the unfinished ones from the change
+ * log at the next step: at start-up and after a new lineage.
+ */
+extern void zs_backfill_reset(void);
+
+/*
+ * Schema changes were stored: re-read the requests; a running backfill
+ * whose request changed (its table renamed or dropped, a column added,
+ * renamed or dropped, new metadata) is stopped and started again.
+ */
+extern void zs_backfill_requests_changed(void);
+
+/*
+ * The relation being backfilled (InvalidOid if none), and whether an
+ * update's new row changes its row key: the backfill's data must then not
+ * predate that transaction (zero-cache's minWatermark).
+ */
+extern Oid	zs_backfill_relid(void);
+extern const char *const *zs_backfill_key_columns(int *nkeys);
+extern void zs_backfill_key_changed(const char *watermark);
+
+/*
+ * One step, between decoding rounds: start a backfill if one is needed,
+ * store what its worker sent (each message as a synthetic transaction at
+ * the next minor version of *head, which is updated). decoded_upto is
+ * where decoding is: every commit before it is stored. Returns true if it
+ * stored something.
+ */
+extern bool zs_backfill_step(char *head, XLogRecPtr decoded_upto);
+
+#endif							/* ZS_BACKFILL_H */

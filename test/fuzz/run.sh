@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# Build and run the libFuzzer targets of the codecs (test/fuzz/fuzz_*.c)
+# with AddressSanitizer, LeakSanitizer and UndefinedBehaviorSanitizer.
+#
+#   test/fuzz/run.sh                   build every target, run each for
+#                                      $ZS_FUZZ_SECONDS (default 10) seconds
+#   test/fuzz/run.sh fuzz_http ...     only these targets
+#   test/fuzz/run.sh --build-only      build, do not run
+#
+# Binaries, the grown corpora, logs and crash reproducers go to
+# $ZS_FUZZ_BUILD (default test/fuzz/build, gitignored); the seed corpora in
+# test/fuzz/corpus/<target>/ are only read. Exits non-zero if a target fails
+# to build or finds a crash, a leak, undefined behaviour, a timeout or an
+# out-of-memory input; the reproducer's path, its bytes (base64, so that a CI
+# log alone suffices) and the command that reruns it are printed.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+seconds=${ZS_FUZZ_SECONDS:-10}
+build=${ZS_FUZZ_BUILD:-test/fuzz/build}
+cc=${ZS_FUZZ_CC:-clang}
+pg_config=${PG_CONFIG:-pg_config}
+
+# name, max_len, sources besides test/fuzz/<name>.c (what each links, as the
+# unit tests' Makefile rules put the same sources together)
+targets=(
+	"fuzz_websocket 4096 src/codec/websocket.c"
+	"fuzz_http 4096 src/codec/http.c"
+	"fuzz_json_read 4096 src/codec/json_read.c src/codec/json_out.c"
+	"fuzz_json_js 4096 src/codec/json_js.c src/codec/json_read.c src/codec/json_out.c"
+	"fuzz_change_message 2048 src/codec/change_message.c src/codec/watermark.c src/codec/json_read.c src/codec/json_out.c"
+	"fuzz_pgoutput 4096 src/decoder/pgoutput_read.c"
+	"fuzz_value_encode 1024 src/decoder/value_encode.c src/codec/json_js.c src/codec/json_read.c src/codec/json_out.c"
+	"fuzz_watermark 64 src/codec/watermark.c"
+)
+
+build_only=false
+selected=()
+for arg in "$@"; do
+	case "$arg" in
+		--build-only) build_only=true ;;
+		fuzz_*) selected+=("$arg") ;;
+		*) echo "usage: $0 [--build-only] [fuzz_<target> ...]" >&2; exit 2 ;;
+	esac
+done
+
+command -v "$cc" >/dev/null || { echo "fuzz: $cc not found (scripts/install-deps.sh installs clang)" >&2; exit 1; }
+
+cflags=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+	-Wall ${ZS_WERROR:-} -DFRONTEND -Isrc -Itest/fuzz
+	-I"$("$pg_config" --includedir-server)" -I"$("$pg_config" --includedir)")
+libs=(-L"$("$pg_config" --pkglibdir)" -lpgcommon -lpgport -lcrypto -lm)
+
+mkdir -p "$build/logs" "$build/artifacts"
+start=$(date +%s)
+
+chosen=()
+for t in "${targets[@]}"; do
+	read -r name _ <<<"$t"
+	if [ ${#selected[@]} -eq 0 ] || [[ " ${selected[*]} " == *" $name "* ]]; then
+		chosen+=("$t")
+	fi
+done
+[ ${#chosen[@]} -gt 0 ] || { echo "fuzz: no such target: ${selected[*]}" >&2; exit 2; }
+
+# ---- build (in parallel; a target is rebuilt when anything it uses is newer)
+jobs=$(nproc 2>/dev/null || echo 2)
+pids=()
+names=()
+for t in "${chosen[@]}"; do
+	read -r name _ srcs <<<"$t"
+	bin="$build/$name"
+	if [ -x "$bin" ] && [ -z "$(find "test/fuzz/$name.c" $srcs src/*/*.h test/fuzz/fuzz.h "$0" \
+			-newer "$bin" 2>/dev/null)" ]; then
+		continue
+	fi
+	while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do sleep 0.2; done
+	# shellcheck disable=SC2086
+	"$cc" "${cflags[@]}" -o "$bin" "test/fuzz/$name.c" $srcs "${libs[@]}" \
+		>"$build/logs/$name.build.log" 2>&1 &
+	pids+=($!)
+	names+=("$name")
+done
+failed_build=()
+for i in "${!pids[@]}"; do
+	if ! wait "${pids[$i]}"; then
+		failed_build+=("${names[$i]}")
+		cat "$build/logs/${names[$i]}.build.log" >&2
+	fi
+done
+if [ ${#failed_build[@]} -gt 0 ]; then
+	echo "fuzz: build failed: ${failed_build[*]}" >&2
+	exit 1
+fi
+echo "fuzz: built ${#chosen[@]} targets in $(($(date +%s) - start))s ($build)"
+$build_only && exit 0
+
+# ---- run
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:symbolize=1}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+status=0
+printf '%-22s %8s %10s %8s  %s\n' target seconds execs exec/s result
+for t in "${chosen[@]}"; do
+	read -r name max_len _ <<<"$t"
+	log="$build/logs/$name.log"
+	corpus="$build/corpus/$name"
+	mkdir -p "$corpus"
+	rm -f "$build/artifacts/$name"-*
+	t0=$(date +%s)
+	rc=0
+	# new inputs go to the first corpus directory, never to the seeds
+	"$build/$name" -max_total_time="$seconds" -max_len="$max_len" -timeout=10 \
+		-rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$build/artifacts/$name-" \
+		"$corpus" "test/fuzz/corpus/$name" >"$log" 2>&1 || rc=$?
+	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+	rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
+	if [ $rc -eq 0 ]; then
+		result=ok
+	else
+		result="FAILED (exit $rc)"
+		status=1
+	fi
+	printf '%-22s %8s %10s %8s  %s\n' "$name" "$(($(date +%s) - t0))" "${execs:--}" "${rate:--}" "$result"
+	if [ $rc -ne 0 ]; then
+		echo "---- $log (last 60 lines)"
+		tail -n 60 "$log"
+		for f in "$build/artifacts/$name"-*; do
+			[ -f "$f" ] || continue
+			echo "---- reproducer: $f ($(wc -c <"$f") bytes), base64:"
+			base64 -w 76 "$f"
+			echo "---- rerun it with: $build/$name $f"
+			echo "     (build first with: test/fuzz/run.sh --build-only $name; from the base64:"
+			echo "      base64 -d >repro <<'.' ... . then $build/$name repro)"
+		done
+		echo "----"
+	fi
+done
+echo "fuzz: $(($(date +%s) - start))s in all, ${seconds}s per target"
+[ $status -eq 0 ] || echo "fuzz: FAILED" >&2
+exit $status
