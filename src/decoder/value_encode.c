@@ -354,6 +354,9 @@ append_integer(StringInfo out, const char *text, int len)
 
 	if (len <= start)
 		return false;
+	/* a leading zero would not be JSON (PostgreSQL never writes one) */
+	if (text[start] == '0' && len > start + 1)
+		return false;
 	for (int i = start; i < len; i++)
 		if (text[i] < '0' || text[i] > '9')
 			return false;

@@ -84,6 +84,10 @@ test_numbers(void)
 	check_rejected(ZS_KIND_INTEGER, "12a");
 	check_rejected(ZS_KIND_INTEGER, "-");
 	check_rejected(ZS_KIND_INTEGER, "");
+	/* found by test/fuzz/fuzz_value_encode: "039" was copied, and is not JSON */
+	check_rejected(ZS_KIND_INTEGER, "039");
+	check_rejected(ZS_KIND_INTEGER, "-00");
+	check_value(ZS_KIND_INTEGER, "0", "0");
 
 	/* PostgreSQL's shortest float text, re-spelled as JavaScript prints it */
 	check_value(ZS_KIND_FLOAT, "3.141592653589793", "3.141592653589793");
