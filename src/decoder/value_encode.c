@@ -116,14 +116,18 @@ parse_fixed_digits(const char **p, const char *end, int n, int *value)
 	return true;
 }
 
-/* "YYYY[Y...]-MM-DD" -> year, month, day; advances *p. */
+/*
+ * "YYYY[Y...]-MM-DD" -> year, month, day; advances *p. At most 7 year digits:
+ * PostgreSQL's dates end in 5874897 AD, and the milliseconds of a longer
+ * year would overflow int64.
+ */
 static bool
 parse_date_part(const char **p, const char *end, int64 *year, int *month, int *day)
 {
 	int64		y = 0;
 	int			ndigits = 0;
 
-	while (*p < end && **p >= '0' && **p <= '9' && ndigits < 9)
+	while (*p < end && **p >= '0' && **p <= '9' && ndigits < 7)
 	{
 		y = y * 10 + (**p - '0');
 		(*p)++;

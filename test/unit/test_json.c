@@ -161,6 +161,10 @@ test_time_values(void)
 	/* beyond JavaScript's Date range, still a finite double */
 	check_value(ZS_KIND_DATE, "5874897-12-31", "1.85331706992e+17");
 	check_rejected(ZS_KIND_DATE, "20-01-01");
+	/* found by test/fuzz/fuzz_value_encode: a 9-digit year overflowed int64 */
+	check_rejected(ZS_KIND_DATE, "587478747-12-31");
+	check_rejected(ZS_KIND_TIMESTAMP, "587478747-12-31 00:00:00");
+	check_value(ZS_KIND_DATE, "9999999-12-31", "3.155073526944e+17");
 
 	check_value(ZS_KIND_TIME, "12:34:56.789", "45296789");
 	check_value(ZS_KIND_TIME, "24:00:00", "86400000");
