@@ -122,8 +122,15 @@ for t in "${chosen[@]}"; do
 	fi
 	printf '%-22s %8s %10s %8s  %s\n' "$name" "$(($(date +%s) - t0))" "${execs:--}" "${rate:--}" "$result"
 	if [ $rc -ne 0 ]; then
-		echo "---- $log (last 60 lines)"
-		tail -n 60 "$log"
+		# the report from its first line on (the progress lines before it are noise)
+		first=$(grep -n -m1 -E '^==[0-9]+==|fuzz check failed|runtime error:|^ERROR: libFuzzer' \
+			"$log" | cut -d: -f1 || true)
+		echo "---- $log"
+		if [ -n "$first" ]; then
+			tail -n +"$first" "$log" | head -n 150
+		else
+			tail -n 60 "$log"
+		fi
 		for f in "$build/artifacts/$name"-*; do
 			[ -f "$f" ] || continue
 			echo "---- reproducer: $f ($(wc -c <"$f") bytes), base64:"
