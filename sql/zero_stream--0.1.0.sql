@@ -24,6 +24,7 @@ CREATE FUNCTION status(
     OUT lag interval,
     OUT change_log_schema text,
     OUT initial_copy text,
+    OUT backfill text,
     OUT backup_state text,
     OUT backup_watermark text,
     OUT last_error text,

@@ -33,7 +33,7 @@ PG_FUNCTION_INFO_V1(zs_status);
 PG_FUNCTION_INFO_V1(zs_subscribers);
 PG_FUNCTION_INFO_V1(zs_workers);
 
-#define STATUS_COLUMNS 24
+#define STATUS_COLUMNS 25
 
 static Datum
 text_or_null(const char *s, bool *isnull)
@@ -246,6 +246,8 @@ zs_status(PG_FUNCTION_ARGS)
 	values[i] = text_or_null(zs_cdc_schema_name(), &nulls[i]);
 	i++;
 	values[i] = text_or_null(snap.copy_progress, &nulls[i]);
+	i++;
+	values[i] = text_or_null(snap.backfill_progress, &nulls[i]);
 	i++;
 	values[i] = text_or_null(backup_state_text(&snap), &nulls[i]);
 	i++;

@@ -37,6 +37,7 @@
 #include "storage/proc.h"
 #include "storage/shm_mq.h"
 #include "storage/shm_toc.h"
+#include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
@@ -202,8 +203,8 @@ describe_request(Running *r, const char *request)
 		zs_json_int64(&doc, oid, &relid);
 	if (ok)
 	{
-		r->table = psprintf("\"%s\".\"%s\"", zs_json_get_string(&doc, table, "schema"),
-							zs_json_get_string(&doc, table, "name"));
+		r->table = psprintf("%s.%s", quote_identifier(zs_json_get_string(&doc, table, "schema")),
+							quote_identifier(zs_json_get_string(&doc, table, "name")));
 		r->relid = (Oid) relid;
 		r->keys = palloc(sizeof(char *) * Max(doc.nodes[row_key].count, 1));
 		for (int k = doc.nodes[row_key].first_child; k >= 0; k = doc.nodes[k].next)
