@@ -81,6 +81,16 @@ sql -Atc "SELECT change::text FROM \"zero_0/cdc\".\"changeLog\" WHERE change->>'
 sqlite3 "$REPLICA" "SELECT name || ' ' || type FROM pragma_table_info('issue') WHERE name = 'priority'"
 echo "Postgres: $(sql -Atc "SELECT count(*), sum(priority) FROM issue")   replica: $(sqlite3 "$REPLICA" "SELECT count(*), sum(priority) FROM issue")"
 
+echo "== a migration with a volatile default: ALTER TABLE issue ADD COLUMN seen timestamptz DEFAULT clock_timestamp()"
+echo "   (every existing row gets its own value, which the stream never carried: zero_stream backfills it)"
+sql -q -c "ALTER TABLE issue ADD COLUMN seen timestamptz DEFAULT clock_timestamp()"
+until [ "$(sql -Atc 'SELECT count(*) FROM "zero_0/cdc"."backfilling"')" = 0 ]; do sleep 0.1; done
+target=$(sql -Atc "SELECT zero_stream.wait_for_catchup(); SELECT last_watermark FROM zero_stream.status()" | tail -1)
+until [ "$(./zero-stream-replica status "$REPLICA" | sed -n 's/^stateVersion: //p')" = "$target" ]; do sleep 0.1; done
+sql -Atc "SELECT watermark || ' ' || left(change::text, 150) FROM \"zero_0/cdc\".\"changeLog\" WHERE change->>'tag' LIKE 'backfill%'"
+sqlite3 "$REPLICA" "SELECT name || ' ' || type FROM pragma_table_info('issue') WHERE name = 'seen'"
+echo "Postgres: $(sql -Atc "SELECT count(*), count(seen), sum(floor(extract(epoch FROM seen) * 1000)::int8) FROM issue")   replica: $(sqlite3 "$REPLICA" "SELECT count(*), count(seen), sum(CAST(seen AS INTEGER)) FROM issue")"
+
 if $keep; then
 	echo "left running: psql -h $DIR -p $PORT -U postgres; the replica $REPLICA (zero-stream-replica pid $replica_pid)"
 	echo "stop: kill $replica_pid; $BIN/pg_ctl -D $DIR/data stop"
