@@ -182,6 +182,50 @@ test_bad_input(void)
 						 "X", NULL, 0, &out, &error) < 0 && error, "truncated");
 }
 
+/* zs_schema_backfill_table: a BackfillRequest checked against the published schema */
+static void
+test_backfill_requests(void)
+{
+	const char *schema = "{\"tables\":[" TABLE(5, "t", COL("id", 1, "int4", "true", "null") ","
+											  COL("c", 3, "int4", "false", "null") ","
+											  COL("d", 4, "int4", "false", "null"))
+		"],\"indexes\":[" PKEY("t") "]}";
+	ZsBackfillTable t;
+	char	   *why;
+
+#define REQUEST(schema_oid, rel_oid, rowkey, columns) \
+	"{\"table\":{\"schema\":\"public\",\"name\":\"t\",\"metadata\":{\"schemaOID\":" #schema_oid \
+	",\"relationOID\":" #rel_oid ",\"rowKey\":{" rowkey "}}},\"columns\":{" columns "}}"
+#define CHECK_REQUEST(request, expect) \
+	do { \
+		why = zs_schema_backfill_table(schema, (int) strlen(schema), request, (int) strlen(request), &t); \
+		CHECK((why == NULL && (expect) == NULL) || \
+			  (why != NULL && (expect) != NULL && strstr(why, (expect) ? (expect) : "") != NULL), \
+			  "%s -> %s", request, why ? why : "ok"); \
+	} while (0)
+
+	CHECK_REQUEST(REQUEST(2200, 5, "\"id\":{\"attNum\":1}", "\"d\":{\"attNum\":4},\"c\":{\"attNum\":3}"), NULL);
+	CHECK(t.relid == 5 && t.nkeys == 1 && t.ncolumns == 3 && strcmp(t.names[0], "id") == 0 &&
+		  strcmp(t.names[1], "d") == 0 && strcmp(t.names[2], "c") == 0 && t.typids[2] == 23,
+		  "the row key, then the columns in the request's order");
+	/* a key column also listed as backfilled (a table added to a publication) is read once */
+	CHECK_REQUEST(REQUEST(2200, 5, "\"id\":{\"attNum\":1}", "\"id\":{\"attNum\":1},\"c\":{\"attNum\":3}"), NULL);
+	CHECK(t.ncolumns == 2 && t.nkeys == 1, "a key column is not read twice");
+	CHECK_REQUEST(REQUEST(2201, 5, "\"id\":{\"attNum\":1}", "\"c\":{\"attNum\":3}"), "original schema");
+	CHECK_REQUEST(REQUEST(2200, 6, "\"id\":{\"attNum\":1}", "\"c\":{\"attNum\":3}"), "original table");
+	CHECK_REQUEST(REQUEST(2200, 5, "\"c\":{\"attNum\":3}", "\"d\":{\"attNum\":4}"), "row key");
+	CHECK_REQUEST(REQUEST(2200, 5, "\"id\":{\"attNum\":1}", "\"e\":{\"attNum\":5}"), "renamed or dropped");
+	CHECK_REQUEST(REQUEST(2200, 5, "\"id\":{\"attNum\":1}", "\"c\":{\"attNum\":4}"), "original column");
+	CHECK_REQUEST("{\"table\":{\"schema\":\"public\",\"name\":\"u\",\"metadata\":{\"rowKey\":{}}},\"columns\":{}}",
+				  "renamed, dropped or unpublished");
+	CHECK_REQUEST("{\"table\":{\"schema\":\"public\",\"name\":\"t\",\"metadata\":null},\"columns\":{}}",
+				  "no row key");
+	CHECK_REQUEST("{\"columns\":{}}", "no table");
+	CHECK_REQUEST("not json", "no table");
+#undef CHECK_REQUEST
+#undef REQUEST
+}
+
 int
 main(void)
 {
@@ -189,5 +233,6 @@ main(void)
 	test_columns();
 	test_defaults();
 	test_bad_input();
+	test_backfill_requests();
 	return unit_report("test_schema_diff");
 }
