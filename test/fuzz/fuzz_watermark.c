@@ -3,7 +3,9 @@
  *	  libFuzzer target for src/codec/watermark.c.
  *
  * The input as a watermark text: what decodes must encode back to the same
- * text (the encoding is canonical; a ".minor" suffix is ignored). The input's
+ * text (the encoding is canonical; a ".minor" suffix is ignored), and the
+ * state version after it (zs_watermark_next_minor) keeps its major part,
+ * counts its minor up by one and sorts after it. The input's
  * first 16 bytes as two numbers: encode/decode round trip, byte order equal
  * to numeric order, and zs_lsn_format's "XXXXXXXX/XXXXXXXX".
  *-------------------------------------------------------------------------
@@ -46,6 +48,7 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char	   *text = pnstrdup((const char *) data, size);	/* stops at a NUL */
+	char		next[ZS_WATERMARK_MAXLEN];
 	uint64_t	value;
 
 	if (zs_watermark_decode(text, &value))
@@ -56,6 +59,22 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		zs_watermark_encode(value, again);
 		FUZZ_CHECK(strlen(again) == major && memcmp(again, text, major) == 0,
 				   "a decoded watermark encodes back to its text");
+	}
+	if (zs_watermark_next_minor(text, next))
+	{
+		size_t		major = strcspn(text, ".");
+		const char *dot = strchr(text, '.');
+		uint64_t	minor = 0;
+		uint64_t	next_minor;
+
+		FUZZ_CHECK(strlen(next) < ZS_WATERMARK_MAXLEN, "the next version fits its buffer");
+		FUZZ_CHECK(zs_watermark_decode(text, &value), "its major part is a watermark");
+		FUZZ_CHECK(strncmp(next, text, major) == 0 && next[major] == '.',
+				   "the next version keeps the major part");
+		FUZZ_CHECK(dot == NULL || zs_watermark_decode(dot + 1, &minor), "the minor part");
+		FUZZ_CHECK(zs_watermark_decode(next + major + 1, &next_minor) &&
+				   next_minor == minor + 1, "the next minor is one more");
+		FUZZ_CHECK(strcmp(text, next) < 0, "the next version sorts after");
 	}
 	pfree(text);
 

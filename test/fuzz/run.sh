@@ -46,8 +46,9 @@ done
 
 command -v "$cc" >/dev/null || { echo "fuzz: $cc not found (scripts/install-deps.sh installs clang)" >&2; exit 1; }
 
+# -Wno-ignored-attributes: PostgreSQL's headers, configured for gcc, say gnu_printf
 cflags=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-	-Wall ${ZS_WERROR:-} -DFRONTEND -Isrc -Itest/fuzz
+	-Wall -Wno-ignored-attributes ${ZS_WERROR:-} -DFRONTEND -Isrc -Itest/fuzz
 	-I"$("$pg_config" --includedir-server)" -I"$("$pg_config" --includedir)")
 libs=(-L"$("$pg_config" --pkglibdir)" -lpgcommon -lpgport -lcrypto -lm)
 
