@@ -4,7 +4,8 @@
 set -euo pipefail
 
 packages=(build-essential postgresql-15 postgresql-server-dev-15 postgresql-client-15 libssl-dev
-	libcjson-dev libsqlite3-dev sqlite3 libipc-run-perl python3 bc)
+	libcjson-dev libsqlite3-dev sqlite3 libipc-run-perl python3 bc
+	clang libclang-rt-14-dev llvm-14)	# test/fuzz: libFuzzer, sanitizer runtimes, llvm-symbolizer
 
 SUDO=()
 if [ "$(id -u)" -ne 0 ]; then
