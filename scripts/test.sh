@@ -18,7 +18,7 @@ werror="ZS_WERROR=${ZS_WERROR:-}"
 make -s -j2 "$werror"
 "${SUDO[@]}" make -s install "$werror" >/dev/null
 
-run_suites="make -s unitcheck '$werror' && make -s regresscheck && make -s tapcheck"
+run_suites="make -s unitcheck '$werror' && env '$werror' test/fuzz/run.sh && make -s regresscheck && make -s tapcheck"
 
 if [ "$(id -u)" -eq 0 ]; then
 	id zstest >/dev/null 2>&1 || useradd --create-home --shell /bin/bash zstest
