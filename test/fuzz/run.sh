@@ -71,7 +71,7 @@ names=()
 for t in "${chosen[@]}"; do
 	read -r name _ srcs <<<"$t"
 	bin="$build/$name"
-	if [ -x "$bin" ] && [ -z "$(find "test/fuzz/$name.c" $srcs src/*/*.h test/fuzz/fuzz.h "$0" \
+	if [ -x "$bin" ] && [ -z "$(find "test/fuzz/$name.c" $srcs src/*/*.h test/fuzz/fuzz.h test/fuzz/run.sh \
 			-newer "$bin" 2>/dev/null)" ]; then
 		continue
 	fi
@@ -99,6 +99,10 @@ $build_only && exit 0
 # ---- run
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:symbolize=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+if ! command -v llvm-symbolizer >/dev/null; then
+	symbolizer=$("$cc" -print-prog-name=llvm-symbolizer)
+	[ -x "$symbolizer" ] && export ASAN_SYMBOLIZER_PATH="$symbolizer"
+fi
 status=0
 printf '%-22s %8s %10s %8s  %s\n' target seconds execs exec/s result
 for t in "${chosen[@]}"; do
@@ -106,7 +110,7 @@ for t in "${chosen[@]}"; do
 	log="$build/logs/$name.log"
 	corpus="$build/corpus/$name"
 	mkdir -p "$corpus"
-	rm -f "$build/artifacts/$name"-*
+	touch "$build/logs/$name.started"
 	t0=$(date +%s)
 	rc=0
 	# new inputs go to the first corpus directory, never to the seeds
@@ -132,13 +136,12 @@ for t in "${chosen[@]}"; do
 		else
 			tail -n 60 "$log"
 		fi
-		for f in "$build/artifacts/$name"-*; do
-			[ -f "$f" ] || continue
+		for f in $(find "$build/artifacts" -name "$name-*" -newer "$build/logs/$name.started"); do
 			echo "---- reproducer: $f ($(wc -c <"$f") bytes), base64:"
 			base64 -w 76 "$f"
-			echo "---- rerun it with: $build/$name $f"
-			echo "     (build first with: test/fuzz/run.sh --build-only $name; from the base64:"
-			echo "      base64 -d >repro <<'.' ... . then $build/$name repro)"
+			echo "---- rerun it: $build/$name $f"
+			echo "     (test/fuzz/run.sh --build-only $name builds it; elsewhere, decode the"
+			echo "     base64 above with base64 -d >repro and run $build/$name repro)"
 		done
 		echo "----"
 	fi
