@@ -4,6 +4,7 @@
  *	  current from a zero_stream server (or print a replica's state).
  *
  *	  zero-stream-replica sync [options] ws://[user:password@]host:port FILE
+ *	  zero-stream-replica restore [litestream restore flags] FILE
  *	  zero-stream-replica status FILE
  *
  * sync reserves a snapshot on /replication/v7/subscribe; when FILE is
@@ -31,9 +32,16 @@
  *	                   zero-cache's backup replica
  *	  --idle SECS      exit 0 once no message arrived for SECS seconds
  *
- * Exit status: 0 stopped by a signal or --idle; 1 usage; 2 server
- * unreachable, refused (e.g. wrong password) or a protocol error; 3 FILE
- * is not a usable replica or cannot be written.
+ * restore is litestream's restore command as a zero-cache view-syncer runs
+ * it through ZERO_LITESTREAM_EXECUTABLE: it downloads the backupURL in
+ * ZERO_LITESTREAM_BACKUP_URL into FILE with the same code as sync's restore
+ * (see restore_command).
+ *
+ * Exit status: 0 stopped by a signal or --idle, or restore done (restored,
+ * FILE already there, or no backup to serve with -if-replica-exists); 1
+ * usage; 2 server unreachable, refused (e.g. wrong password), a protocol
+ * error or a bad download; 3 FILE is not a usable replica or cannot be
+ * written.
  *-------------------------------------------------------------------------
  */
 #include "postgres_fe.h"
@@ -47,6 +55,9 @@
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "common/file_utils.h"
+#include "common/logging.h"
 
 #include "codec/json_out.h"
 #include "codec/json_read.h"
@@ -94,6 +105,7 @@ typedef enum SyncResult
 
 static volatile sig_atomic_t stop_requested = 0;
 static char err[ZS_CLIENT_ERR_LEN];
+static const char *download_tmp = NULL;	/* removed if we exit early */
 static ZsJsonDoc doc;
 
 static void
@@ -102,11 +114,15 @@ handle_stop(int signo)
 	stop_requested = 1;
 }
 
+static void usage(void) pg_attribute_noreturn();
+
 static void
 usage(void)
 {
 	fprintf(stderr,
 			"usage: zero-stream-replica sync [--task-id ID] [--id ID] [--change-log] [--idle SECS] ws://[user:password@]host:port FILE\n"
+			"       zero-stream-replica restore [-if-db-not-exists] [-if-replica-exists] [-o PATH] [-parallelism N] FILE\n"
+			"           (the backup from $ZERO_LITESTREAM_BACKUP_URL; also: restore [flags] -o PATH http://host:port/replica/TASK)\n"
 			"       zero-stream-replica status FILE\n");
 	exit(1);
 }
@@ -143,6 +159,8 @@ die_with(int code, const char *fmt,...)
 	va_start(args, fmt);
 	vnote(fmt, args);
 	va_end(args);
+	if (download_tmp != NULL)
+		(void) zs_replica_remove_files(download_tmp, err, sizeof(err));
 	exit(code);
 }
 
@@ -420,19 +438,54 @@ progress(double done, double total, double started, bool final)
 				done / 1048576.0, total / 1048576.0, total > 0 ? 100.0 * done / total : 100.0);
 }
 
-/*
- * Download the reservation's backup into FILE.tmp, check it, and move it
- * over FILE. The URL's credentials are those of the server URL.
- */
-static void
-restore(const ZsUrl *server, const Reservation *res, const char *file)
+/* The response's status line, for messages. */
+static char *
+status_line(const char *head)
 {
-	ZsUrl		url;
+	const char *end = strchr(head, '\r');
+
+	return pnstrdup(head, end ? end - head : strlen(head));
+}
+
+/* A header's value, or NULL. */
+static char *
+header_value(const char *head, const char *name)
+{
+	StringInfoData value;
+
+	initStringInfo(&value);
+	if (zs_client_header(head, name, &value))
+		return value.data;
+	pfree(value.data);
+	return NULL;
+}
+
+/*
+ * Download the backup replica at url into FILE: written to FILE.tmp (the
+ * name litestream restores to, which zero-cache's view-syncer clears before
+ * and after each restore), checked, then renamed over FILE. The file must
+ * be the replica the response announces in X-Replica-Version and
+ * X-Replica-Watermark, of replicaVersion expect_rv (if not NULL) and at
+ * min_sv or later (if not NULL).
+ *
+ * Returns false, leaving no file behind, when none_ok and the server has no
+ * backup to serve (404: no reservation for the task; 503: none ready or no
+ * free slot). Any other failure exits (2: the server or the download, 3:
+ * the local file) and removes FILE.tmp.
+ */
+static bool
+download_replica(const ZsUrl *url, const char *expect_rv, const char *min_sv,
+				 bool none_ok, const char *file)
+{
+	/* the URL without its credentials, for messages */
+	char	   *url_text = psprintf("http://%s:%s%s", url->host, url->port, url->target);
 	int			sock;
 	int			http_status;
 	StringInfoData head;
 	StringInfoData body;
-	StringInfoData value;
+	char	   *value;
+	char	   *served_rv;
+	char	   *served_sv;
 	char	   *tmp = psprintf("%s.tmp", file);
 	int			fd;
 	int64		length,
@@ -442,28 +495,39 @@ restore(const ZsUrl *server, const Reservation *res, const char *file)
 				sv[ZS_WATERMARK_MAXLEN];
 	ZsReplica  *check;
 
-	if (!zs_url_parse(res->backup_url, &url) || strcmp(url.scheme, "http") != 0)
-		die_with(2, "unsupported backupURL \"%s\"", res->backup_url);
-	url.userinfo = server->userinfo;
-	sock = zs_client_connect(&url, err);
+	sock = zs_client_connect(url, err);
 	if (sock < 0)
-		die_with(2, "could not download the snapshot: %s", err);
+		die_with(2, "could not download the backup from %s: %s", url_text, err);
 	initStringInfo(&head);
 	initStringInfo(&body);
-	initStringInfo(&value);
-	if (!zs_client_http_get(sock, &url, url.target, &http_status, &head, &body, err))
-		die_with(2, "could not download the snapshot: %s", err);
+	if (!zs_client_http_get(sock, url, url->target, &http_status, &head, &body, err))
+		die_with(2, "could not download the backup from %s: %s", url_text, err);
+	if (http_status == 401)
+		die_with(2, "the server refused the credentials for %s (HTTP 401): check the password", url_text);
+	if ((http_status == 404 || http_status == 503) && none_ok)
+	{
+		/* the reason, if it came with the head */
+		while (body.len > 0 && (body.data[body.len - 1] == '\n' || body.data[body.len - 1] == '\r'))
+			body.data[--body.len] = '\0';
+		note("no backup available at %s (%s%s%.200s): nothing restored",
+			 url_text, status_line(head.data), body.len > 0 ? ": " : "", body.data);
+		close(sock);
+		return false;
+	}
 	if (http_status != 200)
-		die_with(2, "could not download the snapshot from %s: %.*s", res->backup_url,
-				 (int) (strchr(head.data, '\r') - head.data), head.data);
-	if (!zs_client_header(head.data, "Content-Length", &value))
-		die_with(2, "the snapshot response has no Content-Length");
-	length = strtoll(value.data, NULL, 10);
+		die_with(2, "could not download the backup from %s: %s", url_text, status_line(head.data));
+	value = header_value(head.data, "Content-Length");
+	if (value == NULL)
+		die_with(2, "the backup response from %s has no Content-Length", url_text);
+	length = strtoll(value, NULL, 10);
+	served_rv = header_value(head.data, "X-Replica-Version");
+	served_sv = header_value(head.data, "X-Replica-Watermark");
 
 	remove_replica_files(tmp);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
 	if (fd < 0)
 		die_with(3, "could not create \"%s\": %m", tmp);
+	download_tmp = tmp;
 	for (;;)
 	{
 		if (body.len > 0)
@@ -479,10 +543,7 @@ restore(const ZsUrl *server, const Reservation *res, const char *file)
 		if (done >= length)
 			break;
 		if (stop_requested)
-		{
-			unlink(tmp);
 			die_with(130, "interrupted while restoring the snapshot");
-		}
 		enlargeStringInfo(&body, 1 << 20);
 		{
 			ssize_t		got = recv(sock, body.data, 1 << 20, 0);
@@ -490,11 +551,8 @@ restore(const ZsUrl *server, const Reservation *res, const char *file)
 			if (got < 0 && errno == EINTR)
 				continue;
 			if (got <= 0)
-			{
-				unlink(tmp);
-				die_with(2, "the snapshot download ended after " INT64_FORMAT " of " INT64_FORMAT " bytes",
-						 done, length);
-			}
+				die_with(2, "the backup download from %s ended after " INT64_FORMAT " of " INT64_FORMAT " bytes",
+						 url_text, done, length);
 			body.len = (int) got;
 		}
 	}
@@ -503,22 +561,46 @@ restore(const ZsUrl *server, const Reservation *res, const char *file)
 		die_with(3, "could not write \"%s\": %m", tmp);
 	progress((double) done, (double) length, started, true);
 
-	/* the file must be the replica the reservation announced */
+	/* the file must be the replica the server announced */
 	check = zs_replica_open(tmp, 0, err, sizeof(err));
 	if (check == NULL)
-		die_with(2, "the downloaded snapshot is not usable: %s", err);
+		die_with(2, "the downloaded backup is not usable: %s", err);
 	if (!zs_replica_read_state(check, rv, sv))
-		die_with(2, "the downloaded snapshot is not a replica: %s", zs_replica_error(check));
+		die_with(2, "the downloaded backup is not a replica: %s", zs_replica_error(check));
 	zs_replica_close(check);
-	if (strcmp(rv, res->replica_version) != 0 || strcmp(sv, res->min_watermark) < 0)
-		die_with(2, "the downloaded snapshot (replicaVersion %s at %s) does not match the reservation (%s at %s or later)",
-				 rv, sv, res->replica_version, res->min_watermark);
+	if ((served_rv != NULL && strcmp(rv, served_rv) != 0) ||
+		(served_sv != NULL && strcmp(sv, served_sv) != 0))
+		die_with(2, "the downloaded backup (replicaVersion %s at %s) is not the one the server announced (%s at %s)",
+				 rv, sv, served_rv ? served_rv : "?", served_sv ? served_sv : "?");
+	if ((expect_rv != NULL && strcmp(rv, expect_rv) != 0) ||
+		(min_sv != NULL && strcmp(sv, min_sv) < 0))
+		die_with(2, "the downloaded backup (replicaVersion %s at %s) does not match the reservation (%s at %s or later)",
+				 rv, sv, expect_rv ? expect_rv : "?", min_sv ? min_sv : "?");
 	remove_replica_files(file);
-	if (rename(tmp, file) != 0)
-		die_with(3, "could not rename \"%s\" to \"%s\": %m", tmp, file);
-	note("restored replicaVersion %s at %s: %.1f MB in %.2f s (%.1f MB/s)",
-		 rv, sv, done / 1048576.0, now_seconds() - started,
+	if (durable_rename(tmp, file) != 0)
+		die_with(3, "could not move the backup into place as \"%s\"", file);
+	download_tmp = NULL;
+	note("restored replicaVersion %s at %s into \"%s\": %.1f MB in %.2f s (%.1f MB/s)",
+		 rv, sv, file, done / 1048576.0, now_seconds() - started,
 		 done / 1048576.0 / Max(now_seconds() - started, 1e-6));
+	pfree(head.data);
+	pfree(body.data);
+	return true;
+}
+
+/*
+ * Restore the reservation's backup into FILE. The backupURL's credentials
+ * are those of the server URL.
+ */
+static void
+restore(const ZsUrl *server, const Reservation *res, const char *file)
+{
+	ZsUrl		url;
+
+	if (!zs_url_parse(res->backup_url, &url) || strcmp(url.scheme, "http") != 0)
+		die_with(2, "unsupported backupURL \"%s\"", res->backup_url);
+	url.userinfo = server->userinfo;
+	(void) download_replica(&url, res->replica_version, res->min_watermark, false, file);
 }
 
 /* ---------------------------------------------------------------- applying */
@@ -737,6 +819,181 @@ sync_replica(const char *url_text, const char *file, const Options *opt)
 	}
 }
 
+/* ---------------------------------------------------------------- litestream restore */
+
+/* litestream restore's flags: those taking a value, and the booleans */
+static const char *const restore_value_flags[] = {
+	"o", "parallelism", "config", "replica", "generation", "index", "txid", "timestamp", NULL
+};
+static const char *const restore_bool_flags[] = {
+	"if-db-not-exists", "if-replica-exists", "no-expand-env", "v", NULL
+};
+
+static bool
+flag_in(const char *name, const char *const *flags)
+{
+	for (int i = 0; flags[i] != NULL; i++)
+	{
+		if (strcmp(name, flags[i]) == 0)
+			return true;
+	}
+	return false;
+}
+
+static void pg_attribute_noreturn()
+restore_usage(const char *fmt,...) pg_attribute_printf(1, 2);
+
+static void
+restore_usage(const char *fmt,...)
+{
+	va_list		args;
+
+	va_start(args, fmt);
+	vnote(fmt, args);
+	va_end(args);
+	usage();
+}
+
+/* The credentials of $ZERO_CHANGE_STREAMER_URI when it names url's server. */
+static char *
+change_streamer_userinfo(const ZsUrl *url)
+{
+	const char *uri = getenv("ZERO_CHANGE_STREAMER_URI");
+	ZsUrl		cs;
+
+	if (uri == NULL || !zs_url_parse(uri, &cs) || cs.userinfo == NULL ||
+		strcmp(cs.host, url->host) != 0 || strcmp(cs.port, url->port) != 0)
+		return NULL;
+	return cs.userinfo;
+}
+
+/*
+ * restore: litestream's restore command as zero-cache's view-syncer runs it
+ * (ZERO_LITESTREAM_EXECUTABLE, services/litestream/commands.ts):
+ *
+ *	  restore -if-db-not-exists -if-replica-exists -parallelism N FILE
+ *
+ * with the backupURL of its snapshot reservation in ZERO_LITESTREAM_BACKUP_URL
+ * (http://host:port/replica/<taskID> on a zero_stream server). An existing
+ * FILE (with -if-db-not-exists) is left alone; no backup to serve (404 or
+ * 503, with -if-replica-exists) exits 0 without creating FILE, which the
+ * view-syncer takes as "retry later"; anything else that fails exits
+ * non-zero and leaves no FILE. Flags are parsed like Go's flag package
+ * (-name, --name, -name=value); litestream's flags that select a backup
+ * (-generation, -timestamp, ...) are accepted and ignored, as the server
+ * serves one backup only.
+ */
+static int
+restore_command(int argc, char **argv)
+{
+	bool		if_db_not_exists = false;
+	bool		if_replica_exists = false;
+	const char *output = NULL;
+	const char *url_text;
+	ZsUrl		url;
+	struct stat st;
+	int			i;
+
+	for (i = 2; i < argc; i++)
+	{
+		const char *arg = argv[i];
+		const char *eq;
+		const char *value;
+		char	   *name;
+
+		if (arg[0] != '-' || arg[1] == '\0')
+			break;
+		if (strcmp(arg, "--") == 0)
+		{
+			i++;
+			break;
+		}
+		arg += arg[1] == '-' ? 2 : 1;
+		eq = strchr(arg, '=');
+		name = eq ? pnstrdup(arg, eq - arg) : pstrdup(arg);
+		value = eq ? eq + 1 : NULL;
+		if (flag_in(name, restore_bool_flags))
+		{
+			bool		on = true;
+
+			if (value != NULL)
+			{
+				if (pg_strcasecmp(value, "true") == 0 || strcmp(value, "1") == 0 ||
+					pg_strcasecmp(value, "t") == 0)
+					on = true;
+				else if (pg_strcasecmp(value, "false") == 0 || strcmp(value, "0") == 0 ||
+						 pg_strcasecmp(value, "f") == 0)
+					on = false;
+				else
+					restore_usage("invalid boolean value \"%s\" for -%s", value, name);
+			}
+			if (strcmp(name, "if-db-not-exists") == 0)
+				if_db_not_exists = on;
+			else if (strcmp(name, "if-replica-exists") == 0)
+				if_replica_exists = on;
+		}
+		else if (flag_in(name, restore_value_flags))
+		{
+			if (value == NULL)
+			{
+				if (i + 1 >= argc)
+					restore_usage("flag needs an argument: -%s", name);
+				value = argv[++i];
+			}
+			if (strcmp(name, "o") == 0)
+				output = value;
+			else if (strcmp(name, "parallelism") == 0 || strcmp(name, "index") == 0)
+			{
+				char	   *end;
+
+				errno = 0;
+				(void) strtol(value, &end, 10);
+				if (errno != 0 || *value == '\0' || *end != '\0')
+					restore_usage("invalid value \"%s\" for -%s: not an integer", value, name);
+			}
+			else if (strcmp(name, "config") != 0)
+				note("ignoring -%s %s: the server serves its current backup only", name, value);
+		}
+		else
+			restore_usage("flag provided but not defined: -%s", name);
+		pfree(name);
+	}
+	if (i != argc - 1)
+		restore_usage(i == argc ? "restore needs the database path" : "too many arguments after the database path");
+
+	/* restore DB_PATH, or restore -o PATH REPLICA_URL */
+	if (strncmp(argv[i], "http://", 7) == 0)
+	{
+		url_text = argv[i];
+		if (output == NULL)
+			restore_usage("restoring from a URL needs -o PATH");
+	}
+	else
+	{
+		url_text = getenv("ZERO_LITESTREAM_BACKUP_URL");
+		if (output == NULL)
+			output = argv[i];
+		if (url_text == NULL || url_text[0] == '\0')
+			die_with(1, "ZERO_LITESTREAM_BACKUP_URL is not set: it must hold the backupURL of a snapshot reservation (http://host:port/replica/<taskID>)");
+	}
+
+	if (stat(output, &st) == 0)
+	{
+		if (!if_db_not_exists)
+			die_with(3, "\"%s\" already exists: not restoring over it", output);
+		note("\"%s\" already exists: nothing to restore", output);
+		return 0;
+	}
+	if (!zs_url_parse(url_text, &url) || strcmp(url.scheme, "http") != 0)
+		die_with(2, "unsupported backup URL \"%s\": expected http://host:port/replica/<taskID> of a zero_stream server",
+				 url_text);
+	if (url.userinfo == NULL)
+		url.userinfo = change_streamer_userinfo(&url);
+	/* restored, or no backup to restore (-if-replica-exists): either is success */
+	(void) download_replica(&url, NULL, NULL, if_replica_exists, output);
+	return 0;
+}
+
 /* ---------------------------------------------------------------- status */
 
 static int
@@ -799,6 +1056,7 @@ main(int argc, char **argv)
 
 	if (argc < 2)
 		usage();
+	pg_logging_init(argv[0]);
 	zs_json_doc_init(&doc);
 	if (strcmp(argv[1], "status") == 0)
 	{
@@ -806,6 +1064,14 @@ main(int argc, char **argv)
 			usage();
 		return print_status(argv[2]);
 	}
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = handle_stop;	/* no SA_RESTART: poll and recv return */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	if (strcmp(argv[1], "restore") == 0)
+		return restore_command(argc, argv);
 	if (strcmp(argv[1], "sync") != 0)
 		usage();
 	for (i = 2; i < argc && argv[i][0] == '-'; i++)
@@ -825,11 +1091,5 @@ main(int argc, char **argv)
 		usage();
 	if (opt.id == NULL)
 		opt.id = psprintf("%s-%d", opt.task_id, (int) getpid());
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = handle_stop;	/* no SA_RESTART: poll and recv return */
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
 	return sync_replica(argv[i], argv[i + 1], &opt);
 }
