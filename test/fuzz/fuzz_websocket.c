@@ -13,6 +13,9 @@
  * zs_ws_append_header/zs_ws_mask into a frame that reads back identically,
  * and a close reason must go through zs_ws_append_close as a valid close
  * frame. The first text message is also tried as a Sec-WebSocket-Key.
+ * For one input in sixteen that is at least 256 bytes of whole frames,
+ * those frames are repeated beyond 64 kB, past the reader's buffer
+ * compaction.
  *-------------------------------------------------------------------------
  */
 #include "postgres_fe.h"
@@ -126,6 +129,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const char *stream;
 	int			len;
 	int			pos;
+	int			messages_len;
 	bool		tried_key = false;
 
 	if (size < 1)
@@ -159,7 +163,52 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (res == ZS_WS_ERROR)
 		FUZZ_CHECK(whole.error != NULL && whole.error_code >= 1000, "an error has a close code");
+	messages_len = log_whole.len;
 	log_result(&log_whole, &whole, res, &m);
+
+	/*
+	 * Whole frames, no message left unfinished: the same bytes over and over,
+	 * beyond the 64 kB after which zs_ws_reader_feed moves unread bytes to
+	 * the front of its buffer, must give the same messages over and over.
+	 */
+	if (res == ZS_WS_NEED_MORE && whole.fragment_opcode == 0 && whole.input_pos >= 256 &&
+		(seed & 15) == 0)
+	{
+		int			unit = whole.input_pos;
+		int			times = 70000 / unit + 1;
+		StringInfoData repeated,
+					expected,
+					got;
+		ZsWsReader	r;
+
+		initStringInfo(&repeated);
+		initStringInfo(&expected);
+		initStringInfo(&got);
+		for (int i = 0; i < times; i++)
+		{
+			appendBinaryStringInfo(&repeated, stream, unit);
+			appendBinaryStringInfo(&expected, log_whole.data, messages_len);
+		}
+		zs_ws_reader_init(&r, require_mask, limit);
+		for (pos = 0; pos < repeated.len;)
+		{
+			int			n = 1 + (int) (fuzz_next(&seed) % 3000);
+
+			if (n > repeated.len - pos)
+				n = repeated.len - pos;
+			zs_ws_reader_feed(&r, repeated.data + pos, n);
+			pos += n;
+			while ((res = zs_ws_reader_next(&r, &m)) == ZS_WS_MESSAGE)
+				log_result(&got, &r, res, &m);
+			FUZZ_CHECK(res == ZS_WS_NEED_MORE, "repeated whole frames read without error");
+		}
+		FUZZ_CHECK(got.len == expected.len && memcmp(got.data, expected.data, got.len) == 0,
+				   "repeated frames give repeated messages");
+		zs_ws_reader_free(&r);
+		pfree(repeated.data);
+		pfree(expected.data);
+		pfree(got.data);
+	}
 
 	/* in chunks, reading after each, stopping at an error as a server does */
 	zs_ws_reader_init(&chunked, require_mask, limit);
