@@ -3,7 +3,8 @@
 # with AddressSanitizer, LeakSanitizer and UndefinedBehaviorSanitizer.
 #
 #   test/fuzz/run.sh                   build every target, run each for
-#                                      $ZS_FUZZ_SECONDS (default 10) seconds
+#                                      $ZS_FUZZ_SECONDS (default 10) seconds,
+#                                      $ZS_FUZZ_JOBS (default: the CPUs) at once
 #   test/fuzz/run.sh fuzz_http ...     only these targets
 #   test/fuzz/run.sh --build-only      build, do not run
 #
@@ -103,48 +104,70 @@ if ! command -v llvm-symbolizer >/dev/null; then
 	symbolizer=$("$cc" -print-prog-name=llvm-symbolizer)
 	[ -x "$symbolizer" ] && export ASAN_SYMBOLIZER_PATH="$symbolizer"
 fi
-status=0
-printf '%-22s %8s %10s %8s  %s\n' target seconds execs exec/s result
-for t in "${chosen[@]}"; do
-	read -r name max_len _ <<<"$t"
-	log="$build/logs/$name.log"
-	corpus="$build/corpus/$name"
+# one target: its log, and its exit status and seconds in $build/logs/<name>.rc
+run_one() {
+	local name=$1 max_len=$2 t0 rc=0
+	local corpus="$build/corpus/$name"
+
 	mkdir -p "$corpus"
 	touch "$build/logs/$name.started"
 	t0=$(date +%s)
-	rc=0
 	# new inputs go to the first corpus directory, never to the seeds
 	"$build/$name" -max_total_time="$seconds" -max_len="$max_len" -timeout=10 \
 		-rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$build/artifacts/$name-" \
-		"$corpus" "test/fuzz/corpus/$name" >"$log" 2>&1 || rc=$?
+		"$corpus" "test/fuzz/corpus/$name" >"$build/logs/$name.log" 2>&1 || rc=$?
+	echo "$rc $(($(date +%s) - t0))" >"$build/logs/$name.rc"
+}
+
+# as many at a time as there are CPUs (ZS_FUZZ_JOBS), then the reports in order
+run_jobs=${ZS_FUZZ_JOBS:-$jobs}
+echo "fuzz: running ${#chosen[@]} targets, ${seconds}s each, $run_jobs at a time"
+for t in "${chosen[@]}"; do
+	read -r name max_len _ <<<"$t"
+	rm -f "$build/logs/$name.rc"
+	while [ "$(jobs -rp | wc -l)" -ge "$run_jobs" ]; do sleep 0.2; done
+	run_one "$name" "$max_len" &
+done
+wait
+
+status=0
+printf '%-22s %8s %10s %8s  %s\n' target seconds execs exec/s result
+for t in "${chosen[@]}"; do
+	read -r name _ <<<"$t"
+	log="$build/logs/$name.log"
+	read -r rc secs <"$build/logs/$name.rc" || { rc=1; secs=-; }
 	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
 	rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
-	if [ $rc -eq 0 ]; then
+	if [ "$rc" -eq 0 ]; then
 		result=ok
 	else
 		result="FAILED (exit $rc)"
 		status=1
 	fi
-	printf '%-22s %8s %10s %8s  %s\n' "$name" "$(($(date +%s) - t0))" "${execs:--}" "${rate:--}" "$result"
-	if [ $rc -ne 0 ]; then
-		# the report from its first line on (the progress lines before it are noise)
-		first=$(grep -n -m1 -E '^==[0-9]+==|fuzz check failed|runtime error:|^ERROR: libFuzzer' \
-			"$log" | cut -d: -f1 || true)
-		echo "---- $log"
-		if [ -n "$first" ]; then
-			tail -n +"$first" "$log" | head -n 150
-		else
-			tail -n 60 "$log"
-		fi
-		for f in $(find "$build/artifacts" -name "$name-*" -newer "$build/logs/$name.started"); do
-			echo "---- reproducer: $f ($(wc -c <"$f") bytes), base64:"
-			base64 -w 76 "$f"
-			echo "---- rerun it: $build/$name $f"
-			echo "     (test/fuzz/run.sh --build-only $name builds it; elsewhere, decode the"
-			echo "     base64 above with base64 -d >repro and run $build/$name repro)"
-		done
-		echo "----"
+	printf '%-22s %8s %10s %8s  %s\n' "$name" "$secs" "${execs:--}" "${rate:--}" "$result"
+done
+for t in "${chosen[@]}"; do
+	read -r name _ <<<"$t"
+	log="$build/logs/$name.log"
+	read -r rc _ <"$build/logs/$name.rc" || rc=1
+	[ "$rc" -ne 0 ] || continue
+	# the report from its first line on (the progress lines before it are noise)
+	first=$(grep -n -m1 -E '^==[0-9]+==|fuzz check failed|runtime error:|^ERROR: libFuzzer' \
+		"$log" | cut -d: -f1 || true)
+	echo "---- $name: $log"
+	if [ -n "$first" ]; then
+		tail -n +"$first" "$log" | head -n 150
+	else
+		tail -n 60 "$log"
 	fi
+	for f in $(find "$build/artifacts" -name "$name-*" -newer "$build/logs/$name.started"); do
+		echo "---- reproducer: $f ($(wc -c <"$f") bytes), base64:"
+		base64 -w 76 "$f"
+		echo "---- rerun it: $build/$name $f"
+		echo "     (test/fuzz/run.sh --build-only $name builds it; elsewhere, decode the"
+		echo "     base64 above with base64 -d >repro and run $build/$name repro)"
+	done
+	echo "----"
 done
 echo "fuzz: $(($(date +%s) - start))s in all, ${seconds}s per target"
 [ $status -eq 0 ] || echo "fuzz: FAILED" >&2
