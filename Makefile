@@ -23,6 +23,7 @@ OBJS = \
 	src/decoder/schema_diff.o \
 	src/decoder/backfill.o \
 	src/decoder/backfill_worker.o \
+	src/decoder/shard_setup.o \
 	src/changelog/changelog.o \
 	src/changelog/changelog_read.o \
 	src/server/server_worker.o \

@@ -18,6 +18,9 @@ CREATE VIEW ddl_log AS
 -- until the backfills are stored (they follow their DDL asynchronously)
 CREATE FUNCTION ddl_wait_for_backfills() RETURNS boolean LANGUAGE plpgsql AS $$
 BEGIN
+  -- the DDL is stored (and with it its "backfilling" rows) ...
+  PERFORM zero_stream.wait_for_catchup();
+  -- ... then its backfill
   FOR i IN 1 .. 600 LOOP
     IF NOT EXISTS (SELECT FROM "zero_0/cdc"."backfilling") THEN
       RETURN zero_stream.wait_for_catchup();

@@ -22,10 +22,16 @@ SELECT slot_name, plugin, slot_type, temporary
   FROM pg_replication_slots;
 
 -- the default publication, as zero-cache creates it
-SELECT pubname, puballtables FROM pg_publication;
+SELECT pubname, puballtables FROM pg_publication ORDER BY pubname;
 SELECT pubname, nspname FROM pg_publication_namespace pn
   JOIN pg_publication p ON p.oid = pn.pnpubid
   JOIN pg_namespace n ON n.oid = pn.pnnspid;
+-- Zero's metadata, as zero-cache's shard setup creates it, and its publication
+SELECT pubname, schemaname, tablename FROM pg_publication_tables
+ WHERE pubname = '_zero_metadata_0' ORDER BY 2, 3;
+SELECT permissions, hash, lock FROM zero.permissions;
+SELECT count(*) AS clients FROM zero_0.clients;
+SELECT count(*) AS mutations FROM zero_0.mutations;
 
 -- zero-cache's change-log schema, version 6
 SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -69,3 +75,6 @@ SET zero_stream.changelog_batch_size = 10;
 
 -- no subscriber server in this instance (zero_stream.port = 0): no connections
 SELECT count(*) AS connections FROM zero_stream.subscribers();
+-- (last: it writes a published table) the permissions hash is kept by a trigger
+UPDATE zero.permissions SET permissions = '{"tables":{}}';
+SELECT hash = md5('{"tables": {}}') AS hash_kept_by_trigger FROM zero.permissions;

@@ -120,6 +120,31 @@ check_publications(char **newval, void **extra, GucSource source)
 	ok = SplitIdentifierString(copy, ',', &names);
 	if (!ok)
 		GUC_check_errdetail("zero_stream.publications must be a comma-separated list of publication names.");
+	else
+	{
+		ListCell   *lc;
+
+		/* zero-cache's validatePublicationName and its reserved prefix */
+		foreach(lc, names)
+		{
+			const char *name = (const char *) lfirst(lc);
+
+			if (name[0] == '_')
+			{
+				GUC_check_errdetail("Publication names starting with \"_\" are reserved for Zero's internal use (\"%s\").", name);
+				ok = false;
+				break;
+			}
+			for (const char *p = name; *p && ok; p++)
+				ok = (*p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+					  (p > name && *p >= '0' && *p <= '9'));
+			if (!ok)
+			{
+				GUC_check_errdetail("Publication names must start with a letter or underscore and contain only letters, digits and underscores (\"%s\").", name);
+				break;
+			}
+		}
+	}
 	list_free(names);
 	pfree(copy);
 	return ok ? true : reject("zero_stream.publications");
@@ -294,8 +319,14 @@ zs_default_publication_name(void)
 	return psprintf("_%s_public_%d", zs_app_id, zs_shard_num);
 }
 
+char *
+zs_metadata_publication_name(void)
+{
+	return psprintf("_%s_metadata_%d", zs_app_id, zs_shard_num);
+}
+
 List *
-zs_publication_list(bool *is_default)
+zs_app_publication_list(bool *is_default)
 {
 	List	   *names;
 
@@ -305,6 +336,14 @@ zs_publication_list(bool *is_default)
 	/* validated by the check hook */
 	(void) SplitIdentifierString(pstrdup(zs_publications), ',', &names);
 	return names;
+}
+
+List *
+zs_publication_list(void)
+{
+	bool		is_default;
+
+	return lappend(zs_app_publication_list(&is_default), zs_metadata_publication_name());
 }
 
 Datum

@@ -52,7 +52,13 @@ extern char *zs_owner_address(void);		/* "<app>_<shard>/cdc" */
 extern char *zs_effective_slot_name(void);
 extern char *zs_origin_name(void);
 extern char *zs_default_publication_name(void);	/* "_<app>_public_<shard>" */
-extern List *zs_publication_list(bool *is_default);
+/*
+ * The application's publications (zero_stream.publications, or the default
+ * one), and all the decoder streams: those plus Zero's metadata publication.
+ */
+extern List *zs_app_publication_list(bool *is_default);
+extern List *zs_publication_list(void);
+extern char *zs_metadata_publication_name(void);	/* "_<app>_metadata_<shard>" */
 
 /* The publications' names as a text[] Datum, for SPI and SQL functions */
 extern Datum zs_publication_array(List *publications);

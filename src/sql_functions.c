@@ -359,9 +359,7 @@ PG_FUNCTION_INFO_V1(zs_stream_publications);
 Datum
 zs_stream_publications(PG_FUNCTION_ARGS)
 {
-	bool		is_default;
-
-	PG_RETURN_DATUM(zs_publication_array(zs_publication_list(&is_default)));
+	PG_RETURN_DATUM(zs_publication_array(zs_publication_list()));
 }
 
 PG_FUNCTION_INFO_V1(zs_resync);

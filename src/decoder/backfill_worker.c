@@ -15,7 +15,9 @@
  *   2. checks on that snapshot that the request still describes the
  *      published table (zs_schema_backfill_table); if not, it stops and the
  *      decoder retries once the schema change that explains it is stored;
- *   3. reads the row key and the backfilled columns with a cursor, encodes
+ *   3. checks that the table was not rewritten after the snapshot (a
+ *      rewrite is not MVCC-safe: the snapshot would see it empty);
+ *   4. reads the row key and the backfilled columns with a cursor, encodes
  *      each row as the stream encodes values, and sends a "backfill"
  *      message whenever ZS_BACKFILL_CHUNK_BYTES of values are gathered,
  *      then "backfill-completed". The queue is bounded: when the decoder
@@ -34,6 +36,7 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "catalog/pg_type_d.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -204,6 +207,35 @@ count_table(Backfill *b, const char *qualified)
 	b->total_bytes = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
 }
 
+/*
+ * A table rewritten after the snapshot (ALTER TABLE ... TYPE, a volatile
+ * default, VACUUM FULL) looks empty to it: rewrites are not MVCC-safe, the
+ * new file's rows all carry the rewriting transaction. Compare the file the
+ * snapshot's catalog row names with the current one, after count_table()
+ * has locked the table (no rewrite can commit from then on); if they
+ * differ, stop: the decoder retries with a newer snapshot.
+ */
+static void
+check_not_rewritten(Oid relid, const char *qualified)
+{
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+
+	if (SPI_execute_with_args("SELECT relfilenode = pg_relation_filenode(oid) FROM pg_class WHERE oid = $1",
+							  1, types, values, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg_internal("could not read the file of %s", qualified)));
+	if (strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), "t") != 0)
+	{
+		ereport(LOG,
+				(errmsg("zero_stream backfill of %s postponed: the table was rewritten after the backfill's snapshot",
+						qualified),
+				 errhint("The decoder retries with a newer snapshot.")));
+		proc_exit(0);
+	}
+}
+
 /* The relation the encoder writes rowValues with: key columns, then the backfilled ones. */
 static ZsRelation *
 describe(const ZsBackfillTable *t, Oid relid)
@@ -244,6 +276,7 @@ stream_rows(Backfill *b, Oid relid)
 	int64		rows_in_chunk = 0;
 
 	count_table(b, qualified);
+	check_not_rewritten(relid, qualified);
 	ereport(LOG,
 			(errmsg("zero_stream backfill of %s (%s) at watermark %s: " INT64_FORMAT " rows",
 					qualified, select_list(t, NULL), b->watermark, b->total_rows)));
@@ -328,7 +361,6 @@ run_backfill(shm_mq_handle *queue, const char *request)
 	Snapshot	snap;
 	char	   *schema;
 	char	   *mismatch;
-	bool		default_publication;
 	MemoryContext old;
 
 	memset(&b, 0, sizeof(b));
@@ -355,7 +387,7 @@ run_backfill(shm_mq_handle *queue, const char *request)
 	PushActiveSnapshot(GetTransactionSnapshot());
 
 	/* 2. the request must still describe the published table */
-	schema = zs_current_published_schema(zs_publication_list(&default_publication));
+	schema = zs_current_published_schema(zs_publication_list());
 	mismatch = zs_schema_backfill_table(schema, strlen(schema), request, strlen(request), &b.table);
 	if (mismatch != NULL)
 	{

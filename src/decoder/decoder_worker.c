@@ -63,6 +63,7 @@
 #include "spi_xact.h"
 #include "codec/json_read.h"
 #include "decoder/schema_diff.h"
+#include "decoder/shard_setup.h"
 #include "decoder/spool.h"
 #include "codec/watermark.h"
 
@@ -780,6 +781,7 @@ run_decoder(MemoryContext worker_context)
 {
 	char	   *slot_name;
 	List	   *publications;
+	List	   *app_publications;
 	bool		default_publication;
 	char		replica_version[ZS_WATERMARK_MAXLEN];
 	LogicalDecodingContext *ctx;
@@ -791,11 +793,13 @@ run_decoder(MemoryContext worker_context)
 	zs_set_decoder_state(ZS_DECODER_STARTING);
 
 	slot_name = zs_effective_slot_name();
-	publications = zs_publication_list(&default_publication);
-	stream_publications = publications;
+	app_publications = zs_app_publication_list(&default_publication);
 	set_up_origin();
 	prepare_change_log();
-	ensure_publications(publications, default_publication);
+	ensure_publications(app_publications, default_publication);
+	zs_shard_setup(app_publications);
+	publications = zs_publication_list();
+	stream_publications = publications;
 	/* the initial copy encodes rows through the relation cache */
 	zs_relcache_init(worker_context, zs_cdc_schema_name());
 	zs_acquire_slot(slot_name, publications, replica_version);

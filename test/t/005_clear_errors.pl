@@ -56,7 +56,7 @@ sub wait_for_error
 	$node->safe_psql('postgres', 'CREATE PUBLICATION app_pub FOR TABLES IN SCHEMA public');
 	zs_wait_streaming($node);
 	is($node->safe_psql('postgres', 'SELECT "publications" FROM "zero_0/cdc"."replicationConfig"'),
-		'{app_pub}', 'missing publication: streams once it exists');
+		'{_zero_metadata_0,app_pub}', 'missing publication: streams once it exists, with Zero\'s metadata publication');
 	$node->stop;
 }
 
@@ -148,6 +148,29 @@ SELECT s.state = 'streaming' AND r.active_pid = s.pid
 		'batch size 0: range in the log');
 	is($node->safe_psql('postgres', 'SHOW zero_stream.changelog_batch_size'), '2000',
 		'batch size 0: default used');
+	$node->stop;
+}
+
+# --- publications Zero reserves or cannot use (zero-cache's checks)
+{
+	my $node = zs_new_node('pubs', no_extension => 1);
+	$node->stop;
+	$node->append_conf('postgresql.conf', "zero_stream.publications = '_mine'\n");
+	ok(!$node->start(fail_ok => 1), 'reserved publication name: server refuses to start');
+	ok($node->log_contains('Publication names starting with "_" are reserved for Zero'),
+		'reserved publication name: the rule is explained');
+	$node->append_conf('postgresql.conf', "zero_stream.publications = 'no_truncate'\n");
+	$node->start;
+	$node->safe_psql('postgres',
+		q{CREATE PUBLICATION no_truncate FOR TABLES IN SCHEMA public WITH (publish = 'insert, update, delete')});
+	$node->safe_psql('postgres', 'CREATE EXTENSION zero_stream');
+	wait_for_error($node, 'must publish insert, update, delete and truncate', 'publication without truncate');
+	ok($node->log_contains(q{HINT:  ALTER PUBLICATION no_truncate SET \(publish = 'insert, update, delete, truncate'\)}),
+		'publication without truncate: the fix is in the hint');
+	$node->safe_psql('postgres', q{ALTER PUBLICATION no_truncate SET (publish = 'insert, update, delete, truncate')});
+	zs_wait_streaming($node);
+	is($node->safe_psql('postgres', 'SELECT "publications" FROM "zero_0/cdc"."replicationConfig"'),
+		'{_zero_metadata_0,no_truncate}', 'publication without truncate: streams once fixed');
 	$node->stop;
 }
 

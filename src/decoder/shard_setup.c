@@ -1,0 +1,160 @@
+/*-------------------------------------------------------------------------
+ * shard_setup.c
+ *	  Zero's metadata tables and publication in the streamed database, as
+ *	  zero-cache's shard setup creates them (zero-cache's
+ *	  change-source/pg/schema/shard.ts; docs/zero-protocol.md §6).
+ *
+ * A Zero deployment reads these through the stream, like any other table:
+ *   <app>.permissions           one row: the app's permissions and their
+ *                               hash (kept by a trigger), read by
+ *                               view-syncers from their replica;
+ *   <app>_<shard>.clients       the last mutation ID of each client,
+ *   <app>_<shard>.mutations     the results of custom mutators, both
+ *                               written by the app's push processor;
+ *   _<app>_metadata_<shard>     the publication of those three, which the
+ *                               decoder always streams with the app's.
+ * zero-cache creates them in its initial sync; zero_stream creates what is
+ * missing when the decoder starts, so an existing deployment keeps its
+ * rows and a custom app_id/shard_num gets its own. They belong to the
+ * database's owner (the role a Zero app normally connects as), not to the
+ * superuser the decoder runs as. Created on an existing lineage, they
+ * reach the stream as any DDL does: as create-table with a backfill.
+ *
+ * The application's publications are checked as zero-cache checks them:
+ * each must publish insert, update, delete and truncate.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "executor/spi.h"
+#include "utils/builtins.h"
+
+#include "decoder/shard_setup.h"
+#include "guc.h"
+#include "spi_xact.h"
+
+static void
+exec(const char *sql, int expected)
+{
+	int			rc = SPI_execute(sql, false, 0);
+
+	if (rc != expected)
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg_internal("zero_stream shard setup failed (%s): %s",
+								 SPI_result_code_string(rc), sql)));
+}
+
+static bool
+missing(const char *app, const char *shard, const char *publication)
+{
+	char	   *sql = psprintf("SELECT to_regclass('%s.permissions') IS NULL "
+							   "    OR to_regclass('%s.clients') IS NULL "
+							   "    OR to_regclass('%s.mutations') IS NULL "
+							   "    OR NOT EXISTS (SELECT FROM pg_publication WHERE pubname = %s)",
+							   quote_identifier(app), quote_identifier(shard),
+							   quote_identifier(shard), quote_literal_cstr(publication));
+	bool		isnull;
+
+	exec(sql, SPI_OK_SELECT);
+	return DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+}
+
+static void
+create_metadata(const char *app, const char *shard, const char *publication)
+{
+	const char *a = quote_identifier(app);
+	const char *s = quote_identifier(shard);
+	char	   *owner;
+
+	exec(psprintf("CREATE SCHEMA IF NOT EXISTS %s", a), SPI_OK_UTILITY);
+	exec(psprintf("CREATE TABLE IF NOT EXISTS %s.permissions ("
+				  "  \"permissions\" JSONB,"
+				  "  \"hash\" TEXT,"
+				  "  \"lock\" BOOL PRIMARY KEY DEFAULT true CHECK (lock))", a), SPI_OK_UTILITY);
+	exec(psprintf("CREATE OR REPLACE FUNCTION %s.set_permissions_hash() RETURNS TRIGGER "
+				  "LANGUAGE plpgsql AS $$ BEGIN NEW.hash = md5(NEW.permissions::text); RETURN NEW; END $$",
+				  a), SPI_OK_UTILITY);
+	exec(psprintf("CREATE OR REPLACE TRIGGER on_set_permissions BEFORE INSERT OR UPDATE ON %s.permissions "
+				  "FOR EACH ROW EXECUTE FUNCTION %s.set_permissions_hash()", a, a), SPI_OK_UTILITY);
+	exec(psprintf("INSERT INTO %s.permissions (permissions) VALUES (NULL) ON CONFLICT DO NOTHING", a),
+		 SPI_OK_INSERT);
+
+	exec(psprintf("CREATE SCHEMA IF NOT EXISTS %s", s), SPI_OK_UTILITY);
+	exec(psprintf("CREATE TABLE IF NOT EXISTS %s.clients ("
+				  "  \"clientGroupID\" TEXT NOT NULL,"
+				  "  \"clientID\" TEXT NOT NULL,"
+				  "  \"lastMutationID\" BIGINT NOT NULL,"
+				  "  \"userID\" TEXT,"
+				  "  PRIMARY KEY (\"clientGroupID\", \"clientID\"))", s), SPI_OK_UTILITY);
+	exec(psprintf("CREATE TABLE IF NOT EXISTS %s.mutations ("
+				  "  \"clientGroupID\" TEXT NOT NULL,"
+				  "  \"clientID\" TEXT NOT NULL,"
+				  "  \"mutationID\" BIGINT NOT NULL,"
+				  "  \"result\" JSON NOT NULL,"
+				  "  PRIMARY KEY (\"clientGroupID\", \"clientID\", \"mutationID\"))", s), SPI_OK_UTILITY);
+
+	/* the database owner's, as if the app had run zero-cache's setup */
+	exec("SELECT quote_ident(pg_get_userbyid(datdba)) FROM pg_database WHERE datname = current_database()",
+		 SPI_OK_SELECT);
+	owner = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	exec(psprintf("ALTER SCHEMA %s OWNER TO %s", a, owner), SPI_OK_UTILITY);
+	exec(psprintf("ALTER TABLE %s.permissions OWNER TO %s", a, owner), SPI_OK_UTILITY);
+	exec(psprintf("ALTER FUNCTION %s.set_permissions_hash() OWNER TO %s", a, owner), SPI_OK_UTILITY);
+	exec(psprintf("ALTER SCHEMA %s OWNER TO %s", s, owner), SPI_OK_UTILITY);
+	exec(psprintf("ALTER TABLE %s.clients OWNER TO %s", s, owner), SPI_OK_UTILITY);
+	exec(psprintf("ALTER TABLE %s.mutations OWNER TO %s", s, owner), SPI_OK_UTILITY);
+
+	exec(psprintf("SELECT FROM pg_publication WHERE pubname = %s", quote_literal_cstr(publication)),
+		 SPI_OK_SELECT);
+	if (SPI_processed == 0)
+	{
+		exec(psprintf("CREATE PUBLICATION %s FOR TABLE %s.permissions, TABLE %s.clients, %s.mutations",
+					  quote_identifier(publication), a, s, s), SPI_OK_UTILITY);
+		exec(psprintf("ALTER PUBLICATION %s OWNER TO %s", quote_identifier(publication), owner),
+			 SPI_OK_UTILITY);
+	}
+	ereport(LOG,
+			(errmsg("zero_stream created Zero's metadata: %s.permissions, %s.clients, %s.mutations and publication %s",
+					a, s, s, quote_identifier(publication))));
+}
+
+/* zero-cache's validatePublications: every change kind is published */
+static void
+check_publications(List *publications)
+{
+	Oid			types[1] = {TEXTARRAYOID};
+	Datum		values[1] = {zs_publication_array(publications)};
+
+	if (SPI_execute_with_args("SELECT pubname FROM pg_publication WHERE pubname = ANY ($1) "
+							  "   AND NOT (pubinsert AND pubupdate AND pubdelete AND pubtruncate) "
+							  " ORDER BY pubname",
+							  1, types, values, NULL, true, 1) != SPI_OK_SELECT)
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg_internal("could not read the publications' options")));
+	if (SPI_processed > 0)
+	{
+		char	   *name = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("publication \"%s\" must publish insert, update, delete and truncate", name),
+				 errdetail("Zero replicas apply every kind of change; a publication that leaves one out would leave them wrong."),
+				 errhint("ALTER PUBLICATION %s SET (publish = 'insert, update, delete, truncate'), then restart zero_stream's decoder.",
+						 quote_identifier(name))));
+	}
+}
+
+void
+zs_shard_setup(List *app_publications)
+{
+	char	   *shard = psprintf("%s_%d", zs_app_id, zs_shard_num);
+	char	   *publication = zs_metadata_publication_name();
+
+	zs_spi_xact_begin(NULL);
+	check_publications(app_publications);
+	if (missing(zs_app_id, shard, publication))
+		create_metadata(zs_app_id, shard, publication);
+	zs_spi_xact_commit();
+}

@@ -1,0 +1,18 @@
+/*-------------------------------------------------------------------------
+ * shard_setup.h
+ *	  Zero's metadata tables and publication (see shard_setup.c).
+ *-------------------------------------------------------------------------
+ */
+#ifndef ZS_SHARD_SETUP_H
+#define ZS_SHARD_SETUP_H
+
+#include "nodes/pg_list.h"
+
+/*
+ * Check the application's publications, and create whatever is missing of
+ * <app>.permissions, <app>_<shard>.clients/.mutations and the publication
+ * _<app>_metadata_<shard>, in its own transaction.
+ */
+extern void zs_shard_setup(List *app_publications);
+
+#endif							/* ZS_SHARD_SETUP_H */
