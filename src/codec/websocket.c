@@ -255,6 +255,11 @@ zs_ws_append_close(StringInfo out, uint16 code, const char *reason)
 		while (len > 0 && (((unsigned char) reason[len]) & 0xC0) == 0x80)
 			len--;
 	}
+	if (code == ZS_WS_CLOSE_NO_STATUS)
+	{
+		zs_ws_append_frame(out, ZS_WS_OP_CLOSE, "", 0);
+		return;
+	}
 	buf[0] = (char) (code >> 8);
 	buf[1] = (char) code;
 	if (len > 0)

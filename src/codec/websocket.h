@@ -19,7 +19,12 @@
 #define ZS_WS_OP_PING			0x9
 #define ZS_WS_OP_PONG			0xA
 
-/* close codes (RFC 6455 §7.4.1) */
+/*
+ * close codes (RFC 6455 §7.4.1); ZS_WS_CLOSE_NO_STATUS sends a close frame
+ * without a status code (the peer reports 1005), as the "ws" library's
+ * close() does, which zero-cache uses after an error message
+ */
+#define ZS_WS_CLOSE_NO_STATUS		0
 #define ZS_WS_CLOSE_NORMAL			1000
 #define ZS_WS_CLOSE_GOING_AWAY		1001
 #define ZS_WS_CLOSE_PROTOCOL_ERROR	1002

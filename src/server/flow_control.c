@@ -152,6 +152,6 @@ zs_flow_check_laggards(const char *head)
 				 errmsg("disconnecting subscriber %s (%s): it lagged behind the stream for " INT64_FORMAT " ms",
 						zs_subscriber_id(c->sub), c->address, lagging_ms)));
 		zs_subscriber_fail_lagging(c->sub, &c->out, zs_slow_subscriber_grace_ms, lagging_ms);
-		zs_conn_send_close(c, ZS_WS_CLOSE_NORMAL, NULL);
+		zs_conn_send_close(c, ZS_WS_CLOSE_NO_STATUS, NULL);	/* as zero-cache after an error */
 	}
 }

@@ -389,5 +389,5 @@ zs_route_message(ZsConn *c, const char *text, int len)
 	if (!ok)
 		zs_conn_send_close(c, ZS_WS_CLOSE_PROTOCOL_ERROR, psprintf("Error: %s", error));
 	else if (c->sub != NULL && zs_subscriber_is_finished(c->sub))
-		zs_conn_send_close(c, ZS_WS_CLOSE_NORMAL, NULL);
+		zs_conn_send_close(c, ZS_WS_CLOSE_NO_STATUS, NULL);	/* as zero-cache after an error */
 }

@@ -196,8 +196,10 @@ SELECT watermark FROM "zero_0/cdc"."changeLog" WHERE change->>'tag' = 'commit'
 
 # --- Zero's subscription errors
 {
-	my ($rc, $out) = tail(url(replicaVersion => 'zzz'));
+	my ($rc, $out, $err) = tail(url(replicaVersion => 'zzz'));
 	is($rc, 3, 'wrong replica version: error exit');
+	like($err, qr/^closed: 1005 $/m,
+		'after the error message, a close without a status code, as zero-cache closes (peer sees 1005)');
 	is($out, qq({"id":1,"msg":["error",{"type":1,"message":"current replica version is $rv (requested zzz)"}]}\n),
 		'wrong replica version: WrongReplicaVersion message');
 	my $first = $node->safe_psql('postgres',

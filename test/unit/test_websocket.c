@@ -152,6 +152,11 @@ test_server_output(void)
 	zs_ws_append_close(&out, ZS_WS_CLOSE_PROTOCOL_ERROR, reason);
 	CHECK(out.len == 2 + 2 + 122, "reason truncated before the split character (%d)", out.len);
 
+	/* a close without a status code (zero-cache's after an error): an empty payload */
+	resetStringInfo(&out);
+	zs_ws_append_close(&out, ZS_WS_CLOSE_NO_STATUS, "ignored");
+	CHECK(out.len == 2 && (uint8) out.data[0] == 0x88 && out.data[1] == 0, "close without a status code");
+
 	/* a client reads server frames, which must not be masked */
 	zs_ws_reader_init(&r, false, 1024);
 	resetStringInfo(&out);
