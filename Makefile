@@ -24,8 +24,10 @@ OBJS = \
 	src/decoder/backfill.o \
 	src/decoder/backfill_worker.o \
 	src/decoder/shard_setup.o \
+	src/decoder/purge.o \
 	src/changelog/changelog.o \
 	src/changelog/changelog_read.o \
+	src/changelog/changelog_purge.o \
 	src/server/server_worker.o \
 	src/server/listener.o \
 	src/server/admission.o \

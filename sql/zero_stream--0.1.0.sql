@@ -30,7 +30,14 @@ CREATE FUNCTION status(
     OUT last_error text,
     OUT last_error_time timestamptz,
     OUT value_errors bigint,
-    OUT last_value_error text)
+    OUT last_value_error text,
+    OUT retained_rows bigint,
+    OUT retained_bytes bigint,
+    OUT purge_floor text,
+    OUT purge_held_by text,
+    OUT purged_rows bigint,
+    OUT purged_bytes bigint,
+    OUT last_purge_time timestamptz)
 RETURNS record
 AS 'MODULE_PATHNAME', 'zs_status'
 LANGUAGE C STRICT VOLATILE;
@@ -114,6 +121,17 @@ COMMENT ON FUNCTION resync() IS
   'Start a new lineage: new slot, new initial copy into the backup replica, new replicaVersion (subscribers restore)';
 
 REVOKE ALL ON FUNCTION resync() FROM PUBLIC;
+
+CREATE FUNCTION purge(timeout interval DEFAULT '60 seconds',
+    OUT rows bigint, OUT bytes bigint, OUT floor text, OUT held_by text)
+RETURNS record
+AS 'MODULE_PATHNAME', 'zs_purge'
+LANGUAGE C STRICT VOLATILE;
+
+COMMENT ON FUNCTION purge(interval) IS
+  'Have the decoder purge the change log now: rows and bytes deleted, the floor, and what holds it';
+
+REVOKE ALL ON FUNCTION purge(interval) FROM PUBLIC;
 
 -- -------------------------------------------------------------------------
 -- Schema changes. Every DDL command that changes what the streamed

@@ -30,6 +30,8 @@ int			zs_commit_batch_kb = 16384;
 int			zs_test_unencodable_type = 0;
 int			zs_poll_interval_ms = 50;
 int			zs_slot_save_interval_ms = 10000;
+int			zs_purge_interval_ms = 60000;
+int			zs_subscriber_retention_ms = 15 * 60 * 1000;
 char	   *zs_listen_addresses = NULL;
 char	   *zs_advertise_address = NULL;
 int			zs_port = 4849;
@@ -218,6 +220,16 @@ zs_define_gucs(void)
 							"How often the decoder writes its confirmed slot position to disk.",
 							NULL,
 							&zs_slot_save_interval_ms, 10000, 100, 3600000, PGC_SIGHUP, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("zero_stream.purge_interval",
+							"How often the decoder deletes change-log rows that nothing needs any more.",
+							"0 disables purging (zero_stream.purge() still purges on demand).",
+							&zs_purge_interval_ms, 60000, 0, INT_MAX, PGC_SIGHUP, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("zero_stream.subscriber_retention",
+							"How long the change log keeps what a disconnected subscriber needs to resume.",
+							"A subscriber that returns later than this may be told WatermarkTooOld and restore.",
+							&zs_subscriber_retention_ms, 15 * 60 * 1000, 0, INT_MAX, PGC_SIGHUP, GUC_UNIT_MS,
 							NULL, NULL, NULL);
 
 	DefineCustomStringVariable("zero_stream.advertise_address",

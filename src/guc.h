@@ -19,6 +19,8 @@ extern int	zs_commit_batch_kb;
 extern int	zs_poll_interval_ms;
 extern int	zs_test_unencodable_type;
 extern int	zs_slot_save_interval_ms;
+extern int	zs_purge_interval_ms;
+extern int	zs_subscriber_retention_ms;
 extern char *zs_listen_addresses;
 extern char *zs_advertise_address;
 extern int	zs_port;

@@ -203,3 +203,107 @@ zs_publish_stored(const char *head, uint64 ntxns, uint64 nchanges,
 	if (replicator_latch != NULL)
 		SetLatch(replicator_latch);
 }
+
+void
+zs_record_departed_subscriber(const char *id, const char *watermark)
+{
+	ZsDepartedSubscriber *slot = NULL;
+
+	if (watermark == NULL || watermark[0] == '\0')
+		return;
+	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
+	/* its earlier entry, else a free one, else the oldest */
+	for (int i = 0; i < ZS_MAX_DEPARTED; i++)
+	{
+		ZsDepartedSubscriber *d = &zs_shared->departed[i];
+
+		if (d->departed_at != 0 && strcmp(d->id, id) == 0)
+		{
+			slot = d;
+			break;
+		}
+		if (slot == NULL || (slot->departed_at != 0 && d->departed_at < slot->departed_at))
+			slot = d;
+	}
+	strlcpy(slot->id, id, sizeof(slot->id));
+	strlcpy(slot->watermark, watermark, sizeof(slot->watermark));
+	slot->departed_at = GetCurrentTimestamp();
+	LWLockRelease(zs_shared->lock);
+}
+
+static void
+lower_floor(char *floor, char *holder, int holder_len, const char *watermark, const char *who)
+{
+	if (watermark[0] == '\0')
+		return;
+	if (floor[0] == '\0' || strcmp(watermark, floor) < 0)
+	{
+		strlcpy(floor, watermark, ZS_WATERMARK_MAXLEN);
+		strlcpy(holder, who, holder_len);
+	}
+}
+
+bool
+zs_purge_floor(const char *gate, int retention_ms, char *floor, char *holder, int holder_len)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	bool		backup_wanted = zs_replica_file != NULL && zs_replica_file[0] != '\0';
+
+	floor[0] = '\0';
+	holder[0] = '\0';
+	LWLockAcquire(zs_shared->lock, LW_SHARED);
+	if (backup_wanted)
+	{
+		const char *backup = zs_shared->backup_watermark;
+
+		/*
+		 * The backup replica, restored from by every new subscriber, holds
+		 * the floor; its watermark counts once it covers the head of when
+		 * the decoder started (a replica still catching up vouches for
+		 * nothing yet). A backup that cannot be served from (missing, of
+		 * another lineage, failing) does not hold the log forever.
+		 */
+		if (zs_shared->backup_state == ZS_BACKUP_FOLLOWING && backup[0] != '\0' &&
+			strcmp(backup, gate) >= 0)
+			lower_floor(floor, holder, holder_len, backup, "backup replica");
+		else if (zs_shared->backup_state == ZS_BACKUP_FOLLOWING ||
+				 zs_shared->backup_state == ZS_BACKUP_WAITING_FOR_DECODER ||
+				 zs_shared->backup_state == ZS_BACKUP_NOT_STARTED)
+		{
+			LWLockRelease(zs_shared->lock);
+			snprintf(holder, holder_len, "waiting for the backup replica to reach %s (at %s)",
+					 gate, backup[0] ? backup : "nothing yet");
+			return false;
+		}
+	}
+	for (int i = 0; i < zs_shared->max_subscribers; i++)
+	{
+		ZsSubscriberSlot *s = &zs_shared->subscribers[i];
+
+		char		who[2 * ZS_NAME_LEN + 32];
+
+		if (!s->in_use || s->mode == ZS_SUB_MODE_NONE || s->state == ZS_SUB_FAILED)
+			continue;
+		snprintf(who, sizeof(who), "%s %s (%s)",
+				 s->mode == ZS_SUB_MODE_SNAPSHOT ? "reservation" : "subscriber", s->id, s->address);
+		lower_floor(floor, holder, holder_len, s->watermark_acked, who);
+	}
+	for (int i = 0; i < ZS_MAX_DEPARTED; i++)
+	{
+		ZsDepartedSubscriber *d = &zs_shared->departed[i];
+		char		who[ZS_NAME_LEN + 64];
+
+		if (d->departed_at == 0 ||
+			TimestampDifferenceExceeds(d->departed_at, now, retention_ms))
+			continue;
+		snprintf(who, sizeof(who), "subscriber %s, disconnected less than subscriber_retention ago", d->id);
+		lower_floor(floor, holder, holder_len, d->watermark, who);
+	}
+	LWLockRelease(zs_shared->lock);
+	if (floor[0] == '\0')
+	{
+		strlcpy(holder, "no backup replica and no subscriber to vouch for a watermark", holder_len);
+		return false;
+	}
+	return true;
+}

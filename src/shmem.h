@@ -54,6 +54,20 @@ typedef struct ZsSubscriberSlot
 	TimestampTz connected_since;
 } ZsSubscriberSlot;
 
+/*
+ * A subscriber that disconnected: the change log keeps what it needs for
+ * zero_stream.subscriber_retention after it left, so that it can come back
+ * without restoring (the purge floor counts it until then).
+ */
+#define ZS_MAX_DEPARTED 64
+
+typedef struct ZsDepartedSubscriber
+{
+	char		id[ZS_NAME_LEN];
+	char		watermark[ZS_WATERMARK_MAXLEN];
+	TimestampTz departed_at;	/* 0: unused */
+} ZsDepartedSubscriber;
+
 /* The background workers, each with its slot in shared memory */
 typedef enum ZsWorkerKind
 {
@@ -132,6 +146,18 @@ typedef struct ZsSharedState
 	char		backup_watermark[ZS_WATERMARK_MAXLEN];	/* replica's stateVersion */
 	uint64		backup_rows_applied;
 
+	/* purging the change log (the decoder's) */
+	bool		purge_requested;	/* zero_stream.purge() */
+	uint64		purge_runs;		/* purges completed since the postmaster started */
+	int64		last_purge_rows;
+	int64		last_purge_bytes;
+	uint64		purged_rows;	/* in all */
+	uint64		purged_bytes;
+	TimestampTz last_purge_time;
+	char		purge_floor[ZS_WATERMARK_MAXLEN];	/* "" while nothing may be purged */
+	char		purge_holder[ZS_ERROR_LEN / 4];	/* what holds the floor, or why no purge */
+	ZsDepartedSubscriber departed[ZS_MAX_DEPARTED];
+
 	/* values stored as text because they could not be encoded */
 	uint64		value_errors;
 	char		last_value_error[ZS_ERROR_LEN];
@@ -179,5 +205,19 @@ extern void zs_record_value_error(const char *message);
  */
 extern void zs_publish_stored(const char *head, uint64 ntxns, uint64 nchanges,
 							  TimestampTz upstream_commit_time);
+
+/* A serving or backup subscriber left, having acked watermark. */
+extern void zs_record_departed_subscriber(const char *id, const char *watermark);
+
+/*
+ * The purge floor: the lowest watermark anything may still need, among the
+ * backup replica's (once it reached gate, the head when the decoder
+ * started), every connected subscriber's acked watermark, every snapshot
+ * reservation's, and every subscriber that left less than retention_ms
+ * ago. Returns false, with the reason in holder, if nothing vouches for
+ * any watermark (then nothing is purged); else the floor and what holds it.
+ */
+extern bool zs_purge_floor(const char *gate, int retention_ms, char *floor,
+						   char *holder, int holder_len);
 
 #endif							/* ZS_SHMEM_H */

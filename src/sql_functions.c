@@ -22,7 +22,12 @@
 #include "replication/slot.h"
 #include "storage/latch.h"
 #include "catalog/pg_type_d.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "pgstat.h"
+#include "utils/syscache.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/pg_lsn.h"
 #include "utils/timestamp.h"
 
@@ -33,7 +38,7 @@ PG_FUNCTION_INFO_V1(zs_status);
 PG_FUNCTION_INFO_V1(zs_subscribers);
 PG_FUNCTION_INFO_V1(zs_workers);
 
-#define STATUS_COLUMNS 25
+#define STATUS_COLUMNS 32
 
 static Datum
 text_or_null(const char *s, bool *isnull)
@@ -168,6 +173,33 @@ check_loaded(void)
 				 errhint("Add zero_stream to shared_preload_libraries and restart the server.")));
 }
 
+/*
+ * The change log's rows (the planner's estimate: counting them would read
+ * the whole table) and its size on disk with indexes and TOAST; NULL
+ * before the decoder created it.
+ */
+static void
+change_log_size(Datum *rows, bool *rows_null, Datum *bytes, bool *bytes_null)
+{
+	Oid			relid = InvalidOid;
+	Oid			nsp = get_namespace_oid(zs_cdc_schema_name(), true);
+
+	if (OidIsValid(nsp))
+		relid = get_relname_relid("changeLog", nsp);
+	*rows_null = *bytes_null = !OidIsValid(relid);
+	if (!OidIsValid(relid))
+		return;
+	{
+		HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+
+		*rows = Int64GetDatum(HeapTupleIsValid(tup) ?
+							  (int64) Max(((Form_pg_class) GETSTRUCT(tup))->reltuples, 0) : 0);
+		if (HeapTupleIsValid(tup))
+			ReleaseSysCache(tup);
+	}
+	*bytes = DirectFunctionCall1(pg_total_relation_size, ObjectIdGetDatum(relid));
+}
+
 Datum
 zs_status(PG_FUNCTION_ARGS)
 {
@@ -259,6 +291,16 @@ zs_status(PG_FUNCTION_ARGS)
 	i++;
 	values[i++] = Int64GetDatum((int64) snap.value_errors);
 	values[i] = text_or_null(snap.last_value_error, &nulls[i]);
+	i++;
+	change_log_size(&values[i], &nulls[i], &values[i + 1], &nulls[i + 1]);
+	i += 2;
+	values[i] = text_or_null(snap.purge_floor, &nulls[i]);
+	i++;
+	values[i] = text_or_null(snap.purge_holder, &nulls[i]);
+	i++;
+	values[i++] = Int64GetDatum((int64) snap.purged_rows);
+	values[i++] = Int64GetDatum((int64) snap.purged_bytes);
+	values[i] = time_or_null(snap.last_purge_time, &nulls[i]);
 	i++;
 	Assert(i == STATUS_COLUMNS);
 
@@ -360,6 +402,70 @@ Datum
 zs_stream_publications(PG_FUNCTION_ARGS)
 {
 	PG_RETURN_DATUM(zs_publication_array(zs_publication_list()));
+}
+
+PG_FUNCTION_INFO_V1(zs_purge);
+
+/*
+ * zero_stream.purge(timeout): the decoder is the change log's only writer,
+ * so it purges; this asks it to now and waits for that purge to finish.
+ */
+Datum
+zs_purge(PG_FUNCTION_ARGS)
+{
+	Interval   *timeout = PG_GETARG_INTERVAL_P(0);
+	TimestampTz deadline = GetCurrentTimestamp() +
+		timeout->time + (timeout->day + (int64) timeout->month * 30) * USECS_PER_DAY;
+	TupleDesc	tupdesc;
+	Datum		values[4];
+	bool		nulls[4] = {false, false, false, false};
+	uint64		runs;
+	int			pid;
+	Latch	   *latch;
+
+	check_loaded();
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
+	pid = zs_shared->workers[ZS_WORKER_DECODER].pid;
+	latch = zs_shared->workers[ZS_WORKER_DECODER].latch;
+	runs = zs_shared->purge_runs;
+	if (pid != 0)
+		zs_shared->purge_requested = true;
+	LWLockRelease(zs_shared->lock);
+	if (pid == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the zero_stream decoder is not running"),
+				 errhint("Check zero_stream.status() and the server log.")));
+	SetLatch(latch);
+	for (;;)
+	{
+		bool		done;
+
+		LWLockAcquire(zs_shared->lock, LW_SHARED);
+		done = zs_shared->purge_runs > runs;
+		if (done)
+		{
+			values[0] = Int64GetDatum(zs_shared->last_purge_rows);
+			values[1] = Int64GetDatum(zs_shared->last_purge_bytes);
+			values[2] = text_or_null(zs_shared->purge_floor, &nulls[2]);
+			values[3] = text_or_null(zs_shared->purge_holder, &nulls[3]);
+		}
+		LWLockRelease(zs_shared->lock);
+		if (done)
+			break;
+		if (GetCurrentTimestamp() >= deadline)
+			ereport(ERROR,
+					(errcode(ERRCODE_QUERY_CANCELED),
+					 errmsg("the zero_stream decoder did not purge within the timeout"),
+					 errhint("It purges between decoding rounds; check zero_stream.status().")));
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 20L,
+						 PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
 }
 
 PG_FUNCTION_INFO_V1(zs_resync);

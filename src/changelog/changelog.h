@@ -90,6 +90,21 @@ typedef struct ZsChangeLogPage
 extern ZsChangeLogPage *zs_changelog_read_page(const char *after_watermark, int64 after_pos,
 											   int limit);
 
+/*
+ * One purge batch (changelog_purge.c): delete at most limit rows below
+ * floor, never the newest transaction; LOCKED if the oldest row is locked
+ * by someone (the purge lock), MORE if a full batch was deleted.
+ */
+typedef enum ZsPurgeResult
+{
+	ZS_PURGE_DONE,
+	ZS_PURGE_MORE,
+	ZS_PURGE_LOCKED
+} ZsPurgeResult;
+
+extern ZsPurgeResult zs_changelog_purge_batch(const char *floor, int limit,
+											  int64 *rows, int64 *bytes);
+
 /* The oldest watermark in the log ("" if it is empty). */
 extern void zs_changelog_read_floor(char *floor);
 

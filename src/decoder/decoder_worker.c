@@ -62,6 +62,7 @@
 #include "shmem.h"
 #include "spi_xact.h"
 #include "codec/json_read.h"
+#include "decoder/purge.h"
 #include "decoder/schema_diff.h"
 #include "decoder/shard_setup.h"
 #include "decoder/spool.h"
@@ -130,6 +131,7 @@ typedef struct Batch
 static CurrentTxn txn;
 static Batch batch;
 static char stored_head[ZS_WATERMARK_MAXLEN];	/* lastWatermark in the log */
+static char purge_gate[ZS_WATERMARK_MAXLEN];	/* the head when the stream started */
 static ZsPgoutputMsg msg;
 static ZsTuple old_tuple;
 static ZsTuple new_tuple;
@@ -805,6 +807,7 @@ run_decoder(MemoryContext worker_context)
 	zs_acquire_slot(slot_name, publications, replica_version);
 	claim_change_log();
 	zs_backfill_reset();
+	strlcpy(purge_gate, stored_head, sizeof(purge_gate));
 
 	message_context = AllocSetContextCreate(worker_context, "zero_stream message",
 											ALLOCSET_DEFAULT_SIZES);
@@ -831,6 +834,8 @@ run_decoder(MemoryContext worker_context)
 		/* a backfill's messages, between rounds (decoder/backfill.c) */
 		if (zs_backfill_step(stored_head, ctx->reader->EndRecPtr))
 			busy = true;
+		if (zs_purge_step(purge_gate))
+			busy = true;
 
 		if (ConfigReloadPending)
 		{
@@ -844,6 +849,7 @@ run_decoder(MemoryContext worker_context)
 			zs_restart_lineage(slot_name, publications, replica_version);
 			claim_change_log();
 			zs_backfill_reset();
+			strlcpy(purge_gate, stored_head, sizeof(purge_gate));
 			ctx = start_decoding(publications);
 			publish_start(slot_name, replica_version);
 			continue;

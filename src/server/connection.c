@@ -50,6 +50,7 @@
 #include "server/connection.h"
 #include "server/peer_log.h"
 #include "server/routes.h"
+#include "shmem.h"
 
 #define MAX_HEAD_BYTES		8192
 #define PING_INTERVAL_MS	30000
@@ -164,6 +165,15 @@ zs_conn_close(ZsConn *c)
 {
 	if (c->closed)
 		return;
+	if (c->sub != NULL)
+	{
+		ZsSubscriberInfo info;
+
+		/* the change log keeps what it needs for a while (the purge floor) */
+		zs_subscriber_describe(c->sub, "", &info);
+		if (info.state != ZS_SUB_FAILED)
+			zs_record_departed_subscriber(info.id, info.watermark_acked);
+	}
 	closesocket(c->sock);
 	ReleaseExternalFD();
 	if (c->copy != NULL)

@@ -112,6 +112,9 @@ zs_subscriber_start(const ZsSubscribeParams *p, int protocol, char **error)
 		sub->malformed_watermark = pstrdup(p->watermark);
 	strlcpy(sub->replica_version, p->replica_version, sizeof(sub->replica_version));
 	strlcpy(sub->watermark, p->watermark, sizeof(sub->watermark));
+	/* it has everything up to where it starts: the purge floor counts that */
+	if (!malformed)
+		strlcpy(sub->acked_watermark, p->watermark, sizeof(sub->acked_watermark));
 	sub->backup_mode = p->mode != NULL && strcmp(p->mode, "backup") == 0;
 	sub->batched = p->batched;
 	strlcpy(sub->cursor_watermark, sub->watermark, sizeof(sub->cursor_watermark));

@@ -34,6 +34,8 @@ restart_after_crash = on
 zero_stream.database = 'postgres'
 zero_stream.poll_interval = 20
 log_min_messages = info
+# tests check the change log's contents: purging is tested on its own (025)
+zero_stream.purge_interval = 0
 });
 	$node->append_conf('postgresql.conf', $opts{extra_conf}) if $opts{extra_conf};
 	$node->start;

@@ -1,0 +1,114 @@
+/*-------------------------------------------------------------------------
+ * changelog_purge.c
+ *	  Deleting change-log rows below the purge floor, in bounded batches
+ *	  (docs/zero-protocol.md §6.5, zero-cache's purgeRecordsBefore).
+ *
+ * One batch runs in the caller's transaction with SPI connected:
+ *   1. the purge lock: the oldest row is locked FOR UPDATE, skipping it if
+ *      someone holds it (zero-cache's PurgeLocker keeps a row lock on the
+ *      oldest row while it needs the log from there); a held lock means no
+ *      purge now;
+ *   2. at most `limit` rows below the floor are deleted, in (watermark,
+ *      pos) order, never the newest stored transaction (the catch-up
+ *      boundary);
+ *   3. ownership is checked after the delete, in the same transaction
+ *      (FOR SHARE on the state row): a log another streamer has taken over
+ *      is not purged by us.
+ * Bounded batches keep each transaction's WAL and lock footprint small, so
+ * a purge of millions of rows neither bloats WAL in one commit nor blocks
+ * the decoder's stores for long; autovacuum reclaims the space.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type_d.h"
+#include "executor/spi.h"
+#include "utils/builtins.h"
+
+#include "changelog/changelog.h"
+#include "guc.h"
+
+static const char *
+cdc(void)
+{
+	return quote_identifier(zs_cdc_schema_name());
+}
+
+static void
+run(const char *sql, int nargs, Oid *types, Datum *values, int expected)
+{
+	int			rc = SPI_execute_with_args(sql, nargs, types, values, NULL, false, 0);
+
+	if (rc != expected)
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg_internal("change-log purge failed (%s): %s", SPI_result_code_string(rc), sql)));
+}
+
+static bool
+purge_lock_taken(void)
+{
+	const char *s = cdc();
+	Oid			types[2] = {TEXTOID, INT8OID};
+	Datum		values[2];
+	bool		isnull;
+
+	run(psprintf("SELECT \"watermark\", \"pos\" FROM %s.\"changeLog\" ORDER BY \"watermark\", \"pos\" LIMIT 1", s),
+		0, NULL, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return true;			/* empty: nothing to lock, nothing to purge */
+	values[0] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	values[1] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
+	values[0] = PointerGetDatum(DatumGetTextPCopy(values[0]));
+	run(psprintf("SELECT FROM %s.\"changeLog\" WHERE \"watermark\" = $1 AND \"pos\" = $2 "
+				 "FOR UPDATE SKIP LOCKED", s),
+		2, types, values, SPI_OK_SELECT);
+	return SPI_processed == 1;
+}
+
+static void
+check_ownership(void)
+{
+	char	   *owner;
+
+	run(psprintf("SELECT \"owner\" FROM %s.\"replicationState\" FOR SHARE", cdc()),
+		0, NULL, NULL, SPI_OK_SELECT);
+	owner = SPI_processed == 1 ? SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1) : NULL;
+	if (owner == NULL || strcmp(owner, zs_task_id) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("not purging the change log: its ownership has been taken by %s",
+						owner ? owner : "nobody"),
+				 errdetail("zero_stream.task_id is \"%s\".", zs_task_id)));
+}
+
+ZsPurgeResult
+zs_changelog_purge_batch(const char *floor, int limit, int64 *rows, int64 *bytes)
+{
+	const char *s = cdc();
+	Oid			types[2] = {TEXTOID, INT4OID};
+	Datum		values[2];
+	bool		isnull;
+
+	*rows = 0;
+	*bytes = 0;
+	if (!purge_lock_taken())
+		return ZS_PURGE_LOCKED;
+	values[0] = CStringGetTextDatum(floor);
+	values[1] = Int32GetDatum(limit);
+	run(psprintf("WITH doomed AS ("
+				 "  SELECT \"watermark\", \"pos\" FROM %1$s.\"changeLog\" "
+				 "   WHERE \"watermark\" < $1 "
+				 "     AND \"watermark\" < (SELECT max(\"watermark\") FROM %1$s.\"changeLog\") "
+				 "   ORDER BY \"watermark\", \"pos\" LIMIT $2), "
+				 "gone AS ("
+				 "  DELETE FROM %1$s.\"changeLog\" c USING doomed d "
+				 "   WHERE c.\"watermark\" = d.\"watermark\" AND c.\"pos\" = d.\"pos\" "
+				 "  RETURNING pg_column_size(c.*) AS size) "
+				 "SELECT count(*)::int8, coalesce(sum(size), 0)::int8 FROM gone", s),
+		2, types, values, SPI_OK_SELECT);
+	*rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	*bytes = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	check_ownership();
+	return *rows < limit ? ZS_PURGE_DONE : ZS_PURGE_MORE;
+}
