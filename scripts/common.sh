@@ -1,6 +1,12 @@
 # Sourced by the scripts: run PostgreSQL's programs as an unprivileged user.
 # As root that is "zstest" (created if missing), since initdb refuses root.
-BIN=/usr/lib/postgresql/15/bin
+# The programs of the PostgreSQL that PG_CONFIG names (a private build's, where
+# the extension was installed with the same PG_CONFIG), else the system's.
+if [ -n "${PG_CONFIG:-}" ]; then
+	BIN=$("$PG_CONFIG" --bindir)
+else
+	BIN=/usr/lib/postgresql/15/bin
+fi
 as_user=()
 if [ "$(id -u)" -eq 0 ]; then
 	id zstest >/dev/null 2>&1 || useradd --create-home --shell /bin/bash zstest
