@@ -93,6 +93,8 @@ zs_changelog_read_page(const char *after_watermark, int64 after_pos, int limit)
 									 VARSIZE_ANY_EXHDR(change), &row->is_commit);
 		row->message_len = (int) strlen(row->message);
 	}
+	/* a round reads many pages in one transaction: keep only the messages */
+	SPI_freetuptable(SPI_tuptable);
 	return page;
 }
 
