@@ -41,6 +41,7 @@ int			zs_handshake_timeout_ms = 5000;
 int			zs_max_message_kb = 1024;
 char	   *zs_subscriber_password = NULL;
 int			zs_catchup_page_rows = 2000;
+int			zs_catchup_share = 10;
 int			zs_slow_subscriber_grace_ms = 30000;
 int			zs_backlog_limit_kb = 16384;
 char	   *zs_replica_file = NULL;
@@ -276,6 +277,12 @@ zs_define_gucs(void)
 							"Change-log rows read per page for a subscriber.",
 							NULL,
 							&zs_catchup_page_rows, 2000, 1, 100000, PGC_SIGHUP, 0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("zero_stream.catchup_share",
+							"Most of the server worker's time that subscribers catching up may take while another one is live, in percent.",
+							"Live subscribers are served first in every loop iteration; catching-up ones then get pages in turn for at most 10 ms. While a subscriber is live, an iteration that read such pages is followed by a pause in catch-up (not in live serving) that keeps catch-up within this share of the worker's time, and of the CPU that the decoder and live subscribers need. 100 disables the pause.",
+							&zs_catchup_share, 10, 1, 100, PGC_SIGHUP, 0,
 							NULL, NULL, NULL);
 
 	DefineCustomIntVariable("zero_stream.slow_subscriber_grace_period",

@@ -30,6 +30,7 @@ extern int	zs_handshake_timeout_ms;
 extern int	zs_max_message_kb;
 extern char *zs_subscriber_password;
 extern int	zs_catchup_page_rows;
+extern int	zs_catchup_share;
 extern int	zs_slow_subscriber_grace_ms;
 extern int	zs_backlog_limit_kb;
 extern char *zs_replica_file;

@@ -29,7 +29,9 @@
  *     sends (acks, pongs) does.
  *
  * Each connection allocates in a memory context of its own, deleted when
- * the closed connection is removed at the end of a loop iteration.
+ * the closed connection is removed at the end of a loop iteration. An
+ * output buffer a catch-up grew is given back once the subscriber is live,
+ * and freed memory is returned to the system after bursts (malloc_trim).
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -65,8 +67,12 @@
 /* more pings and pongs than this in one second is a flood */
 #define MAX_CONTROL_FRAMES_PER_S 50
 
-/* memory of closed connections given back to the system past this, once a second at most */
+/* freed memory given back to the system past this, once a second at most */
 #define TRIM_THRESHOLD		(1024 * 1024)
+#define TRIM_MAX_INTERVAL_MS 10000
+
+/* an output buffer larger than this is given back once empty, unless catching up */
+#define OUTPUT_BUFFER_KEEP	(64 * 1024)
 
 ZsConn	  **zs_conns;
 int			zs_nconns = 0;
@@ -117,13 +123,21 @@ zs_conn_add(pgsocket sock, const char *host, const char *port)
 }
 
 /*
- * After a storm of connections (hundreds of subscribers gone, a flood of
- * reconnects) glibc keeps the freed memory in its heap, where it is
- * fragmented and never returned: give it back, so that the worker's size
- * comes back near where it was.
+ * After a burst (a catch-up of many subscribers, hundreds of subscribers
+ * gone, a flood of reconnects) glibc keeps the freed memory in its heap,
+ * where it is fragmented and never returned: give it back, so that the
+ * worker's size comes back near where it was. Not while a catch-up goes
+ * on (its pages would take the memory again at once), but at least every
+ * TRIM_MAX_INTERVAL_MS.
  */
-static void
-trim_freed_memory(void)
+void
+zs_conns_note_freed(Size bytes)
+{
+	freed_since_trim += bytes;
+}
+
+void
+zs_conns_trim_memory(bool burst_over)
 {
 #ifdef __GLIBC__
 	TimestampTz now;
@@ -131,7 +145,7 @@ trim_freed_memory(void)
 	if (freed_since_trim < TRIM_THRESHOLD)
 		return;
 	now = GetCurrentTimestamp();
-	if (!TimestampDifferenceExceeds(last_trim, now, 1000))
+	if (!TimestampDifferenceExceeds(last_trim, now, burst_over ? 1000 : TRIM_MAX_INTERVAL_MS))
 		return;
 	malloc_trim(0);
 	last_trim = now;
@@ -155,7 +169,6 @@ zs_conns_remove_closed(void)
 			zs_conns[kept++] = zs_conns[i];
 	}
 	zs_nconns = kept;
-	trim_freed_memory();
 }
 
 /* ---------------------------------------------------------------- output */
@@ -310,6 +323,19 @@ zs_conn_flush(ZsConn *c)
 		return;
 	resetStringInfo(&c->out);
 	c->out_pos = 0;
+	/*
+	 * A catch-up grew the buffer to a page or more: once the subscriber is
+	 * live, its frames are a few commits, so give the memory back.
+	 */
+	if (c->out.maxlen > OUTPUT_BUFFER_KEEP && c->file_fd < 0 &&
+		(c->sub == NULL || zs_subscriber_is_following(c->sub)))
+	{
+		freed_since_trim += c->out.maxlen;
+		pfree(c->out.data);
+		c->out.data = MemoryContextAlloc(c->context, 1024);
+		c->out.maxlen = 1024;
+		resetStringInfo(&c->out);
+	}
 	/* the rest of a file goes in the next rounds */
 	if (c->close_after_flush && (c->file_fd < 0 || c->file_remaining <= 0))
 		zs_conn_close(c);

@@ -86,6 +86,14 @@ extern ZsConn *zs_conn_add(pgsocket sock, const char *host, const char *port);
 /* Free the connections closed since the last call. */
 extern void zs_conns_remove_closed(void);
 
+/*
+ * Count bytes freed to malloc, and return freed memory to the system once
+ * enough was freed: within a second once the burst is over (burst_over),
+ * else every 10 s at most.
+ */
+extern void zs_conns_note_freed(Size bytes);
+extern void zs_conns_trim_memory(bool burst_over);
+
 /* Bytes queued for the peer and not yet taken by the socket. */
 static inline Size
 zs_conn_pending(const ZsConn *c)

@@ -16,10 +16,28 @@
  *     another keeps up, is ended with StreamTooFarBehind.
  * Subscribers at the same position share one read of the log and the
  * messages built from it.
+ *
+ * Catch-up is paced against live serving (issue 13). Each round serves the
+ * live subscribers first (those whose last page reached the end of the log:
+ * they wait only for new commits, a short page) and sends their frames at
+ * once. Then catching-up subscribers get pages in turn, round-robin from
+ * where the previous round stopped, until CATCHUP_ROUND_MS or
+ * CATCHUP_ROUND_BYTES is spent; the loop then goes back to its
+ * WaitEventSet, so that a commit stored meanwhile waits for one such share
+ * at most, not for every catching-up subscriber's page. While a subscriber
+ * is live, a round that read catch-up pages is followed by a pause in
+ * catch-up proportional to its length, so that catch-up takes at most
+ * zero_stream.catchup_share of the worker's time: on a small machine the
+ * decoder and the live subscribers need the CPU that a catch-up going
+ * flat out would take (live rounds go on during the pause).
+ * Each page is built in a memory context reset once it is handed out, and
+ * the output it adds is bounded by ack pacing and the backlog limit.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "portability/instr_time.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 #include "changelog/changelog.h"
@@ -28,6 +46,27 @@
 #include "server/connection.h"
 #include "server/flow_control.h"
 #include "spi_xact.h"
+
+/*
+ * A round's share of catch-up: pages are read for catching-up subscribers
+ * until this much time has passed since the round's first read or this
+ * many bytes were queued, whichever comes first.
+ */
+#define CATCHUP_ROUND_MS	10
+#define CATCHUP_ROUND_BYTES	(4 * 1024 * 1024)
+
+/* where the next round's catch-up starts: the one after the last served */
+static int	catchup_turn = 0;
+
+/* catch-up pauses until then (while a subscriber is live) */
+static TimestampTz catchup_resume_at = 0;
+static bool live_present = false;
+
+/* the average message of recent pages, in bytes (0: none read yet) */
+static double row_bytes = 0;
+
+/* the page being handed out (reset after each) */
+static MemoryContext page_context = NULL;
 
 static Size
 backlog_limit(void)
@@ -59,52 +98,207 @@ wants_page(ZsConn *c, const char *head)
 		zs_subscriber_wants_rows(c->sub, head) && !backlog_full(c);
 }
 
+/*
+ * Live subscribers come first: one whose last page reached the end of the
+ * log is only ever waiting for new commits, and those are a short page.
+ * Everyone else (new, or with more log to read) is catching up.
+ */
+static bool
+is_catching_up(ZsConn *c)
+{
+	return !zs_subscriber_is_following(c->sub);
+}
+
+/* Time spent since start, in ms. */
+static double
+elapsed_ms(instr_time start)
+{
+	instr_time	now;
+
+	INSTR_TIME_SET_CURRENT(now);
+	INSTR_TIME_SUBTRACT(now, start);
+	return INSTR_TIME_GET_MILLISEC(now);
+}
+
+/*
+ * Rows worth reading for a subscriber with room bytes left below its backlog
+ * limit: a page, or fewer when its rows are large (by the average message
+ * of recent pages), so that a subscriber with little room does not cost the
+ * read of a page it cannot take. A page shorter than a page's rows is
+ * still "full" (consume_page reads on from where it stopped).
+ */
+static int
+page_rows(Size room)
+{
+	double		fit;
+
+	if (row_bytes <= 0)
+		return zs_catchup_page_rows;
+	fit = (double) room / row_bytes + 1;
+	return (int) Max(16, Min((double) zs_catchup_page_rows, fit));
+}
+
+/*
+ * Read the page after c's position and hand it to c and to every other
+ * subscriber of the same class at the same position that has room and was
+ * not served in this round. The page lives in page_context, reset after
+ * it: a round holds one page at a time, however many it reads. Returns the
+ * bytes queued.
+ */
+static Size
+serve_position(int first, bool catching_up, const char *head, const char *log_version,
+			   bool *served)
+{
+	char		watermark[ZS_WATERMARK_MAXLEN];
+	int64		pos;
+	ZsChangeLogPage *page;
+	MemoryContext old;
+	Size		queued = 0;
+	Size		page_bytes = 0;
+
+	zs_subscriber_position(zs_conns[first]->sub, watermark, &pos);
+	old = MemoryContextSwitchTo(page_context);
+	page = zs_changelog_read_page(watermark, pos,
+								  page_rows(backlog_limit() - zs_conn_pending(zs_conns[first])));
+	for (int r = 0; r < page->nrows; r++)
+		page_bytes += page->rows[r].message_len;
+	if (page->nrows > 0)
+		row_bytes = (row_bytes * 3 + (double) page_bytes / page->nrows) / 4;
+	for (int i = 0; i < zs_nconns; i++)
+	{
+		ZsConn	   *c = zs_conns[i];
+		char		w[ZS_WATERMARK_MAXLEN];
+		int64		p;
+		int			len_before;
+
+		if (served[i] || !wants_page(c, head) || is_catching_up(c) != catching_up)
+			continue;
+		zs_subscriber_position(c->sub, w, &p);
+		if (p != pos || strcmp(w, watermark) != 0)
+			continue;
+		served[i] = true;
+		len_before = c->out.len;
+		zs_subscriber_consume_page(c->sub, page, log_version, &c->out,
+								   backlog_limit() - zs_conn_pending(c));
+		queued += c->out.len - len_before;
+		/* a live subscriber's frames go now, before any catch-up read */
+		if (!catching_up)
+			zs_conn_flush(c);
+	}
+	MemoryContextSwitchTo(old);
+	zs_conns_note_freed(MemoryContextMemAllocated(page_context, true));
+	MemoryContextReset(page_context);
+	return queued;
+}
+
 void
-zs_flow_serve_pages(const char *head, const char *replica_version)
+zs_flow_serve_pages(const char *head, const char *replica_version, ZsFlowRound *round)
 {
 	bool		any = false;
-	ZsChangeLogPage **pages;
-	int			npages = 0;
+	bool		catchup_wanted = false;
+	bool	   *served;
 	char		log_version[ZS_WATERMARK_MAXLEN];
-	bool		have_log;
+	instr_time	start;
+	Size		queued = 0;
+	int			next_turn = -1;
+	TimestampTz now;
+	bool		pausing;
 
+	round->catching_up = false;
+	round->served_catchup = false;
+	round->next_ms = -1;
+	live_present = false;
 	if (replica_version[0] == '\0')
 		return;					/* the decoder has not started the log yet */
 
-	for (int i = 0; i < zs_nconns && !any; i++)
-		any = wants_page(zs_conns[i], head);
-	if (!any)
-		return;
-
-	zs_spi_xact_begin("zero_stream: reading the change log");
-	/* the lineage as of the pages' snapshot; a log being initialized has none */
-	have_log = zs_changelog_read_replica_version(log_version);
-	pages = palloc(sizeof(ZsChangeLogPage *) * zs_nconns);
-	/* subscribers at the same position share one read and its messages */
-	for (int i = 0; have_log && i < zs_nconns; i++)
+	for (int i = 0; i < zs_nconns; i++)
 	{
 		ZsConn	   *c = zs_conns[i];
-		char		watermark[ZS_WATERMARK_MAXLEN];
-		int64		pos;
-		ZsChangeLogPage *page = NULL;
 
-		if (!wants_page(c, head))
+		if (c->closed || c->sub == NULL)
 			continue;
-		zs_subscriber_position(c->sub, watermark, &pos);
-		for (int p = 0; p < npages && page == NULL; p++)
+		if (is_catching_up(c))
 		{
-			if (pages[p]->after_pos == pos && strcmp(pages[p]->after_watermark, watermark) == 0)
-				page = pages[p];
+			round->catching_up = true;
+			catchup_wanted |= wants_page(c, head);
 		}
-		if (page == NULL)
+		else
 		{
-			page = zs_changelog_read_page(watermark, pos, zs_catchup_page_rows);
-			pages[npages++] = page;
+			live_present = true;
+			any |= wants_page(c, head);
 		}
-		zs_subscriber_consume_page(c->sub, page, log_version, &c->out,
-								   backlog_limit() - zs_conn_pending(c));
+	}
+	now = GetCurrentTimestamp();
+	pausing = live_present && now < catchup_resume_at;
+	if (catchup_wanted && pausing)
+	{
+		round->next_ms = Max(1, (long) ((catchup_resume_at - now + 999) / 1000));
+		catchup_wanted = false;
+	}
+	if (!any && !catchup_wanted)
+		return;
+
+	if (page_context == NULL)
+		page_context = AllocSetContextCreate(TopMemoryContext, "zero_stream page",
+											 ALLOCSET_DEFAULT_SIZES);
+	INSTR_TIME_SET_CURRENT(start);
+	zs_spi_xact_begin("zero_stream: reading the change log");
+	served = palloc0(sizeof(bool) * zs_nconns);
+	/* the lineage as of the pages' snapshot; a log being initialized has none */
+	if (!zs_changelog_read_replica_version(log_version))
+	{
+		zs_spi_xact_commit();
+		return;
+	}
+
+	/* 1. every live subscriber, whatever it costs: its pages are short */
+	for (int i = 0; i < zs_nconns; i++)
+	{
+		ZsConn	   *c = zs_conns[i];
+
+		if (!served[i] && wants_page(c, head) && !is_catching_up(c))
+			(void) serve_position(i, false, head, log_version, served);
+	}
+
+	/*
+	 * 2. catching-up subscribers in turn, from where the last round stopped,
+	 * until the round's budget is spent (at least one page a round, so
+	 * catch-up always progresses). What is left waits for the next round,
+	 * which comes at once (or after the pause): the loop goes back to its
+	 * WaitEventSet in between, to read acks and to serve what the decoder
+	 * has stored.
+	 */
+	for (int k = 0; catchup_wanted && k < zs_nconns; k++)
+	{
+		int			i = (catchup_turn + k) % zs_nconns;
+		ZsConn	   *c = zs_conns[i];
+
+		if (served[i] || !wants_page(c, head) || !is_catching_up(c))
+			continue;
+		if (next_turn >= 0 &&
+			(queued >= CATCHUP_ROUND_BYTES || elapsed_ms(start) >= CATCHUP_ROUND_MS))
+		{
+			round->next_ms = 0;
+			next_turn = i;
+			break;
+		}
+		queued += serve_position(i, true, head, log_version, served);
+		next_turn = (i + 1) % zs_nconns;
+	}
+	if (next_turn >= 0)
+	{
+		catchup_turn = next_turn;
+		round->served_catchup = true;
 	}
 	zs_spi_xact_commit();
+}
+
+void
+zs_flow_pace_catchup(int64 round_us)
+{
+	if (!live_present || zs_catchup_share >= 100)
+		return;
+	catchup_resume_at = GetCurrentTimestamp() + round_us * (100 - zs_catchup_share) / zs_catchup_share;
 }
 
 /*

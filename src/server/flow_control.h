@@ -7,12 +7,31 @@
 #ifndef ZS_FLOW_CONTROL_H
 #define ZS_FLOW_CONTROL_H
 
+/* What a round of page serving left to do */
+typedef struct ZsFlowRound
+{
+	bool		catching_up;	/* some subscriber is catching up */
+	bool		served_catchup; /* catch-up pages were read in this round */
+	long		next_ms;		/* catch-up has pages left: the next round
+								 * within this many ms (0: at once); -1 if not */
+} ZsFlowRound;
+
 /*
- * Give every subscriber that has room the next page after its position,
- * in one short read-only transaction for all. head and replica_version
- * are the log's as the decoder last published them.
+ * Give subscribers that have room the next page after their position, in
+ * one short read-only transaction: every live one, then catching-up ones in
+ * turn within the round's catch-up budget, unless catch-up is pausing.
+ * head and replica_version are the log's as the decoder last published
+ * them.
  */
-extern void zs_flow_serve_pages(const char *head, const char *replica_version);
+extern void zs_flow_serve_pages(const char *head, const char *replica_version,
+								ZsFlowRound *round);
+
+/*
+ * A round that read catch-up pages took round_us: while a subscriber is
+ * live, pause catch-up so that it takes at most zero_stream.catchup_share
+ * of the worker's time.
+ */
+extern void zs_flow_pace_catchup(int64 round_us);
 
 /* End the subscriptions that lagged for longer than the grace period. */
 extern void zs_flow_check_laggards(const char *head);

@@ -7,14 +7,17 @@
  *
  * The loop, in pg_cron's shape: each iteration does one bounded round of
  * work, then reloads the configuration if asked, then waits (at most a 1 s
- * tick, not at all while a snapshot copy is in progress or a connection
- * has input left over). A round: handle what the last wait reported
- * (accept, send), read requests and frames (a bounded share per
- * connection); give every subscriber that has room the next page of the
- * committed change log (one short read-only transaction for all); advance
+ * tick, not at all while a snapshot copy is in progress, a connection
+ * has input left over or a catch-up has pages left). A round: handle what
+ * the last wait reported (accept, send), read requests and frames (a
+ * bounded share per connection); give every live subscriber that has room
+ * the next page of the committed change log and send it, then catching-up
+ * subscribers in turn within the round's catch-up budget (one short
+ * read-only transaction for all, flow_control.c); advance
  * snapshot copies; end laggards; close connections past their handshake
  * timeout; ping and drop silent peers; send; drop closed connections;
- * publish every connection to shared memory. The server never blocks on a
+ * return freed memory to the system after a burst; publish every
+ * connection to shared memory. The server never blocks on a
  * client (all sockets are non-blocking, output is buffered per connection
  * and bounded by ack pacing and the backlog limit) and never waits for the
  * decoder.
@@ -28,6 +31,7 @@
 
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "portability/instr_time.h"
 #include "postmaster/interrupt.h"
 #include "storage/latch.h"
 #include "utils/guc.h"
@@ -114,18 +118,24 @@ handle_events(WaitEvent *events, int nevents)
 }
 
 /*
- * One round of work after a wait; true if a snapshot copy still has steps
- * to make or a connection has input left, so that the next wait does not
- * sleep.
+ * One round of work after a wait; the longest the next wait may sleep:
+ * 0 if a snapshot copy still has steps to make, a connection has input
+ * left or catch-up has pages left to read now, else until catch-up's
+ * pause ends or the tick.
  */
-static bool
+static long
 serve_round(WaitEvent *events, int nevents)
 {
+	ZsFlowRound flow;
+	instr_time	start;
+	instr_time	elapsed;
+
 	char		head[ZS_WATERMARK_MAXLEN];
 	char		replica_version[ZS_WATERMARK_MAXLEN];
 	bool		copies_pending;
 	bool		input_pending;
 
+	INSTR_TIME_SET_CURRENT(start);
 	handle_events(events, nevents);
 	input_pending = zs_conns_read();
 
@@ -135,7 +145,7 @@ serve_round(WaitEvent *events, int nevents)
 	strlcpy(replica_version, zs_shared->replica_version, sizeof(replica_version));
 	LWLockRelease(zs_shared->lock);
 
-	zs_flow_serve_pages(head, replica_version);
+	zs_flow_serve_pages(head, replica_version, &flow);
 	copies_pending = zs_reservations_advance_copies();
 	zs_flow_check_laggards(head);
 	zs_admission_check_timeouts();
@@ -149,8 +159,17 @@ serve_round(WaitEvent *events, int nevents)
 			update_wait_events(zs_conns[i]);
 	}
 	zs_conns_remove_closed();
+	zs_conns_trim_memory(!flow.catching_up);
 	zs_publish_subscriber_slots(head);
-	return copies_pending || input_pending;
+	if (flow.served_catchup)
+	{
+		INSTR_TIME_SET_CURRENT(elapsed);
+		INSTR_TIME_SUBTRACT(elapsed, start);
+		zs_flow_pace_catchup(INSTR_TIME_GET_MICROSEC(elapsed));
+	}
+	if (copies_pending || input_pending)
+		return 0;
+	return flow.next_ms >= 0 ? Min(flow.next_ms, TICK_MS) : TICK_MS;
 }
 
 static void
@@ -160,7 +179,7 @@ run_server(void)
 	int			nevents = 0;
 	MemoryContext loop_context;
 	ResourceOwner owner;
-	bool		busy;
+	long		timeout;
 
 	/* for what the loop uses outside transactions (SHA-1 of the handshake) */
 	owner = ResourceOwnerCreate(NULL, "zero_stream server");
@@ -180,7 +199,7 @@ run_server(void)
 
 		CHECK_FOR_INTERRUPTS();
 		old = MemoryContextSwitchTo(loop_context);
-		busy = serve_round(events, nevents);
+		timeout = serve_round(events, nevents);
 		MemoryContextSwitchTo(old);
 		MemoryContextReset(loop_context);
 		/* a committed read transaction leaves no resource owner behind */
@@ -194,7 +213,7 @@ run_server(void)
 
 		if (zs_conns_changed)
 			rebuild_wait_set();
-		nevents = WaitEventSetWait(wait_set, busy ? 0 : TICK_MS, events,
+		nevents = WaitEventSetWait(wait_set, timeout, events,
 								   max_events, PG_WAIT_EXTENSION);
 	}
 }

@@ -30,6 +30,10 @@
 /* most messages in one {"id":n,"batch":[...]} frame, as zero-cache's maxBatchSize */
 #define MAX_BATCH 64
 
+/* buffers larger than these are given back once the subscriber is live */
+#define BATCH_BUFFER_KEEP	(64 * 1024)
+#define PENDING_KEEP		256		/* frames */
+
 /* a frame sent but not yet acknowledged */
 typedef struct PendingFrame
 {
@@ -310,6 +314,12 @@ zs_subscriber_is_live(const ZsSubscriber *sub, const char *head)
 }
 
 bool
+zs_subscriber_is_following(const ZsSubscriber *sub)
+{
+	return sub->validated && sub->error_id == 0 && !sub->last_page_full;
+}
+
+bool
 zs_subscriber_is_lagging(ZsSubscriber *sub, const char *head)
 {
 	if (zs_subscriber_is_live(sub, head))
@@ -349,6 +359,38 @@ mark_validated(ZsSubscriber *sub, StringInfo out)
 	sub->validated = true;
 	if (sub->protocol >= 2)
 		send_message(sub, out, status_message, sizeof(status_message) - 1, "");
+}
+
+/*
+ * The subscriber reached the end of the log: give back what its catch-up
+ * grew (the batch buffer, with large rows; the ring of unacknowledged
+ * frames, a page or two of them), since a live subscriber's pages are a
+ * few commits. Both live in the subscriber's own context.
+ */
+static void
+shrink_after_catchup(ZsSubscriber *sub)
+{
+	if (sub->batch.maxlen > BATCH_BUFFER_KEEP)
+	{
+		MemoryContext context = GetMemoryChunkContext(sub->batch.data);
+
+		pfree(sub->batch.data);
+		sub->batch.data = MemoryContextAlloc(context, 1024);
+		sub->batch.maxlen = 1024;
+		resetStringInfo(&sub->batch);
+	}
+	if (sub->pending_capacity > PENDING_KEEP && sub->npending <= PENDING_KEEP / 2)
+	{
+		PendingFrame *small = MemoryContextAlloc(GetMemoryChunkContext(sub->pending),
+												 sizeof(PendingFrame) * PENDING_KEEP);
+
+		for (int i = 0; i < sub->npending; i++)
+			small[i] = sub->pending[(sub->pending_head + i) % sub->pending_capacity];
+		pfree(sub->pending);
+		sub->pending = small;
+		sub->pending_head = 0;
+		sub->pending_capacity = PENDING_KEEP;
+	}
 }
 
 void
@@ -435,4 +477,6 @@ zs_subscriber_consume_page(ZsSubscriber *sub, const ZsChangeLogPage *page, const
 		mark_validated(sub, out);
 	/* only what is already queued is batched: never hold messages back */
 	flush_batch(sub, out);
+	if (!sub->last_page_full)
+		shrink_after_catchup(sub);
 }

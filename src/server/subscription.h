@@ -100,6 +100,12 @@ extern void zs_subscriber_describe(const ZsSubscriber *sub, const char *head,
 extern bool zs_subscriber_is_lagging(ZsSubscriber *sub, const char *head);
 extern bool zs_subscriber_is_live(const ZsSubscriber *sub, const char *head);
 
+/*
+ * Did the subscriber's last page reach the end of the log, so that what it
+ * reads next are only commits stored since? (False while it catches up.)
+ */
+extern bool zs_subscriber_is_following(const ZsSubscriber *sub);
+
 /* End the subscription with StreamTooFarBehind. */
 extern void zs_subscriber_fail_lagging(ZsSubscriber *sub, StringInfo out, int64 grace_ms,
 									   int64 lagging_ms);
