@@ -1,0 +1,178 @@
+# Fair catch-up (issue 13): 64 subscribers read a 200,000-row change log
+# from its start while a live subscriber follows the head of a steady
+# insert load. Every subscriber receives every transaction once, in order;
+# the live subscriber's commit -> received latency is reported unloaded and
+# loaded (the p99 ratio), and the server worker's memory before, during and
+# after. Only generous bounds are asserted (a noisy 2-core machine must not
+# make this flaky); bench/catchup.sh measures the ratio.
+use strict;
+use warnings;
+
+use FindBin;
+use lib $FindBin::RealBin;
+use IPC::Run;
+use JSON::PP;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time usleep);
+use ZeroStreamTest;
+
+my $TAIL = "$FindBin::RealBin/../../zero-stream-tail";
+my $NSUB = 64;
+my $TXNS = 200;    # of 998 rows: 1,000 rows of the log each with begin and commit
+
+my $node = zs_new_node('catchup',
+	extra_conf => "zero_stream.replica_file = ''\n"
+	  . 'zero_stream.max_subscribers = ' . ($NSUB + 4) . "\n",
+	before_extension => 'CREATE TABLE t (id bigserial PRIMARY KEY, v text)');
+my $port = $node->{zs_server_port};
+my $rv = $node->safe_psql('postgres', 'SELECT replica_version FROM zero_stream.status()');
+my $base = $node->basedir;
+
+sub head
+{
+	return $node->safe_psql('postgres', 'SELECT last_watermark FROM zero_stream.status()');
+}
+
+# --- the old log
+$node->safe_psql('postgres', qq{
+SET synchronous_commit = off;
+DO \$\$ BEGIN FOR i IN 1..$TXNS LOOP
+  INSERT INTO t (v) SELECT 'catch-up row ' || g || ' of transaction ' || i FROM generate_series(1, 998) g;
+  COMMIT;
+END LOOP; END \$\$});
+zs_wait_catchup($node, '300 s');
+my $log_rows = $node->safe_psql('postgres', 'SELECT count(*) FROM "zero_0/cdc"."changeLog"');
+cmp_ok($log_rows, '>=', 200_000, "the change log holds $log_rows rows");
+
+my $pid = $node->safe_psql('postgres',
+	"SELECT pid FROM pg_stat_activity WHERE backend_type = 'zero_stream server'");
+
+# --- the live subscriber, and 100 single-row transactions/s
+my $from = head();
+my $live = IPC::Run::start(
+	[ $TAIL, '--timestamps', '--idle', '10',
+		"ws://127.0.0.1:$port/replication/v6/changes?id=live&taskID=t&replicaVersion=$rv&watermark=$from" ],
+	'>', "$base/live.out", '2>', "$base/live.err");
+$node->poll_query_until('postgres', q{SELECT count(*) = 1 FROM zero_stream.subscribers() WHERE id = 'live'})
+  or die 'the live subscriber did not connect';
+my $script = "$base/insert.sql";
+PostgreSQL::Test::Utils::append_to_file($script, "INSERT INTO t (v) VALUES ('live');\n");
+my ($load_out, $load_err) = ('', '');
+my $load = IPC::Run::start(
+	[ 'pgbench', '-n', '-c', '2', '-j', '2', '-R', '100', '-T', '900', '-f', $script,
+		'-h', $node->host, '-p', $node->port, 'postgres' ],
+	'>', \$load_out, '2>', \$load_err);
+
+# --- unloaded
+usleep(1_000_000);
+my $t0 = time;
+usleep(8_000_000);
+my $t1 = time;
+my (undef, undef, $rss_before) = zs_rss_kb($pid);
+
+# --- 64 subscribers read the log from its start (v6: one frame per message,
+# each acked); only their commit frames are kept, with the frame ids that
+# say how many messages came before
+my $subscribe = join ' ',
+  map {
+	qq{("$TAIL" --idle 5 "ws://127.0.0.1:$port/replication/v6/changes?id=c$_&taskID=t&replicaVersion=$rv&watermark=$rv" 2>"$base/c$_.err"; echo "exit \$?" >>"$base/c$_.err") | grep -F '["commit"' >"$base/c$_.out" &}
+  } 1 .. $NSUB;
+my $catchup = IPC::Run::start([ 'bash', '-c', "$subscribe wait" ]);
+my $rss_max = $rss_before;
+my $prev = head();
+my $caught_up = 0;
+my $deadline = time + 600;
+while (time < $deadline)
+{
+	my (undef, undef, $r) = zs_rss_kb($pid);
+	$rss_max = $r if defined $r && $r > $rss_max;
+	# caught up: live, or acked the head as it was at the previous poll
+	my $n = $node->safe_psql('postgres', qq{
+SELECT count(*) FROM zero_stream.subscribers()
+ WHERE id LIKE 'c%' AND (state = 'live' OR watermark_acked COLLATE "C" >= '$prev')});
+	if ($n == $NSUB) { $caught_up = 1; last; }
+	$prev = head();
+	usleep(250_000);
+}
+my $t2 = time;
+ok($caught_up, sprintf('%d subscribers caught up from the start in %.1f s', $NSUB, $t2 - $t1))
+  or diag $node->safe_psql('postgres', 'SELECT state, count(*) FROM zero_stream.subscribers() GROUP BY 1');
+usleep(2_000_000);
+my (undef, undef, $rss_caught_up) = zs_rss_kb($pid);
+
+# --- the end: the load stops, the subscribers go once idle
+$load->kill_kill;
+my $final = head();
+$catchup->finish;
+ok($node->poll_query_until('postgres', q{SELECT count(*) = 1 FROM zero_stream.subscribers()}),
+	'the catch-up subscribers are gone');
+usleep(2_000_000);
+my (undef, undef, $rss_after) = zs_rss_kb($pid);
+$live->finish;
+
+# every catch-up subscriber got every transaction after the replicaVersion,
+# once, in order, each commit after exactly the messages of the log before it
+my @want = split /,/, $node->safe_psql('postgres', qq{
+SELECT string_agg(n || ' ' || watermark, ',' ORDER BY watermark COLLATE "C")
+  FROM (SELECT watermark, change->>'tag' AS tag,
+               1 + row_number() OVER (ORDER BY watermark COLLATE "C", pos) AS n
+          FROM "zero_0/cdc"."changeLog" WHERE watermark COLLATE "C" > '$rv') s
+ WHERE tag = 'commit'});
+cmp_ok(scalar(@want), '>', $TXNS + 500, scalar(@want) . ' transactions to receive, the load\'s included');
+is((split ' ', $want[-1])[1], $final, 'the last one is the head');
+my @wrong;
+for my $i (1 .. $NSUB)
+{
+	my @got;
+	open my $fh, '<', "$base/c$i.out" or die $!;
+	while (<$fh>)
+	{
+		push @got, "$1 $2" if /^\{"id":(\d+),"msg":\["commit",.*"watermark":"([^"]+)"/;
+	}
+	close $fh;
+	push @wrong, "c$i: " . scalar(@got) . ' commits, first difference at '
+	  . (grep { ($got[$_] // '') ne $want[$_] } 0 .. $#want)[0]
+	  . ': ' . slurp_file("$base/c$i.err")
+	  unless join(',', @got) eq join(',', @want);
+}
+is(scalar(@wrong), 0, "all $NSUB catch-up subscribers received every transaction once, in order")
+  or diag join "\n", @wrong[ 0 .. ($#wrong < 4 ? $#wrong : 4) ];
+
+# the live subscriber: every transaction after where it started, and its latency
+my (@commits, @unloaded, @loaded);
+for my $line (grep { length } split /\n/, slurp_file("$base/live.out"))
+{
+	my ($recv_us, $json) = split / /, $line, 2;
+	my ($type, $body, $env) = @{ decode_json($json)->{msg} };
+	push @commits, $env->{watermark} if $type eq 'commit';
+	next unless $type eq 'begin';
+	my $commit_s = $body->{commitTime} / 1e6;
+	my $ms = ($recv_us - $body->{commitTime}) / 1000;
+	push @unloaded, $ms if $commit_s >= $t0 && $commit_s < $t1;
+	push @loaded, $ms if $commit_s >= $t1 && $commit_s < $t2;
+}
+my @live_want = map { (split ' ')[1] } grep { (split ' ')[1] gt $from } @want;
+is_deeply(\@commits, \@live_want, 'the live subscriber received every transaction once, in order');
+
+sub pct
+{
+	my ($p, @xs) = @_;
+	@xs = sort { $a <=> $b } @xs;
+	return $xs[ int($#xs * $p + 0.5) ] // 0;
+}
+my ($u99, $l99) = (pct(0.99, @unloaded), pct(0.99, @loaded));
+note sprintf('live subscriber, commit -> received: unloaded p50 %.1f ms, p99 %.1f ms (%d transactions); '
+	  . 'while %d catch up: p50 %.1f ms, p99 %.1f ms, max %.1f ms (%d transactions); p99 ratio %.2f',
+	pct(0.5, @unloaded), $u99, scalar @unloaded, $NSUB, pct(0.5, @loaded), $l99,
+	pct(1, @loaded), scalar @loaded, $u99 > 0 ? $l99 / $u99 : 0);
+note "server worker RssAnon (kB): before $rss_before, max during the catch-up $rss_max, "
+  . "caught up $rss_caught_up, after $rss_after";
+cmp_ok(scalar(@loaded), '>', 100, 'transactions were committed during the catch-up');
+cmp_ok($l99, '<', 3000, sprintf('the live subscriber\'s p99 stayed bounded during the catch-up (%.0f ms)', $l99));
+cmp_ok($rss_after, '<', $rss_before + 16 * 1024,
+	"the server worker's memory came back near where it was ($rss_before kB -> $rss_after kB)");
+
+$node->stop;
+done_testing();
