@@ -290,6 +290,15 @@ zs_flow_serve_pages(const char *head, const char *replica_version, ZsFlowRound *
 		catchup_turn = next_turn;
 		round->served_catchup = true;
 	}
+	/*
+	 * One that was served but has room for more (its page was cut to its
+	 * room, and the socket took it) need not wait for an ack or the tick.
+	 */
+	for (int i = 0; round->next_ms < 0 && i < zs_nconns; i++)
+	{
+		if (served[i] && is_catching_up(zs_conns[i]) && wants_page(zs_conns[i], head))
+			round->next_ms = 0;
+	}
 	zs_spi_xact_commit();
 }
 
