@@ -122,31 +122,6 @@ check_publications(char **newval, void **extra, GucSource source)
 	ok = SplitIdentifierString(copy, ',', &names);
 	if (!ok)
 		GUC_check_errdetail("zero_stream.publications must be a comma-separated list of publication names.");
-	else
-	{
-		ListCell   *lc;
-
-		/* zero-cache's validatePublicationName and its reserved prefix */
-		foreach(lc, names)
-		{
-			const char *name = (const char *) lfirst(lc);
-
-			if (name[0] == '_')
-			{
-				GUC_check_errdetail("Publication names starting with \"_\" are reserved for Zero's internal use (\"%s\").", name);
-				ok = false;
-				break;
-			}
-			for (const char *p = name; *p && ok; p++)
-				ok = (*p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-					  (p > name && *p >= '0' && *p <= '9'));
-			if (!ok)
-			{
-				GUC_check_errdetail("Publication names must start with a letter or underscore and contain only letters, digits and underscores (\"%s\").", name);
-				break;
-			}
-		}
-	}
 	list_free(names);
 	pfree(copy);
 	return ok ? true : reject("zero_stream.publications");

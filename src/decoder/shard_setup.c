@@ -21,7 +21,9 @@
  * reach the stream as any DDL does: as create-table with a backfill.
  *
  * The application's publications are checked as zero-cache checks them:
- * each must publish insert, update, delete and truncate.
+ * names starting with "_" are reserved, and each must publish insert,
+ * update, delete and truncate; a failed check stops the decoder (not the
+ * server) with a hint.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -48,12 +50,13 @@ exec(const char *sql, int expected)
 static bool
 missing(const char *app, const char *shard, const char *publication)
 {
-	char	   *sql = psprintf("SELECT to_regclass('%s.permissions') IS NULL "
-							   "    OR to_regclass('%s.clients') IS NULL "
-							   "    OR to_regclass('%s.mutations') IS NULL "
+	char	   *sql = psprintf("SELECT to_regclass(%s) IS NULL OR to_regclass(%s) IS NULL "
+							   "    OR to_regclass(%s) IS NULL "
 							   "    OR NOT EXISTS (SELECT FROM pg_publication WHERE pubname = %s)",
-							   quote_identifier(app), quote_identifier(shard),
-							   quote_identifier(shard), quote_literal_cstr(publication));
+							   quote_literal_cstr(psprintf("%s.permissions", quote_identifier(app))),
+							   quote_literal_cstr(psprintf("%s.clients", quote_identifier(shard))),
+							   quote_literal_cstr(psprintf("%s.mutations", quote_identifier(shard))),
+							   quote_literal_cstr(publication));
 	bool		isnull;
 
 	exec(sql, SPI_OK_SELECT);
@@ -119,12 +122,40 @@ create_metadata(const char *app, const char *shard, const char *publication)
 					a, s, s, quote_identifier(publication))));
 }
 
-/* zero-cache's validatePublications: every change kind is published */
+/*
+ * zero-cache's validatePublicationName and validatePublications: names
+ * starting with "_" are Zero's own (the default publication is ours to
+ * name so), and every change kind is published.
+ */
 static void
 check_publications(List *publications)
 {
+	ListCell   *lc;
+	char	   *default_name = zs_default_publication_name();
 	Oid			types[1] = {TEXTARRAYOID};
 	Datum		values[1] = {zs_publication_array(publications)};
+
+	foreach(lc, publications)
+	{
+		const char *name = (const char *) lfirst(lc);
+		bool		ok = true;
+
+		if (name[0] == '_' && strcmp(name, default_name) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_RESERVED_NAME),
+					 errmsg("publication \"%s\" in zero_stream.publications: names starting with \"_\" are reserved for Zero's internal use", name),
+					 errhint("Rename the publication (ALTER PUBLICATION %s RENAME TO ...) and change zero_stream.publications, then restart.",
+							 quote_identifier(name))));
+		for (const char *p = name; *p && ok; p++)
+			ok = (*p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+				  (p > name && *p >= '0' && *p <= '9'));
+		if (!ok)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_NAME),
+					 errmsg("publication \"%s\" in zero_stream.publications has characters Zero does not allow", name),
+					 errdetail("Publication names must start with a letter or underscore and contain only letters, digits and underscores."),
+					 errhint("Rename the publication and change zero_stream.publications, then restart.")));
+	}
 
 	if (SPI_execute_with_args("SELECT pubname FROM pg_publication WHERE pubname = ANY ($1) "
 							  "   AND NOT (pubinsert AND pubupdate AND pubdelete AND pubtruncate) "

@@ -153,17 +153,16 @@ SELECT s.state = 'streaming' AND r.active_pid = s.pid
 
 # --- publications Zero reserves or cannot use (zero-cache's checks)
 {
-	my $node = zs_new_node('pubs', no_extension => 1);
-	$node->stop;
-	$node->append_conf('postgresql.conf', "zero_stream.publications = '_mine'\n");
-	ok(!$node->start(fail_ok => 1), 'reserved publication name: server refuses to start');
-	ok($node->log_contains('Publication names starting with "_" are reserved for Zero'),
-		'reserved publication name: the rule is explained');
+	my $node = zs_new_node('pubs', no_extension => 1,
+		extra_conf => "zero_stream.publications = '_mine'\n");
+	$node->safe_psql('postgres', 'CREATE PUBLICATION _mine FOR TABLES IN SCHEMA public');
+	$node->safe_psql('postgres', 'CREATE EXTENSION zero_stream');
+	wait_for_error($node, 'names starting with "_" are reserved', 'reserved publication name');
+	ok($node->log_contains('HINT:  Rename the publication'), 'reserved publication name: the fix is in the hint');
 	$node->append_conf('postgresql.conf', "zero_stream.publications = 'no_truncate'\n");
-	$node->start;
+	$node->restart;
 	$node->safe_psql('postgres',
 		q{CREATE PUBLICATION no_truncate FOR TABLES IN SCHEMA public WITH (publish = 'insert, update, delete')});
-	$node->safe_psql('postgres', 'CREATE EXTENSION zero_stream');
 	wait_for_error($node, 'must publish insert, update, delete and truncate', 'publication without truncate');
 	ok($node->log_contains(q{HINT:  ALTER PUBLICATION no_truncate SET \(publish = 'insert, update, delete, truncate'\)}),
 		'publication without truncate: the fix is in the hint');
