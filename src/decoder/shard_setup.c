@@ -117,6 +117,22 @@ create_metadata(const char *app, const char *shard, const char *publication)
 		exec(psprintf("ALTER PUBLICATION %s OWNER TO %s", quote_identifier(publication), owner),
 			 SPI_OK_UTILITY);
 	}
+	else
+	{
+		/* a table that was missing (dropped, recreated above) joins it again */
+		const char *tables[3][2] = {{app, "permissions"}, {shard, "clients"}, {shard, "mutations"}};
+
+		for (int i = 0; i < 3; i++)
+		{
+			exec(psprintf("SELECT FROM pg_publication_tables WHERE pubname = %s AND schemaname = %s AND tablename = %s",
+						  quote_literal_cstr(publication), quote_literal_cstr(tables[i][0]),
+						  quote_literal_cstr(tables[i][1])), SPI_OK_SELECT);
+			if (SPI_processed == 0)
+				exec(psprintf("ALTER PUBLICATION %s ADD TABLE %s.%s", quote_identifier(publication),
+							  quote_identifier(tables[i][0]), quote_identifier(tables[i][1])),
+					 SPI_OK_UTILITY);
+		}
+	}
 	ereport(LOG,
 			(errmsg("zero_stream created Zero's metadata: %s.permissions, %s.clients, %s.mutations and publication %s",
 					a, s, s, quote_identifier(publication))));
