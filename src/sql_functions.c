@@ -38,7 +38,7 @@ PG_FUNCTION_INFO_V1(zs_status);
 PG_FUNCTION_INFO_V1(zs_subscribers);
 PG_FUNCTION_INFO_V1(zs_workers);
 
-#define STATUS_COLUMNS 32
+#define STATUS_COLUMNS 34
 
 static Datum
 text_or_null(const char *s, bool *isnull)
@@ -301,6 +301,10 @@ zs_status(PG_FUNCTION_ARGS)
 	values[i++] = Int64GetDatum((int64) snap.purged_rows);
 	values[i++] = Int64GetDatum((int64) snap.purged_bytes);
 	values[i] = time_or_null(snap.last_purge_time, &nulls[i]);
+	i++;
+	values[i] = text_or_null(snap.last_reset, &nulls[i]);
+	i++;
+	values[i] = time_or_null(snap.last_reset_time, &nulls[i]);
 	i++;
 	Assert(i == STATUS_COLUMNS);
 
