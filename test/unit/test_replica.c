@@ -1129,6 +1129,10 @@ test_schema_change_errors(void)
 		{ADD_COLUMN("full_ident", "c", "null"), "column \"c\" has no spec"},
 		{ADD_COLUMN("full_ident", "c", SPEC("text", ",\"dflt\":\"now()\"")), "Unsupported default value for full_ident.c: now()"},
 		{ADD_COLUMN("full_ident", "c", SPEC("varchar", ",\"dflt\":\"'x'::character varying\"")), "Unsupported default"},
+		/* a quoted default is one literal, never SQL of its own (found by fuzz_replica) */
+		{ADD_COLUMN("full_ident", "c", SPEC("text", ",\"dflt\":\"'x'; DROP TABLE full_ident; SELECT 'y'::text\"")),
+		"Unsupported default value for full_ident.c: 'x'; DROP TABLE"},
+		{ADD_COLUMN("full_ident", "c", SPEC("text", ",\"dflt\":\"'x''::text\"")), "Unsupported default"},
 		{ADD_COLUMN("full_ident", "label", SPEC("text", "")), "duplicate column name"},
 		{"{\"tag\":\"add-column\",\"table\":{\"name\":\"full_ident\"}}", "add-column table without a schema and name"},
 		{"{\"tag\":\"create-table\"}", "create-table spec without a schema and name"},
