@@ -6,10 +6,10 @@
 #                                      $ZS_FUZZ_JOBS (default: the CPUs) at once,
 #                                      each for $ZS_FUZZ_SECONDS seconds; by
 #                                      default the share of the run's budget
-#                                      $ZS_FUZZ_BUDGET (default 150 s: with the
+#                                      $ZS_FUZZ_BUDGET (default 135 s: with the
 #                                      build, the step stays under 3 minutes)
 #                                      that each round of ZS_FUZZ_JOBS targets
-#                                      gets (9 targets on 2 CPUs: 30 s each)
+#                                      gets (9 targets on 2 CPUs: 27 s each)
 #   test/fuzz/run.sh fuzz_http ...     only these targets
 #   test/fuzz/run.sh --build-only      build, do not run
 #
@@ -26,7 +26,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-budget=${ZS_FUZZ_BUDGET:-150}
+budget=${ZS_FUZZ_BUDGET:-135}
 build=${ZS_FUZZ_BUILD:-test/fuzz/build}
 cc=${ZS_FUZZ_CC:-clang}
 pg_config=${PG_CONFIG:-pg_config}
@@ -43,7 +43,7 @@ targets=(
 	"fuzz_pgoutput 4096 src/decoder/pgoutput_read.c"
 	"fuzz_value_encode 1024 src/decoder/value_encode.c src/codec/json_js.c src/codec/json_read.c src/codec/json_out.c"
 	"fuzz_watermark 64 src/codec/watermark.c"
-	"fuzz_replica 8192 src/replica/replica_apply.c src/replica/replica_ddl.c src/replica/replica_schema.c src/replica/replica_sqlite.c src/codec/json_read.c src/codec/json_out.c -lsqlite3"
+	"fuzz_replica 4096 src/replica/replica_apply.c src/replica/replica_ddl.c src/replica/replica_schema.c src/replica/replica_sqlite.c src/codec/json_read.c src/codec/json_out.c -lsqlite3"
 )
 
 build_only=false
