@@ -9,6 +9,7 @@
  */
 #include "postgres.h"
 
+#include "access/xlog.h"
 #include "nodes/pg_list.h"
 #include "replication/slot.h"
 #include "catalog/pg_type_d.h"
@@ -387,4 +388,11 @@ zs_set_canonical_session(const char *application_name)
 	SetConfigOption("application_name", application_name, PGC_SUSET, PGC_S_OVERRIDE);
 	/* catalog queries and small inserts: JIT would only load LLVM (~60 MB) */
 	SetConfigOption("jit", "off", PGC_SUSET, PGC_S_OVERRIDE);
+}
+
+char *
+zs_owner_identity(void)
+{
+	return psprintf("%s@" UINT64_FORMAT "/%u/%s", zs_task_id, GetSystemIdentifier(),
+					GetWALInsertionTimeLine(), zs_effective_slot_name());
 }

@@ -52,6 +52,13 @@ extern char *zs_cdc_schema_name(void);
 /* replicationState.ownerAddress: advertise_address, or listen address:port; NULL without a server */
 extern char *zs_owner_address(void);		/* "<app>_<shard>/cdc" */
 extern char *zs_effective_slot_name(void);
+
+/*
+ * replicationState.owner: the writing worker, "<task_id>@<system
+ * identifier>/<timeline>/<slot>", so a cluster made from a copy of this one
+ * (a promoted standby, a restored backup) never passes for its writer.
+ */
+extern char *zs_owner_identity(void);
 extern char *zs_origin_name(void);
 extern char *zs_default_publication_name(void);	/* "_<app>_public_<shard>" */
 /*

@@ -74,12 +74,12 @@ check_ownership(void)
 	run(psprintf("SELECT \"owner\" FROM %s.\"replicationState\" FOR SHARE", cdc()),
 		0, NULL, NULL, SPI_OK_SELECT);
 	owner = SPI_processed == 1 ? SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1) : NULL;
-	if (owner == NULL || strcmp(owner, zs_task_id) != 0)
+	if (owner == NULL || strcmp(owner, zs_owner_identity()) != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("not purging the change log: its ownership has been taken by %s",
 						owner ? owner : "nobody"),
-				 errdetail("zero_stream.task_id is \"%s\".", zs_task_id)));
+				 errdetail("This decoder is %s.", zs_owner_identity())));
 }
 
 ZsPurgeResult
