@@ -39,6 +39,7 @@ OBJS = \
 	src/server/flow_control.o \
 	src/server/reservations.o \
 	src/server/subscriber_slots.o \
+	src/server/tls.o \
 	src/replica/replica_apply.o \
 	src/replica/replica_ddl.o \
 	src/replica/replica_schema.o \
@@ -50,7 +51,8 @@ OBJS = \
 
 EXTENSION = zero_stream
 DATA = sql/zero_stream--0.1.0.sql
-SHLIB_LINK = -lcjson -lsqlite3
+# OpenSSL is the one PostgreSQL itself links (TLS of the subscriber server)
+SHLIB_LINK = -lcjson -lsqlite3 -lssl -lcrypto
 PGFILEDESC = "zero_stream - in-server Zero change streamer"
 
 PG_CONFIG ?= pg_config
