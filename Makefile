@@ -81,7 +81,7 @@ $(OBJS): $(wildcard $(srcdir)/src/*.h $(srcdir)/src/*/*.h)
 CLIENT = zero-stream-tail
 CLIENT_CFLAGS = -O2 -g -Wall $(ZS_WERROR) -DFRONTEND -I$(srcdir)/src \
 	-I$(shell $(PG_CONFIG) --includedir-server) -I$(shell $(PG_CONFIG) --includedir)
-CLIENT_LIBS = -L$(shell $(PG_CONFIG) --pkglibdir) -lpgcommon -lpgport -lcrypto -lm
+CLIENT_LIBS = -L$(shell $(PG_CONFIG) --pkglibdir) -lpgcommon -lpgport -lssl -lcrypto -lm
 
 CLIENT_SRCS = src/client/zero_stream_tail.c src/client/ws_client.c src/codec/websocket.c src/codec/http.c \
 	src/codec/json_out.c
