@@ -55,7 +55,7 @@ zs_url_parse(const char *text, ZsUrl *url)
 		if (strncmp(text, schemes[i], len) == 0 && strncmp(text + len, "://", 3) == 0)
 		{
 			url->scheme = (char *) schemes[i];
-			url->tls = schemes[i][len - 1] == 's';
+			url->tls = strcmp(schemes[i], "wss") == 0 || strcmp(schemes[i], "https") == 0;
 			p = text + len + 3;
 			break;
 		}
