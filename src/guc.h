@@ -29,6 +29,9 @@ extern int	zs_max_pending_connections;
 extern int	zs_handshake_timeout_ms;
 extern int	zs_max_message_kb;
 extern char *zs_subscriber_password;
+extern bool zs_ssl;
+extern char *zs_ssl_cert_file;
+extern char *zs_ssl_key_file;
 extern int	zs_catchup_page_rows;
 extern int	zs_slow_subscriber_grace_ms;
 extern int	zs_backlog_limit_kb;
@@ -49,7 +52,10 @@ extern const char *zs_rejected_identity_setting(void);
 /* Derived names, computed from the GUCs (palloc'd in the current context). */
 extern char *zs_cdc_schema_name(void);
 
-/* replicationState.ownerAddress: advertise_address, or listen address:port; NULL without a server */
+/*
+ * replicationState.ownerAddress: advertise_address, or listen address:port
+ * (wss://address:port with zero_stream.ssl); NULL without a server
+ */
 extern char *zs_owner_address(void);		/* "<app>_<shard>/cdc" */
 extern char *zs_effective_slot_name(void);
 
