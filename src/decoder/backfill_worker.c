@@ -394,33 +394,17 @@ run_backfill(shm_mq_handle *queue, const char *request)
 {
 	Backfill	b;
 	LogicalDecodingContext *ctx;
-	Snapshot	snap;
 	char	   *schema;
 	char	   *mismatch;
-	MemoryContext old;
 
 	memset(&b, 0, sizeof(b));
 	b.queue = queue;
 	zs_relcache_init(TopMemoryContext, zs_cdc_schema_name());
 
 	/* 1. a snapshot of exactly the transactions before a consistent point */
-	ReplicationSlotCreate(snapshot_slot_name(), true, RS_EPHEMERAL, false);
-	StartTransactionCommand();
-	old = MemoryContextSwitchTo(TopMemoryContext);
-	ctx = CreateInitDecodingContext(ZS_OUTPUT_PLUGIN_NAME, NIL, true, InvalidXLogRecPtr,
-									zs_wal_reader_routine(), NULL, NULL, NULL);
-	DecodingContextFindStartpoint(ctx);
-	MemoryContextSwitchTo(old);
-	b.snapshot_lsn = MyReplicationSlot->data.confirmed_flush;
-	CommitTransactionCommand();
+	ctx = zs_create_snapshot_slot(snapshot_slot_name(), &b.snapshot_lsn);
 	zs_watermark_encode(b.snapshot_lsn - 1, b.watermark);
-
-	StartTransactionCommand();
-	XactIsoLevel = XACT_REPEATABLE_READ;
-	snap = SnapBuildInitialSnapshot(ctx->snapshot_builder);
-	RestoreTransactionSnapshot(snap, MyProc);
-	SPI_connect();
-	PushActiveSnapshot(GetTransactionSnapshot());
+	zs_begin_at_slot_snapshot(ctx);
 
 	/* 2. the request must still describe the published table */
 	schema = zs_current_published_schema(zs_publication_list());

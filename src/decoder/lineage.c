@@ -52,6 +52,44 @@ zs_wal_reader_routine(void)
 	return &wal_reader_routine;
 }
 
+LogicalDecodingContext *
+zs_create_snapshot_slot(const char *name, XLogRecPtr *consistent)
+{
+	LogicalDecodingContext *ctx;
+	MemoryContext old;
+
+	ReplicationSlotCreate(name, true, RS_EPHEMERAL, false);
+
+	/*
+	 * Inside a transaction, so this backend's xmin keeps counting (fact 3).
+	 * need_full_snapshot holds back the data xmin too, until the slot is
+	 * released, so the snapshot taken from it stays valid.
+	 */
+	StartTransactionCommand();
+	/* the context and its WAL reader's buffers outlive this transaction */
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	ctx = CreateInitDecodingContext(ZS_OUTPUT_PLUGIN_NAME, NIL, true, InvalidXLogRecPtr,
+									&wal_reader_routine, NULL, NULL, NULL);
+	DecodingContextFindStartpoint(ctx);
+	MemoryContextSwitchTo(old);
+	*consistent = MyReplicationSlot->data.confirmed_flush;
+	CommitTransactionCommand();
+	return ctx;
+}
+
+void
+zs_begin_at_slot_snapshot(LogicalDecodingContext *ctx)
+{
+	Snapshot	snap;
+
+	StartTransactionCommand();
+	XactIsoLevel = XACT_REPEATABLE_READ;
+	snap = SnapBuildInitialSnapshot(ctx->snapshot_builder);
+	RestoreTransactionSnapshot(snap, MyProc);
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+}
+
 static bool
 read_lineage(char *replica_version)
 {
@@ -145,16 +183,10 @@ static char *
 copy_at_slot_snapshot(LogicalDecodingContext *ctx, const char *replica_version,
 					  List *publications)
 {
-	Snapshot	snap;
 	char	   *schema;
 
 	zs_set_decoder_state(ZS_DECODER_INITIAL_COPY);
-	StartTransactionCommand();
-	XactIsoLevel = XACT_REPEATABLE_READ;
-	snap = SnapBuildInitialSnapshot(ctx->snapshot_builder);
-	RestoreTransactionSnapshot(snap, MyProc);
-	SPI_connect();
-	PushActiveSnapshot(GetTransactionSnapshot());
+	zs_begin_at_slot_snapshot(ctx);
 	/* the published schema the stream starts from, as of the copy's snapshot */
 	schema = MemoryContextStrdup(TopMemoryContext, zs_current_published_schema(publications));
 	zs_initial_copy(replica_version, publications, schema);
@@ -168,26 +200,10 @@ create_slot_and_lineage(const char *slot_name, List *publications, char *replica
 {
 	LogicalDecodingContext *ctx;
 	XLogRecPtr	consistent;
-	MemoryContext old;
 	char	   *schema;
 
 	zs_set_decoder_state(ZS_DECODER_CREATING_SLOT);
-	ReplicationSlotCreate(slot_name, true, RS_EPHEMERAL, false);
-
-	/*
-	 * Inside a transaction, so this backend's xmin keeps counting (fact 3).
-	 * need_full_snapshot holds back the data xmin too, until the slot is
-	 * released below, so the copy's snapshot stays valid.
-	 */
-	StartTransactionCommand();
-	/* the context and its WAL reader's buffers outlive this transaction */
-	old = MemoryContextSwitchTo(TopMemoryContext);
-	ctx = CreateInitDecodingContext(ZS_OUTPUT_PLUGIN_NAME, NIL, true, InvalidXLogRecPtr,
-									&wal_reader_routine, NULL, NULL, NULL);
-	DecodingContextFindStartpoint(ctx);
-	MemoryContextSwitchTo(old);
-	consistent = MyReplicationSlot->data.confirmed_flush;
-	CommitTransactionCommand();
+	ctx = zs_create_snapshot_slot(slot_name, &consistent);
 
 	/*
 	 * The lineage is named one byte before the consistent point, not at it
