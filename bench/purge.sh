@@ -18,12 +18,7 @@ ROWS=${1:-1000000}
 INTERVAL=${2:-1s}
 . scripts/common.sh
 . bench/workload.sh
-DIR=${ZS_BENCH_DIR:-/tmp/zero_stream-bench}
-PORT=${ZS_BENCH_PORT:-54339}
-SPORT=${ZS_BENCH_SERVER_PORT:-54340}
-sql() { run "$BIN/psql" -X -q -At -h "$DIR" -p "$PORT" -U postgres -v ON_ERROR_STOP=1 "$@"; }
-now() { date +%s.%N; }
-rate() { python3 -c "import sys; n, t0, t1 = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]); print(f'{t1 - t0:7.2f} s  {n / (t1 - t0):10.0f} rows/s')" "$@"; }
+. bench/lib.sh
 size() { sql -d bench -c "SELECT pg_size_pretty(pg_total_relation_size('\"zero_0/cdc\".\"changeLog\"')) || ', ' || (SELECT count(*) FROM \"zero_0/cdc\".\"changeLog\") || ' rows'"; }
 
 trap 'kill $TAIL_PID 2>/dev/null || true; run "$BIN/pg_ctl" -D "$DIR/data" stop -m immediate >/dev/null 2>&1 || true' EXIT
