@@ -36,6 +36,7 @@
 #include "guc.h"
 #include "decoder/initial_copy.h"
 #include "decoder/output_plugin.h"
+#include "decoder/shard_setup.h"
 #include "shmem.h"
 #include "spi_xact.h"
 #include "codec/watermark.h"
@@ -187,6 +188,8 @@ copy_at_slot_snapshot(LogicalDecodingContext *ctx, const char *replica_version,
 
 	zs_set_decoder_state(ZS_DECODER_INITIAL_COPY);
 	zs_begin_at_slot_snapshot(ctx);
+	/* as zero-cache's initial sync: a table its replicas cannot hold stops it */
+	(void) zs_check_published_tables(publications, ERROR);
 	/* the published schema the stream starts from, as of the copy's snapshot */
 	schema = MemoryContextStrdup(TopMemoryContext, zs_current_published_schema(publications));
 	zs_initial_copy(replica_version, publications, schema);

@@ -193,6 +193,57 @@ check_publications(List *publications)
 	}
 }
 
+/*
+ * zero-cache's validate() of each published table: what its replicas cannot
+ * hold. Reported at elevel (ERROR before a new lineage's initial copy, as
+ * zero-cache's initial sync refuses; WARNING otherwise, so one table never
+ * stops the stream of the others). Returns how many problems were found.
+ */
+int
+zs_check_published_tables(List *publications, int elevel)
+{
+	Oid			types[2] = {TEXTARRAYOID, TEXTOID};
+	Datum		values[2] = {zs_publication_array(publications), CStringGetTextDatum(zs_cdc_schema_name())};
+	uint64		n;
+
+	if (SPI_execute_with_args(
+							  "WITH t AS (SELECT DISTINCT c.oid, n.nspname, c.relname, c.relreplident "
+							  "             FROM pg_publication_tables p "
+							  "             JOIN pg_namespace n ON n.nspname = p.schemaname "
+							  "             JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = p.tablename "
+							  "            WHERE p.pubname = ANY ($1) AND n.nspname NOT IN ($2, 'zero_stream')) "
+							  "SELECT format('%I.%I', nspname, relname), problem FROM ("
+							  "  SELECT nspname, relname, 'uses the column name _0_version, which Zero reserves' AS problem FROM t "
+							  "   WHERE EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = t.oid AND a.attname = '_0_version' AND NOT a.attisdropped) "
+							  "  UNION ALL SELECT nspname, relname, 'has REPLICA IDENTITY NOTHING: its updates and deletes cannot be replicated' FROM t "
+							  "   WHERE relreplident = 'n' "
+							  "  UNION ALL SELECT nspname, relname, 'is missing its REPLICA IDENTITY INDEX' FROM t "
+							  "   WHERE relreplident = 'i' AND NOT EXISTS (SELECT FROM pg_index i WHERE i.indrelid = t.oid AND i.indisreplident) "
+							  "  UNION ALL SELECT nspname, relname, 'has a name with characters Zero does not allow (letters, digits, _ and -)' FROM t "
+							  "   WHERE relname !~ '^[A-Za-z_]+[A-Za-z0-9_-]*$' "
+							  "  UNION ALL SELECT nspname, relname, format('has a column %I with characters Zero does not allow (letters, digits, _, - and .)', a.attname) "
+							  "    FROM t JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum > 0 AND NOT a.attisdropped "
+							  "   WHERE a.attname !~ '^[A-Za-z_]+[.A-Za-z0-9_-]*$') x "
+							  "ORDER BY 1, 2",
+							  2, types, values, NULL, true, 0) != SPI_OK_SELECT)
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg_internal("could not check the published tables")));
+	n = SPI_processed;
+	for (uint64 i = 0; i < n; i++)
+	{
+		char	   *table = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+		char	   *problem = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
+
+		ereport(elevel,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("published table %s %s", table, problem),
+				 errdetail("zero-cache refuses to replicate such a table."),
+				 errhint("Change the table, or remove it from the publication.")));
+	}
+	return (int) n;
+}
+
 void
 zs_shard_setup(List *app_publications)
 {
@@ -203,5 +254,6 @@ zs_shard_setup(List *app_publications)
 	check_publications(app_publications);
 	if (missing(zs_app_id, shard, publication))
 		create_metadata(zs_app_id, shard, publication);
+	(void) zs_check_published_tables(app_publications, WARNING);
 	zs_spi_xact_commit();
 }

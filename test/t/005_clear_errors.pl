@@ -173,4 +173,23 @@ SELECT s.state = 'streaming' AND r.active_pid = s.pid
 	$node->stop;
 }
 
+# --- a published table Zero's replicas cannot hold stops the initial copy
+{
+	my $node = zs_new_node('tables', no_extension => 1, before_extension => q{
+CREATE TABLE keyless (a int, b text);
+ALTER TABLE keyless REPLICA IDENTITY NOTHING;
+CREATE TABLE fine (id int PRIMARY KEY, "_0_version" text);
+});
+	$node->safe_psql('postgres', 'CREATE EXTENSION zero_stream');
+	wait_for_error($node, 'REPLICA IDENTITY NOTHING', 'unreplicable table');
+	like(last_error($node), qr/published table public.keyless has REPLICA IDENTITY NOTHING/,
+		'unreplicable table: named, with the reason');
+	ok($node->log_contains('WARNING:  published table public.fine uses the column name _0_version'),
+		'every problem is logged');
+	$node->safe_psql('postgres', q{ALTER TABLE keyless REPLICA IDENTITY FULL; ALTER TABLE fine RENAME COLUMN "_0_version" TO v});
+	zs_wait_streaming($node);
+	is(last_error($node), '', 'unreplicable table: streams once fixed');
+	$node->stop;
+}
+
 done_testing();
