@@ -195,9 +195,10 @@ check_publications(List *publications)
 
 /*
  * zero-cache's validate() of each published table: what its replicas cannot
- * hold. Reported at elevel (ERROR before a new lineage's initial copy, as
- * zero-cache's initial sync refuses; WARNING otherwise, so one table never
- * stops the stream of the others). Returns how many problems were found.
+ * hold. Each problem is a WARNING; with elevel ERROR (before a new
+ * lineage's initial copy, as zero-cache's initial sync refuses) they also
+ * stop it, all named in one error; otherwise one table never stops the
+ * stream of the others. Returns how many problems were found.
  */
 int
 zs_check_published_tables(List *publications, int elevel)
@@ -205,6 +206,7 @@ zs_check_published_tables(List *publications, int elevel)
 	Oid			types[2] = {TEXTARRAYOID, TEXTOID};
 	Datum		values[2] = {zs_publication_array(publications), CStringGetTextDatum(zs_cdc_schema_name())};
 	uint64		n;
+	StringInfoData all;
 
 	if (SPI_execute_with_args(
 							  "WITH t AS (SELECT DISTINCT c.oid, n.nspname, c.relname, c.relreplident "
@@ -230,17 +232,25 @@ zs_check_published_tables(List *publications, int elevel)
 				(errcode(ERRCODE_INTERNAL_ERROR),
 				 errmsg_internal("could not check the published tables")));
 	n = SPI_processed;
+	initStringInfo(&all);
 	for (uint64 i = 0; i < n; i++)
 	{
 		char	   *table = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
 		char	   *problem = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
 
-		ereport(elevel,
+		ereport(WARNING,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("published table %s %s", table, problem),
 				 errdetail("zero-cache refuses to replicate such a table."),
 				 errhint("Change the table, or remove it from the publication.")));
+		appendStringInfo(&all, "%s%s %s", i > 0 ? "; " : "", table, problem);
 	}
+	if (n > 0 && elevel >= ERROR)
+		ereport(elevel,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("Zero cannot replicate %d published tables: %s", (int) n, all.data),
+				 errdetail("zero-cache's initial sync refuses such tables; so does a new lineage's initial copy."),
+				 errhint("Change the tables, or remove them from the publication; the decoder retries.")));
 	return (int) n;
 }
 

@@ -182,13 +182,15 @@ CREATE TABLE fine (id int PRIMARY KEY, "_0_version" text);
 });
 	$node->safe_psql('postgres', 'CREATE EXTENSION zero_stream');
 	wait_for_error($node, 'REPLICA IDENTITY NOTHING', 'unreplicable table');
-	like(last_error($node), qr/published table public.keyless has REPLICA IDENTITY NOTHING/,
-		'unreplicable table: named, with the reason');
+	like(last_error($node), qr/^Zero cannot replicate 2 published tables: public.fine uses the column name _0_version, which Zero reserves; public.keyless has REPLICA IDENTITY NOTHING/,
+		'unreplicable tables: each named, with the reason');
 	ok($node->log_contains('WARNING:  published table public.fine uses the column name _0_version'),
-		'every problem is logged');
+		'every problem is also logged on its own');
 	$node->safe_psql('postgres', q{ALTER TABLE keyless REPLICA IDENTITY FULL; ALTER TABLE fine RENAME COLUMN "_0_version" TO v});
 	zs_wait_streaming($node);
-	is(last_error($node), '', 'unreplicable table: streams once fixed');
+	$node->safe_psql('postgres', q{INSERT INTO fine VALUES (1, 'x')});
+	zs_wait_catchup($node);
+	is(last_error($node), '', 'unreplicable tables: streams once fixed');
 	$node->stop;
 }
 
