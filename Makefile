@@ -39,6 +39,7 @@ OBJS = \
 	src/server/flow_control.o \
 	src/server/reservations.o \
 	src/server/subscriber_slots.o \
+	src/server/tls.o \
 	src/replica/replica_apply.o \
 	src/replica/replica_ddl.o \
 	src/replica/replica_schema.o \
@@ -50,7 +51,8 @@ OBJS = \
 
 EXTENSION = zero_stream
 DATA = sql/zero_stream--0.1.0.sql
-SHLIB_LINK = -lcjson -lsqlite3
+# OpenSSL is the one PostgreSQL itself links (TLS of the subscriber server)
+SHLIB_LINK = -lcjson -lsqlite3 -lssl -lcrypto
 PGFILEDESC = "zero_stream - in-server Zero change streamer"
 
 PG_CONFIG ?= pg_config
@@ -79,7 +81,7 @@ $(OBJS): $(wildcard $(srcdir)/src/*.h $(srcdir)/src/*/*.h)
 CLIENT = zero-stream-tail
 CLIENT_CFLAGS = -O2 -g -Wall $(ZS_WERROR) -DFRONTEND -I$(srcdir)/src \
 	-I$(shell $(PG_CONFIG) --includedir-server) -I$(shell $(PG_CONFIG) --includedir)
-CLIENT_LIBS = -L$(shell $(PG_CONFIG) --pkglibdir) -lpgcommon -lpgport -lcrypto -lm
+CLIENT_LIBS = -L$(shell $(PG_CONFIG) --pkglibdir) -lpgcommon -lpgport -lssl -lcrypto -lm
 
 CLIENT_SRCS = src/client/zero_stream_tail.c src/client/ws_client.c src/codec/websocket.c src/codec/http.c \
 	src/codec/json_out.c

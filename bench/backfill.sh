@@ -23,18 +23,8 @@ ROWS=${1:-1000000}
 PGBENCH_SECONDS=${2:-15}
 . scripts/common.sh
 . bench/workload.sh
-DIR=${ZS_BENCH_DIR:-/tmp/zero_stream-bench}
-PORT=${ZS_BENCH_PORT:-54339}
-SPORT=${ZS_BENCH_SERVER_PORT:-54340}
-sql() { run "$BIN/psql" -X -q -At -h "$DIR" -p "$PORT" -U postgres -v ON_ERROR_STOP=1 "$@"; }
-now() { date +%s.%N; }
-set_database() {
-	sed -i "/^zero_stream.database/d" "$DIR/data/postgresql.conf"
-	echo "zero_stream.database = '$1'" >> "$DIR/data/postgresql.conf"
-}
-restart() { run "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w restart -m fast >/dev/null; }
+. bench/lib.sh
 wait_streaming() { until [ "$(sql -d bench -c "SELECT state FROM zero_stream.status()")" = streaming ]; do sleep 0.01; done; }
-rate() { python3 -c "import sys; n, t0, t1 = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]); print(f'{t1 - t0:7.2f} s  {n / (t1 - t0):10.0f} rows/s')" "$@"; }
 
 # a benchmark that fails stops its own cluster
 trap 'run "$BIN/pg_ctl" -D "$DIR/data" stop -m immediate >/dev/null 2>&1 || true' EXIT

@@ -21,17 +21,8 @@ BULK_ROWS=${1:-1000000}
 SINGLE_TXNS=${2:-100000}
 . scripts/common.sh
 . bench/workload.sh
-DIR=${ZS_BENCH_DIR:-/tmp/zero_stream-bench}
-PORT=${ZS_BENCH_PORT:-54339}
-sql() { run "$BIN/psql" -X -q -At -h "$DIR" -p "$PORT" -U postgres -v ON_ERROR_STOP=1 "$@"; }
-now() { date +%s.%N; }
-set_database() {
-	sed -i "/^zero_stream.database/d" "$DIR/data/postgresql.conf"
-	echo "zero_stream.database = '$1'" >> "$DIR/data/postgresql.conf"
-}
-restart() { run "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w restart -m fast >/dev/null; }
+. bench/lib.sh
 
-SPORT=${ZS_BENCH_SERVER_PORT:-54340}
 # a benchmark that fails stops its own cluster
 trap 'run "$BIN/pg_ctl" -D "$DIR/data" stop -m immediate >/dev/null 2>&1 || true' EXIT
 init_cluster "$DIR" "$PORT" "zero_stream.port = $SPORT

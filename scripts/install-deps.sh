@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(build-essential postgresql-15 postgresql-server-dev-15 postgresql-client-15 libssl-dev
-	libcjson-dev libsqlite3-dev sqlite3 libipc-run-perl python3 bc
+	libcjson-dev libsqlite3-dev sqlite3 libipc-run-perl python3 bc openssl curl
 	clang libclang-rt-14-dev llvm-14)	# test/fuzz: libFuzzer, sanitizer runtimes, llvm-symbolizer
 
 # test/t/023 installs zero-cache and Node 22 from the npm registry with npm

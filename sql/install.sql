@@ -46,8 +46,11 @@ SELECT "dataVersion", "schemaVersion", "minSafeVersion" FROM "zero_0/cdc"."versi
 -- lineage and ownership
 SELECT c."replicaVersion" = s.replica_version AS config_matches, c."publications", c."resetRequired"
   FROM "zero_0/cdc"."replicationConfig" c, zero_stream.status() s;
+-- the owner: task_id @ system identifier / timeline / slot
 SELECT "lastWatermark" = (SELECT replica_version FROM zero_stream.status()) AS head_is_seed,
-       "owner", "ownerAddress"
+       "owner" = format('zero_stream@%s/%s/zero_stream_zero_0', (SELECT system_identifier FROM pg_control_system()),
+                        (SELECT timeline_id FROM pg_control_checkpoint())) AS owner_is_us,
+       "ownerAddress"
   FROM "zero_0/cdc"."replicationState";
 
 -- the seed transaction at replicaVersion

@@ -37,7 +37,9 @@ CREATE FUNCTION status(
     OUT purge_held_by text,
     OUT purged_rows bigint,
     OUT purged_bytes bigint,
-    OUT last_purge_time timestamptz)
+    OUT last_purge_time timestamptz,
+    OUT last_reset text,
+    OUT last_reset_time timestamptz)
 RETURNS record
 AS 'MODULE_PATHNAME', 'zs_status'
 LANGUAGE C STRICT VOLATILE;

@@ -9,6 +9,7 @@
  */
 #include "postgres.h"
 
+#include "access/xlog.h"
 #include "nodes/pg_list.h"
 #include "replication/slot.h"
 #include "catalog/pg_type_d.h"
@@ -40,6 +41,9 @@ int			zs_max_pending_connections = 64;
 int			zs_handshake_timeout_ms = 5000;
 int			zs_max_message_kb = 1024;
 char	   *zs_subscriber_password = NULL;
+bool		zs_ssl = false;
+char	   *zs_ssl_cert_file = NULL;
+char	   *zs_ssl_key_file = NULL;
 int			zs_catchup_page_rows = 2000;
 int			zs_catchup_share = 10;
 int			zs_slow_subscriber_grace_ms = 30000;
@@ -123,31 +127,6 @@ check_publications(char **newval, void **extra, GucSource source)
 	ok = SplitIdentifierString(copy, ',', &names);
 	if (!ok)
 		GUC_check_errdetail("zero_stream.publications must be a comma-separated list of publication names.");
-	else
-	{
-		ListCell   *lc;
-
-		/* zero-cache's validatePublicationName and its reserved prefix */
-		foreach(lc, names)
-		{
-			const char *name = (const char *) lfirst(lc);
-
-			if (name[0] == '_')
-			{
-				GUC_check_errdetail("Publication names starting with \"_\" are reserved for Zero's internal use (\"%s\").", name);
-				ok = false;
-				break;
-			}
-			for (const char *p = name; *p && ok; p++)
-				ok = (*p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-					  (p > name && *p >= '0' && *p <= '9'));
-			if (!ok)
-			{
-				GUC_check_errdetail("Publication names must start with a letter or underscore and contain only letters, digits and underscores (\"%s\").", name);
-				break;
-			}
-		}
-	}
 	list_free(names);
 	pfree(copy);
 	return ok ? true : reject("zero_stream.publications");
@@ -273,6 +252,21 @@ zs_define_gucs(void)
 							   "Empty means no authentication (as zero-cache). A ws://user:password@host URL sends it.",
 							   &zs_subscriber_password, "", PGC_SIGHUP, GUC_SUPERUSER_ONLY,
 							   NULL, NULL, NULL);
+	DefineCustomBoolVariable("zero_stream.ssl",
+							 "Whether the subscriber server speaks TLS (wss:// and https://).",
+							 "When on, every connection to zero_stream.port must start with a TLS handshake; plain ws:// and http:// clients are refused.",
+							 &zs_ssl, false, PGC_POSTMASTER, 0,
+							 NULL, NULL, NULL);
+	DefineCustomStringVariable("zero_stream.ssl_cert_file",
+							   "Certificate (PEM, with its chain) of the subscriber server's TLS.",
+							   "Relative paths are under the data directory; the default is PostgreSQL's own. Read again on reload.",
+							   &zs_ssl_cert_file, "server.crt", PGC_SIGHUP, 0,
+							   NULL, NULL, NULL);
+	DefineCustomStringVariable("zero_stream.ssl_key_file",
+							   "Private key (PEM, without a passphrase) of the subscriber server's TLS.",
+							   "Relative paths are under the data directory; the default is PostgreSQL's own. Read again on reload.",
+							   &zs_ssl_key_file, "server.key", PGC_SIGHUP, GUC_SUPERUSER_ONLY,
+							   NULL, NULL, NULL);
 	DefineCustomIntVariable("zero_stream.catchup_page_rows",
 							"Change-log rows read per page for a subscriber.",
 							NULL,
@@ -377,16 +371,13 @@ zs_publication_array(List *publications)
 										   false, TYPALIGN_INT));
 }
 
-char *
-zs_owner_address(void)
+/* host:port of the first listen address */
+static char *
+listen_host_port(void)
 {
 	char	   *first;
 	char	   *comma;
 
-	if (zs_advertise_address != NULL && zs_advertise_address[0] != '\0')
-		return pstrdup(zs_advertise_address);
-	if (zs_port == 0)
-		return NULL;			/* no server: nothing to discover */
 	first = pstrdup(zs_listen_addresses ? zs_listen_addresses : "127.0.0.1");
 	if ((comma = strchr(first, ',')) != NULL)
 		*comma = '\0';
@@ -419,4 +410,24 @@ zs_set_canonical_session(const char *application_name)
 	SetConfigOption("application_name", application_name, PGC_SUSET, PGC_S_OVERRIDE);
 	/* catalog queries and small inserts: JIT would only load LLVM (~60 MB) */
 	SetConfigOption("jit", "off", PGC_SUSET, PGC_S_OVERRIDE);
+}
+
+char *
+zs_owner_identity(void)
+{
+	return psprintf("%s@" UINT64_FORMAT "/%u/%s", zs_task_id, GetSystemIdentifier(),
+					GetWALInsertionTimeLine(), zs_effective_slot_name());
+}
+
+char *
+zs_owner_address(void)
+{
+	if (zs_advertise_address != NULL && zs_advertise_address[0] != '\0')
+		return pstrdup(zs_advertise_address);
+	if (zs_port == 0)
+		return NULL;			/* no server: nothing to discover */
+	/* a TLS port is reached only with its scheme: say it */
+	if (zs_ssl)
+		return psprintf("wss://%s", listen_host_port());
+	return listen_host_port();
 }

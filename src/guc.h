@@ -29,6 +29,9 @@ extern int	zs_max_pending_connections;
 extern int	zs_handshake_timeout_ms;
 extern int	zs_max_message_kb;
 extern char *zs_subscriber_password;
+extern bool zs_ssl;
+extern char *zs_ssl_cert_file;
+extern char *zs_ssl_key_file;
 extern int	zs_catchup_page_rows;
 extern int	zs_catchup_share;
 extern int	zs_slow_subscriber_grace_ms;
@@ -50,9 +53,19 @@ extern const char *zs_rejected_identity_setting(void);
 /* Derived names, computed from the GUCs (palloc'd in the current context). */
 extern char *zs_cdc_schema_name(void);
 
-/* replicationState.ownerAddress: advertise_address, or listen address:port; NULL without a server */
+/*
+ * replicationState.ownerAddress: advertise_address, or listen address:port
+ * (wss://address:port with zero_stream.ssl); NULL without a server
+ */
 extern char *zs_owner_address(void);		/* "<app>_<shard>/cdc" */
 extern char *zs_effective_slot_name(void);
+
+/*
+ * replicationState.owner: the writing worker, "<task_id>@<system
+ * identifier>/<timeline>/<slot>", so a cluster made from a copy of this one
+ * (a promoted standby, a restored backup) never passes for its writer.
+ */
+extern char *zs_owner_identity(void);
 extern char *zs_origin_name(void);
 extern char *zs_default_publication_name(void);	/* "_<app>_public_<shard>" */
 /*

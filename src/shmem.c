@@ -87,6 +87,15 @@ zs_set_backup_state(ZsBackupState state, const char *detail, const char *waterma
 }
 
 void
+zs_set_last_reset(const char *message)
+{
+	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
+	strlcpy(zs_shared->last_reset, message, sizeof(zs_shared->last_reset));
+	zs_shared->last_reset_time = GetCurrentTimestamp();
+	LWLockRelease(zs_shared->lock);
+}
+
+void
 zs_set_last_error(const char *message)
 {
 	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);

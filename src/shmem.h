@@ -163,6 +163,10 @@ typedef struct ZsSharedState
 	char		last_value_error[ZS_ERROR_LEN];
 	TimestampTz last_value_error_time;
 
+	/* why and when the decoder last started a new lineage on its own */
+	char		last_reset[ZS_ERROR_LEN];
+	TimestampTz last_reset_time;
+
 	/* the decoder's most recent error, kept until its next successful store */
 	char		last_error[ZS_ERROR_LEN];
 	TimestampTz last_error_time;
@@ -195,6 +199,7 @@ extern Latch *zs_worker_latch(ZsWorkerKind kind);
 extern void zs_set_decoder_state(ZsDecoderState state);
 extern void zs_set_backup_state(ZsBackupState state, const char *detail, const char *watermark);
 extern void zs_set_last_error(const char *message);
+extern void zs_set_last_reset(const char *message);
 extern void zs_record_value_error(const char *message);
 
 /*

@@ -38,7 +38,7 @@ PG_FUNCTION_INFO_V1(zs_status);
 PG_FUNCTION_INFO_V1(zs_subscribers);
 PG_FUNCTION_INFO_V1(zs_workers);
 
-#define STATUS_COLUMNS 32
+#define STATUS_COLUMNS 34
 
 static Datum
 text_or_null(const char *s, bool *isnull)
@@ -302,6 +302,10 @@ zs_status(PG_FUNCTION_ARGS)
 	values[i++] = Int64GetDatum((int64) snap.purged_bytes);
 	values[i] = time_or_null(snap.last_purge_time, &nulls[i]);
 	i++;
+	values[i] = text_or_null(snap.last_reset, &nulls[i]);
+	i++;
+	values[i] = time_or_null(snap.last_reset_time, &nulls[i]);
+	i++;
 	Assert(i == STATUS_COLUMNS);
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
@@ -404,6 +408,34 @@ zs_stream_publications(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(zs_publication_array(zs_publication_list()));
 }
 
+/*
+ * Ask the decoder for something: set its request flag (a field of the
+ * shared state) and wake it. *purge_runs, if given, is read under the same
+ * lock. Returns the decoder's pid; an error if it does not run.
+ */
+static int
+ask_decoder(bool *flag, uint64 *purge_runs)
+{
+	int			pid;
+	Latch	   *latch;
+
+	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
+	pid = zs_shared->workers[ZS_WORKER_DECODER].pid;
+	latch = zs_shared->workers[ZS_WORKER_DECODER].latch;
+	if (purge_runs != NULL)
+		*purge_runs = zs_shared->purge_runs;
+	if (pid != 0)
+		*flag = true;
+	LWLockRelease(zs_shared->lock);
+	if (pid == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the zero_stream decoder is not running"),
+				 errhint("Check zero_stream.status() and the server log.")));
+	SetLatch(latch);
+	return pid;
+}
+
 PG_FUNCTION_INFO_V1(zs_purge);
 
 /*
@@ -420,25 +452,11 @@ zs_purge(PG_FUNCTION_ARGS)
 	Datum		values[4];
 	bool		nulls[4] = {false, false, false, false};
 	uint64		runs;
-	int			pid;
-	Latch	   *latch;
 
 	check_loaded();
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
-	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
-	pid = zs_shared->workers[ZS_WORKER_DECODER].pid;
-	latch = zs_shared->workers[ZS_WORKER_DECODER].latch;
-	runs = zs_shared->purge_runs;
-	if (pid != 0)
-		zs_shared->purge_requested = true;
-	LWLockRelease(zs_shared->lock);
-	if (pid == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("the zero_stream decoder is not running"),
-				 errhint("Check zero_stream.status() and the server log.")));
-	SetLatch(latch);
+	(void) ask_decoder(&zs_shared->purge_requested, &runs);
 	for (;;)
 	{
 		bool		done;
@@ -474,24 +492,9 @@ Datum
 zs_resync(PG_FUNCTION_ARGS)
 {
 	int			pid;
-	Latch	   *latch;
 
-	if (zs_shared == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("zero_stream is not loaded through shared_preload_libraries")));
-	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
-	pid = zs_shared->workers[ZS_WORKER_DECODER].pid;
-	latch = zs_shared->workers[ZS_WORKER_DECODER].latch;
-	if (pid != 0)
-		zs_shared->resync_requested = true;
-	LWLockRelease(zs_shared->lock);
-	if (pid == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("the zero_stream decoder is not running"),
-				 errhint("Check zero_stream.status() and the server log.")));
-	SetLatch(latch);
+	check_loaded();
+	pid = ask_decoder(&zs_shared->resync_requested, NULL);
 	ereport(NOTICE,
 			(errcode(ERRCODE_SUCCESSFUL_COMPLETION),
 			 errmsg("zero_stream decoder (PID %d) will start a new lineage", pid),

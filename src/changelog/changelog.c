@@ -174,7 +174,7 @@ zs_changelog_initialize(const char *replica_version, List *publications)
 
 	values[0] = CStringGetTextDatum(replica_version);
 	values[1] = zs_publication_array(publications);
-	values[2] = CStringGetTextDatum(zs_task_id);
+	values[2] = CStringGetTextDatum(zs_owner_identity());
 
 	exec_sql_args(psprintf("INSERT INTO %s.\"replicationConfig\" (\"replicaVersion\", \"publications\") "
 						   "SELECT $1, array_agg(p ORDER BY p) FROM unnest($2::text[]) p", s),
@@ -194,7 +194,7 @@ zs_changelog_claim_ownership(const char *address)
 	Datum		values[2];
 	char		nulls[2] = {' ', address ? ' ' : 'n'};
 
-	values[0] = CStringGetTextDatum(zs_task_id);
+	values[0] = CStringGetTextDatum(zs_owner_identity());
 	values[1] = address ? CStringGetTextDatum(address) : (Datum) 0;
 	exec_sql_args(psprintf("UPDATE %s.\"replicationState\" SET \"owner\" = $1, \"ownerAddress\" = $2",
 						   quoted_schema()),
@@ -325,12 +325,12 @@ zs_changelog_begin(void)
 	prepare_writer();
 	/* the row stays locked until our commit: no takeover can interleave */
 	owner = read_state_column("owner", true);
-	if (owner == NULL || strcmp(owner, zs_task_id) != 0)
+	if (owner == NULL || strcmp(owner, zs_owner_identity()) != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("changeLog ownership has been assumed by %s", owner ? owner : "nobody"),
-				 errdetail("zero_stream.task_id is \"%s\"; another change streamer now writes %s.",
-						   zs_task_id, zs_cdc_schema_name()),
+				 errdetail("This decoder is %s; another change streamer now writes %s.",
+						   zs_owner_identity(), zs_cdc_schema_name()),
 				 errhint("Stop the other change streamer, then restart zero_stream's decoder.")));
 }
 

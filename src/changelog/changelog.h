@@ -92,8 +92,10 @@ extern ZsChangeLogPage *zs_changelog_read_page(const char *after_watermark, int6
 
 /*
  * One purge batch (changelog_purge.c): delete at most limit rows below
- * floor, never the newest transaction; LOCKED if the oldest row is locked
- * by someone (the purge lock), MORE if a full batch was deleted.
+ * floor after (after_watermark, after_pos), which it moves to the last row
+ * deleted ("" and -1 to start a purge), never the newest transaction;
+ * LOCKED if the oldest row is locked by someone (the purge lock, checked
+ * at a purge's first batch), MORE if a full batch was deleted.
  */
 typedef enum ZsPurgeResult
 {
@@ -103,6 +105,7 @@ typedef enum ZsPurgeResult
 } ZsPurgeResult;
 
 extern ZsPurgeResult zs_changelog_purge_batch(const char *floor, int limit,
+											  char *after_watermark, int64 *after_pos,
 											  int64 *rows, int64 *bytes);
 
 /* The oldest watermark in the log ("" if it is empty). */

@@ -4,10 +4,10 @@
  *	  (docs/zero-protocol.md §6.5, zero-cache's purgeRecordsBefore).
  *
  * One batch runs in the caller's transaction with SPI connected:
- *   1. the purge lock: the oldest row is locked FOR UPDATE, skipping it if
- *      someone holds it (zero-cache's PurgeLocker keeps a row lock on the
- *      oldest row while it needs the log from there); a held lock means no
- *      purge now;
+ *   1. the purge lock (first batch of a purge): the oldest row is locked
+ *      FOR UPDATE, skipping it if someone holds it (zero-cache's PurgeLocker
+ *      keeps a row lock on the oldest row while it needs the log from
+ *      there); a held lock means no purge now;
  *   2. at most `limit` rows below the floor are deleted, in (watermark,
  *      pos) order, never the newest stored transaction (the catch-up
  *      boundary);
@@ -74,41 +74,58 @@ check_ownership(void)
 	run(psprintf("SELECT \"owner\" FROM %s.\"replicationState\" FOR SHARE", cdc()),
 		0, NULL, NULL, SPI_OK_SELECT);
 	owner = SPI_processed == 1 ? SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1) : NULL;
-	if (owner == NULL || strcmp(owner, zs_task_id) != 0)
+	if (owner == NULL || strcmp(owner, zs_owner_identity()) != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("not purging the change log: its ownership has been taken by %s",
 						owner ? owner : "nobody"),
-				 errdetail("zero_stream.task_id is \"%s\".", zs_task_id)));
+				 errdetail("This decoder is %s.", zs_owner_identity())));
 }
 
 ZsPurgeResult
-zs_changelog_purge_batch(const char *floor, int limit, int64 *rows, int64 *bytes)
+zs_changelog_purge_batch(const char *floor, int limit, char *after_watermark, int64 *after_pos,
+						 int64 *rows, int64 *bytes)
 {
 	const char *s = cdc();
-	Oid			types[2] = {TEXTOID, INT4OID};
-	Datum		values[2];
+	Oid			types[4] = {TEXTOID, INT4OID, TEXTOID, INT8OID};
+	Datum		values[4];
 	bool		isnull;
 
 	*rows = 0;
 	*bytes = 0;
-	if (!purge_lock_taken())
+	if (after_watermark[0] == '\0' && !purge_lock_taken())
 		return ZS_PURGE_LOCKED;
 	values[0] = CStringGetTextDatum(floor);
 	values[1] = Int32GetDatum(limit);
+	values[2] = CStringGetTextDatum(after_watermark);
+	values[3] = Int64GetDatum(*after_pos);
+	/*
+	 * Keyset continuation: each batch starts after the last row the previous
+	 * one deleted, so it does not walk again over the index entries of rows
+	 * deleted but not yet vacuumed.
+	 */
 	run(psprintf("WITH doomed AS ("
 				 "  SELECT \"watermark\", \"pos\" FROM %1$s.\"changeLog\" "
-				 "   WHERE \"watermark\" < $1 "
+				 "   WHERE (\"watermark\", \"pos\") > ($3, $4) AND \"watermark\" < $1 "
 				 "     AND \"watermark\" < (SELECT max(\"watermark\") FROM %1$s.\"changeLog\") "
 				 "   ORDER BY \"watermark\", \"pos\" LIMIT $2), "
 				 "gone AS ("
 				 "  DELETE FROM %1$s.\"changeLog\" c USING doomed d "
 				 "   WHERE c.\"watermark\" = d.\"watermark\" AND c.\"pos\" = d.\"pos\" "
-				 "  RETURNING pg_column_size(c.*) AS size) "
-				 "SELECT count(*)::int8, coalesce(sum(size), 0)::int8 FROM gone", s),
-		2, types, values, SPI_OK_SELECT);
+				 "  RETURNING c.\"watermark\", c.\"pos\", pg_column_size(c.*) AS size) "
+				 "SELECT count(*)::int8, coalesce(sum(size), 0)::int8, "
+				 "       (SELECT \"watermark\" FROM gone ORDER BY \"watermark\" DESC, \"pos\" DESC LIMIT 1), "
+				 "       (SELECT \"pos\" FROM gone ORDER BY \"watermark\" DESC, \"pos\" DESC LIMIT 1) "
+				 "  FROM gone", s),
+		4, types, values, SPI_OK_SELECT);
 	*rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	*bytes = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	if (*rows > 0)
+	{
+		strlcpy(after_watermark, SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3),
+				ZS_WATERMARK_MAXLEN);
+		*after_pos = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &isnull));
+	}
 	check_ownership();
 	return *rows < limit ? ZS_PURGE_DONE : ZS_PURGE_MORE;
 }

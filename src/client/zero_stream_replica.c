@@ -3,7 +3,7 @@
  *	  zero-stream-replica: keep a SQLite replica in zero-cache's format
  *	  current from a zero_stream server (or print a replica's state).
  *
- *	  zero-stream-replica sync [options] ws://[user:password@]host:port FILE
+ *	  zero-stream-replica sync [options] ws[s]://[user:password@]host:port FILE
  *	  zero-stream-replica restore [litestream restore flags] FILE
  *	  zero-stream-replica status FILE
  *
@@ -31,11 +31,17 @@
  *	                   of the apply rate); without it the file is kept like
  *	                   zero-cache's backup replica
  *	  --idle SECS      exit 0 once no message arrived for SECS seconds
+ *	  --ca-file FILE   wss://: verify the server's certificate (and the
+ *	                   https:// backupURL's) against the CA certificates in
+ *	                   FILE (default $ZS_SSL_CA_FILE, else the system's)
+ *	  --no-verify      wss://: do not verify the server's certificate (also
+ *	                   ZS_SSL_NO_VERIFY=1)
  *
  * restore is litestream's restore command as a zero-cache view-syncer runs
  * it through ZERO_LITESTREAM_EXECUTABLE: it downloads the backupURL in
  * ZERO_LITESTREAM_BACKUP_URL into FILE with the same code as sync's restore
- * (see restore_command).
+ * (see restore_command); an https:// backupURL is verified as sync's
+ * (-ca-file, -no-verify, or the environment).
  *
  * Exit status: 0 stopped by a signal or --idle, or restore done (restored,
  * FILE already there, or no backup to serve with -if-replica-exists); 1
@@ -47,7 +53,6 @@
 #include "postgres_fe.h"
 
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <sys/socket.h>
@@ -79,7 +84,7 @@ typedef struct Options
 
 typedef struct Connection
 {
-	int			sock;
+	ZsClientConn link;
 	ZsWsReader	reader;
 	ZsWsMessage msg;
 	int64		next_upstream_id;
@@ -120,9 +125,9 @@ static void
 usage(void)
 {
 	fprintf(stderr,
-			"usage: zero-stream-replica sync [--task-id ID] [--id ID] [--change-log] [--idle SECS] ws://[user:password@]host:port FILE\n"
-			"       zero-stream-replica restore [-if-db-not-exists] [-if-replica-exists] [-o PATH] [-parallelism N] FILE\n"
-			"           (the backup from $ZERO_LITESTREAM_BACKUP_URL; also: restore [flags] -o PATH http://host:port/replica/TASK)\n"
+			"usage: zero-stream-replica sync [--task-id ID] [--id ID] [--change-log] [--idle SECS] [--ca-file FILE] [--no-verify] ws[s]://[user:password@]host:port FILE\n"
+			"       zero-stream-replica restore [-if-db-not-exists] [-if-replica-exists] [-o PATH] [-parallelism N] [-ca-file FILE] [-no-verify] FILE\n"
+			"           (the backup from $ZERO_LITESTREAM_BACKUP_URL; also: restore [flags] -o PATH http[s]://host:port/replica/TASK)\n"
 			"       zero-stream-replica status FILE\n");
 	exit(1);
 }
@@ -178,7 +183,7 @@ now_seconds(void)
 static bool
 send_text(Connection *conn, const char *text)
 {
-	return zs_client_send_frame(conn->sock, ZS_WS_OP_TEXT, text, (int) strlen(text), err);
+	return zs_client_send_frame(&conn->link, ZS_WS_OP_TEXT, text, (int) strlen(text), err);
 }
 
 static bool
@@ -214,7 +219,7 @@ send_acks(Connection *conn)
 		appendBinaryStringInfo(&frames, ack, len);
 		zs_ws_mask(frames.data + start, len, mask, 0);
 	}
-	ok = zs_client_write_all(conn->sock, frames.data, frames.len, err);
+	ok = zs_client_write_all(&conn->link, frames.data, frames.len, err);
 	pfree(frames.data);
 	return ok;
 }
@@ -230,8 +235,7 @@ connect_subscribe(Connection *conn, const ZsUrl *url, const Options *opt, bool f
 	StringInfoData target;
 	int			http_status;
 
-	conn->sock = zs_client_connect(url, err);
-	if (conn->sock < 0)
+	if (!zs_client_connect(url, &conn->link, err))
 	{
 		if (fatal)
 			die_with(2, "%s", err);
@@ -243,9 +247,9 @@ connect_subscribe(Connection *conn, const ZsUrl *url, const Options *opt, bool f
 	for (const char *p = opt->task_id; *p; p++)
 		appendStringInfo(&target, isalnum((unsigned char) *p) || strchr("-_.~", *p) ? "%c" : "%%%02X",
 						 (unsigned char) *p);
-	if (!zs_client_ws_handshake(conn->sock, url, target.data, &leftover, &http_status, err))
+	if (!zs_client_ws_handshake(&conn->link, url, target.data, &leftover, &http_status, err))
 	{
-		close(conn->sock);
+		zs_client_close(&conn->link);
 		if (http_status == 401)
 			die_with(2, "the server refused the credentials (HTTP 401): check the password in the URL");
 		if (fatal)
@@ -266,12 +270,11 @@ connect_subscribe(Connection *conn, const ZsUrl *url, const Options *opt, bool f
 static void
 disconnect(Connection *conn)
 {
-	if (conn->sock >= 0)
+	if (conn->link.sock >= 0)
 	{
-		(void) zs_client_send_frame(conn->sock, ZS_WS_OP_CLOSE, "\x03\xe8", 2, err);
-		close(conn->sock);
+		(void) zs_client_send_frame(&conn->link, ZS_WS_OP_CLOSE, "\x03\xe8", 2, err);
+		zs_client_close(&conn->link);
 	}
-	conn->sock = -1;
 	zs_ws_reader_free(&conn->reader);
 	pfree(conn->msg.payload.data);
 }
@@ -299,19 +302,20 @@ next_message(Connection *conn, int timeout_ms)
 		if (r == ZS_WS_NEED_MORE)
 		{
 			char		buf[65536];
-			struct pollfd pfd = {.fd = conn->sock,.events = POLLIN};
 			ssize_t		got;
 			int			rc;
 
 			if (stop_requested)
 				return NEXT_TIMEOUT;
-			rc = poll(&pfd, 1, timeout_ms);
+			rc = zs_client_wait(&conn->link, timeout_ms);
 			if (rc <= 0)
 				return NEXT_TIMEOUT;
-			got = recv(conn->sock, buf, sizeof(buf), 0);
+			got = zs_client_read(&conn->link, buf, sizeof(buf), err);
 			if (got < 0 && errno == EINTR)
 				continue;
-			if (got <= 0)
+			if (got < 0)
+				return NEXT_CLOSED;
+			if (got == 0)
 			{
 				snprintf(err, sizeof(err), "the server closed the connection without a close frame");
 				return NEXT_CLOSED;
@@ -324,7 +328,7 @@ next_message(Connection *conn, int timeout_ms)
 			case ZS_WS_OP_TEXT:
 				return NEXT_TEXT;
 			case ZS_WS_OP_PING:
-				(void) zs_client_send_frame(conn->sock, ZS_WS_OP_PONG, conn->msg.payload.data,
+				(void) zs_client_send_frame(&conn->link, ZS_WS_OP_PONG, conn->msg.payload.data,
 											conn->msg.payload.len, err);
 				break;
 			case ZS_WS_OP_CLOSE:
@@ -478,8 +482,8 @@ download_replica(const ZsUrl *url, const char *expect_rv, const char *min_sv,
 				 bool none_ok, const char *file)
 {
 	/* the URL without its credentials, for messages */
-	char	   *url_text = psprintf("http://%s:%s%s", url->host, url->port, url->target);
-	int			sock;
+	char	   *url_text = psprintf("%s://%s:%s%s", url->scheme, url->host, url->port, url->target);
+	ZsClientConn link;
 	int			http_status;
 	StringInfoData head;
 	StringInfoData body;
@@ -495,12 +499,11 @@ download_replica(const ZsUrl *url, const char *expect_rv, const char *min_sv,
 				sv[ZS_WATERMARK_MAXLEN];
 	ZsReplica  *check;
 
-	sock = zs_client_connect(url, err);
-	if (sock < 0)
+	if (!zs_client_connect(url, &link, err))
 		die_with(2, "could not download the backup from %s: %s", url_text, err);
 	initStringInfo(&head);
 	initStringInfo(&body);
-	if (!zs_client_http_get(sock, url, url->target, &http_status, &head, &body, err))
+	if (!zs_client_http_get(&link, url, url->target, &http_status, &head, &body, err))
 		die_with(2, "could not download the backup from %s: %s", url_text, err);
 	if (http_status == 401)
 		die_with(2, "the server refused the credentials for %s (HTTP 401): check the password", url_text);
@@ -511,7 +514,7 @@ download_replica(const ZsUrl *url, const char *expect_rv, const char *min_sv,
 			body.data[--body.len] = '\0';
 		note("no backup available at %s (%s%s%.200s): nothing restored",
 			 url_text, status_line(head.data), body.len > 0 ? ": " : "", body.data);
-		close(sock);
+		zs_client_close(&link);
 		return false;
 	}
 	if (http_status != 200)
@@ -546,17 +549,20 @@ download_replica(const ZsUrl *url, const char *expect_rv, const char *min_sv,
 			die_with(130, "interrupted while restoring the snapshot");
 		enlargeStringInfo(&body, 1 << 20);
 		{
-			ssize_t		got = recv(sock, body.data, 1 << 20, 0);
+			ssize_t		got = zs_client_read(&link, body.data, 1 << 20, err);
 
 			if (got < 0 && errno == EINTR)
 				continue;
-			if (got <= 0)
+			if (got < 0)
+				die_with(2, "the backup download from %s failed after " INT64_FORMAT " of " INT64_FORMAT " bytes: %s",
+						 url_text, done, length, err);
+			if (got == 0)
 				die_with(2, "the backup download from %s ended after " INT64_FORMAT " of " INT64_FORMAT " bytes",
 						 url_text, done, length);
 			body.len = (int) got;
 		}
 	}
-	close(sock);
+	zs_client_close(&link);
 	if (fsync(fd) != 0 || close(fd) != 0)
 		die_with(3, "could not write \"%s\": %m", tmp);
 	progress((double) done, (double) length, started, true);
@@ -597,7 +603,7 @@ restore(const ZsUrl *server, const Reservation *res, const char *file)
 {
 	ZsUrl		url;
 
-	if (!zs_url_parse(res->backup_url, &url) || strcmp(url.scheme, "http") != 0)
+	if (!zs_url_parse(res->backup_url, &url) || !zs_url_is_http(&url))
 		die_with(2, "unsupported backupURL \"%s\"", res->backup_url);
 	url.userinfo = server->userinfo;
 	(void) download_replica(&url, res->replica_version, res->min_watermark, false, file);
@@ -740,8 +746,8 @@ sync_replica(const char *url_text, const char *file, const Options *opt)
 	bool		force_restore = false;
 	int			backoff = 1;
 
-	if (!zs_url_parse(url_text, &url) || strcmp(url.scheme, "ws") != 0)
-		die_with(1, "not a ws:// URL: %s", url_text);
+	if (!zs_url_parse(url_text, &url) || !zs_url_is_websocket(&url))
+		die_with(1, "not a ws:// or wss:// URL: %s", url_text);
 
 	for (;;)
 	{
@@ -823,10 +829,10 @@ sync_replica(const char *url_text, const char *file, const Options *opt)
 
 /* litestream restore's flags: those taking a value, and the booleans */
 static const char *const restore_value_flags[] = {
-	"o", "parallelism", "config", "replica", "generation", "index", "txid", "timestamp", NULL
+	"o", "parallelism", "config", "replica", "generation", "index", "txid", "timestamp", "ca-file", NULL
 };
 static const char *const restore_bool_flags[] = {
-	"if-db-not-exists", "if-replica-exists", "no-expand-env", "v", NULL
+	"if-db-not-exists", "if-replica-exists", "no-expand-env", "v", "no-verify", NULL
 };
 
 static bool
@@ -888,6 +894,8 @@ restore_command(int argc, char **argv)
 {
 	bool		if_db_not_exists = false;
 	bool		if_replica_exists = false;
+	bool		no_verify = false;
+	const char *ca_file = NULL;
 	const char *output = NULL;
 	const char *url_text;
 	ZsUrl		url;
@@ -931,6 +939,8 @@ restore_command(int argc, char **argv)
 				if_db_not_exists = on;
 			else if (strcmp(name, "if-replica-exists") == 0)
 				if_replica_exists = on;
+			else if (strcmp(name, "no-verify") == 0)
+				no_verify = on;
 		}
 		else if (flag_in(name, restore_value_flags))
 		{
@@ -942,6 +952,8 @@ restore_command(int argc, char **argv)
 			}
 			if (strcmp(name, "o") == 0)
 				output = value;
+			else if (strcmp(name, "ca-file") == 0)
+				ca_file = value;
 			else if (strcmp(name, "parallelism") == 0 || strcmp(name, "index") == 0)
 			{
 				char	   *end;
@@ -962,7 +974,7 @@ restore_command(int argc, char **argv)
 		restore_usage(i == argc ? "restore needs the database path" : "too many arguments after the database path");
 
 	/* restore DB_PATH, or restore -o PATH REPLICA_URL */
-	if (strncmp(argv[i], "http://", 7) == 0)
+	if (strncmp(argv[i], "http://", 7) == 0 || strncmp(argv[i], "https://", 8) == 0)
 	{
 		url_text = argv[i];
 		if (output == NULL)
@@ -974,7 +986,7 @@ restore_command(int argc, char **argv)
 		if (output == NULL)
 			output = argv[i];
 		if (url_text == NULL || url_text[0] == '\0')
-			die_with(1, "ZERO_LITESTREAM_BACKUP_URL is not set: it must hold the backupURL of a snapshot reservation (http://host:port/replica/<taskID>)");
+			die_with(1, "ZERO_LITESTREAM_BACKUP_URL is not set: it must hold the backupURL of a snapshot reservation (http[s]://host:port/replica/<taskID>)");
 	}
 
 	if (stat(output, &st) == 0)
@@ -984,9 +996,10 @@ restore_command(int argc, char **argv)
 		note("\"%s\" already exists: nothing to restore", output);
 		return 0;
 	}
-	if (!zs_url_parse(url_text, &url) || strcmp(url.scheme, "http") != 0)
-		die_with(2, "unsupported backup URL \"%s\": expected http://host:port/replica/<taskID> of a zero_stream server",
+	if (!zs_url_parse(url_text, &url) || !zs_url_is_http(&url))
+		die_with(2, "unsupported backup URL \"%s\": expected http[s]://host:port/replica/<taskID> of a zero_stream server",
 				 url_text);
+	zs_client_tls_configure(ca_file, no_verify);
 	if (url.userinfo == NULL)
 		url.userinfo = change_streamer_userinfo(&url);
 	/* restored, or no backup to restore (-if-replica-exists): either is success */
@@ -1051,6 +1064,8 @@ int
 main(int argc, char **argv)
 {
 	Options		opt = {"zero-stream-replica", NULL, false, -1};
+	const char *ca_file = NULL;
+	bool		no_verify = false;
 	int			i;
 	struct sigaction sa;
 
@@ -1084,9 +1099,14 @@ main(int argc, char **argv)
 			opt.change_log = true;
 		else if (strcmp(argv[i], "--idle") == 0 && i + 1 < argc)
 			opt.idle_seconds = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--ca-file") == 0 && i + 1 < argc)
+			ca_file = argv[++i];
+		else if (strcmp(argv[i], "--no-verify") == 0)
+			no_verify = true;
 		else
 			usage();
 	}
+	zs_client_tls_configure(ca_file, no_verify);
 	if (i != argc - 2)
 		usage();
 	if (opt.id == NULL)

@@ -3,7 +3,7 @@
  *	  zero-stream-tail: subscribe to a Zero change streamer and print every
  *	  message as one JSON line on stdout, acking each after printing.
  *
- *	  zero-stream-tail [options] 'ws://[user:password@]host:port/replication/v6/changes?...'
+ *	  zero-stream-tail [options] 'ws[s]://[user:password@]host:port/replication/v6/changes?...'
  *
  *	  --count N     exit 0 after N messages
  *	  --idle SECS   exit 4 after SECS seconds without a message
@@ -11,6 +11,12 @@
  *	  --timestamps  prefix each line with its receive time (µs since the Unix epoch)
  *	  --start       v7 /subscribe: send start-subscription built from the
  *	                URL's taskID, id, mode, replicaVersion and watermark
+ *	  --ca-file FILE  wss://: verify the server's certificate against the CA
+ *	                certificates in FILE (default $ZS_SSL_CA_FILE, else the
+ *	                system's)
+ *	  --no-verify   wss://: do not verify the server's certificate (also
+ *	                ZS_SSL_NO_VERIFY=1); the connection is encrypted but
+ *	                the server is not authenticated
  *
  * Exit status: 0 normal close or --count reached; 1 usage; 2 connection or
  * handshake failure (HTTP status on stderr); 3 an error message or a close
@@ -19,8 +25,7 @@
  */
 #include "postgres_fe.h"
 
-#include <poll.h>
-#include <sys/socket.h>
+#include <signal.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -32,7 +37,7 @@
 static void
 usage(void)
 {
-	fprintf(stderr, "usage: zero-stream-tail [--count N] [--idle SECS] [--no-ack] [--start] [--timestamps] ws://[user:password@]host:port/path?query\n");
+	fprintf(stderr, "usage: zero-stream-tail [--count N] [--idle SECS] [--no-ack] [--start] [--timestamps] [--ca-file FILE] [--no-verify] ws[s]://[user:password@]host:port/path?query\n");
 	exit(1);
 }
 
@@ -46,15 +51,15 @@ fail(void)
 }
 
 static void
-send_frame(int sock, uint8 opcode, const char *payload, int len)
+send_frame(ZsClientConn *conn, uint8 opcode, const char *payload, int len)
 {
-	if (!zs_client_send_frame(sock, opcode, payload, len, err))
+	if (!zs_client_send_frame(conn, opcode, payload, len, err))
 		fail();
 }
 
 /* {"id":1,"msg":["start-subscription",{...}]} from the URL's query (v7 /subscribe) */
 static void
-send_start_subscription(int sock, const ZsUrl *url)
+send_start_subscription(ZsClientConn *conn, const ZsUrl *url)
 {
 	static const char *const fields[] = {"taskID", "id", "mode", "replicaVersion", "watermark"};
 	const char *query = strchr(url->target, '?');
@@ -77,7 +82,7 @@ send_start_subscription(int sock, const ZsUrl *url)
 		zs_json_append_string(&msg, value.data, value.len);
 	}
 	appendStringInfoString(&msg, "}]}");
-	send_frame(sock, ZS_WS_OP_TEXT, msg.data, msg.len);
+	send_frame(conn, ZS_WS_OP_TEXT, msg.data, msg.len);
 }
 
 int
@@ -87,7 +92,9 @@ main(int argc, char **argv)
 	long		count = -1;
 	int			idle_seconds = -1;
 	bool		ack = true;
-	int			sock;
+	ZsClientConn conn;
+	const char *ca_file = NULL;
+	bool		no_verify = false;
 	ZsWsReader	reader;
 	ZsWsMessage msg;
 	StringInfoData leftover;
@@ -110,22 +117,27 @@ main(int argc, char **argv)
 			start = true;
 		else if (strcmp(argv[i], "--timestamps") == 0)
 			timestamps = true;
+		else if (strcmp(argv[i], "--ca-file") == 0 && i + 1 < argc)
+			ca_file = argv[++i];
+		else if (strcmp(argv[i], "--no-verify") == 0)
+			no_verify = true;
 		else
 			usage();
 	}
-	if (i != argc - 1 || !zs_url_parse(argv[i], &url) || strcmp(url.scheme, "ws") != 0)
+	if (i != argc - 1 || !zs_url_parse(argv[i], &url) || !zs_url_is_websocket(&url))
 		usage();
+	zs_client_tls_configure(ca_file, no_verify);
+	signal(SIGPIPE, SIG_IGN);
 	/* fully buffered, flushed whenever we are about to wait for the server */
 	setvbuf(stdout, NULL, _IOFBF, 1 << 20);
 
-	sock = zs_client_connect(&url, err);
-	if (sock < 0)
+	if (!zs_client_connect(&url, &conn, err))
 		fail();
 	initStringInfo(&leftover);
-	if (!zs_client_ws_handshake(sock, &url, NULL, &leftover, &http_status, err))
+	if (!zs_client_ws_handshake(&conn, &url, NULL, &leftover, &http_status, err))
 		fail();
 	if (start)
-		send_start_subscription(sock, &url);
+		send_start_subscription(&conn, &url);
 	zs_ws_reader_init(&reader, false, (uint64) 1 << 30);
 	zs_ws_reader_feed(&reader, leftover.data, leftover.len);
 	initStringInfo(&msg.payload);
@@ -142,13 +154,12 @@ main(int argc, char **argv)
 		if (r == ZS_WS_NEED_MORE)
 		{
 			char		buf[65536];
-			struct pollfd pfd = {.fd = sock,.events = POLLIN};
 			ssize_t		got;
 			int			rc;
 
 			/* nothing left to print until the server sends more */
 			fflush(stdout);
-			rc = poll(&pfd, 1, idle_seconds >= 0 ? idle_seconds * 1000 : -1);
+			rc = zs_client_wait(&conn, idle_seconds >= 0 ? idle_seconds * 1000 : -1);
 
 			if (rc == 0)
 			{
@@ -156,8 +167,14 @@ main(int argc, char **argv)
 				fprintf(stderr, "zero-stream-tail: no message for %d s\n", idle_seconds);
 				exit(4);
 			}
-			got = recv(sock, buf, sizeof(buf), 0);
-			if (got <= 0)
+			if (rc < 0)
+				continue;		/* a signal */
+			got = zs_client_read(&conn, buf, sizeof(buf), err);
+			if (got < 0 && errno == EINTR)
+				continue;
+			if (got < 0)
+				fail();
+			if (got == 0)
 			{
 				fprintf(stderr, "zero-stream-tail: connection closed without a close frame\n");
 				exit(2);
@@ -196,17 +213,17 @@ main(int argc, char **argv)
 						char		frame[64];
 
 						snprintf(frame, sizeof(frame), "{\"ack\":%lld}", id);
-						send_frame(sock, ZS_WS_OP_TEXT, frame, (int) strlen(frame));
+						send_frame(&conn, ZS_WS_OP_TEXT, frame, (int) strlen(frame));
 					}
 					if (count >= 0 && ++received >= count)
 					{
-						send_frame(sock, ZS_WS_OP_CLOSE, "\x03\xe8", 2);
+						send_frame(&conn, ZS_WS_OP_CLOSE, "\x03\xe8", 2);
 						exit(0);
 					}
 					break;
 				}
 			case ZS_WS_OP_PING:
-				send_frame(sock, ZS_WS_OP_PONG, msg.payload.data, msg.payload.len);
+				send_frame(&conn, ZS_WS_OP_PONG, msg.payload.data, msg.payload.len);
 				break;
 			case ZS_WS_OP_CLOSE:
 				{
@@ -215,7 +232,7 @@ main(int argc, char **argv)
 
 					fprintf(stderr, "closed: %d %.*s\n", code,
 							Max(msg.payload.len - 2, 0), msg.payload.data + 2);
-					send_frame(sock, ZS_WS_OP_CLOSE, msg.payload.data, Min(msg.payload.len, 2));
+					send_frame(&conn, ZS_WS_OP_CLOSE, msg.payload.data, Min(msg.payload.len, 2));
 					exit(code == ZS_WS_CLOSE_NORMAL && !saw_error ? 0 : 3);
 				}
 			default:

@@ -31,6 +31,7 @@
  */
 #include "postgres.h"
 
+#include "common/pg_prng.h"
 #include "miscadmin.h"
 #include "postmaster/bgworker.h"
 #include "storage/dsm.h"
@@ -60,6 +61,7 @@ static const char commit_change[] = "{\"tag\":\"commit\"}";
 
 typedef struct Running
 {
+	MemoryContext context;		/* holds everything below */
 	char	   *request;		/* the request it runs, as read from the log */
 	char	   *table;			/* "schema"."name", for messages */
 	Oid			relid;
@@ -75,9 +77,17 @@ typedef struct Running
 } Running;
 
 static MemoryContext backfill_context = NULL;
+static MemoryContext step_context = NULL;	/* reset at every step */
 static List *requests = NIL;	/* request texts, in backfill_context */
 static bool requests_stale = true;
 static Running *running = NULL;
+
+/*
+ * A stopped worker may still be exiting, and hold its snapshot slot: the
+ * next one starts only once it is gone (its context keeps the handle).
+ */
+static MemoryContext stopping_context = NULL;
+static BackgroundWorkerHandle *stopping_handle = NULL;
 static TimestampTz retry_at = 0;
 static int	retry_delay_ms = BACKOFF_MIN_MS;
 
@@ -85,8 +95,28 @@ static void
 ensure_context(void)
 {
 	if (backfill_context == NULL)
+	{
 		backfill_context = AllocSetContextCreate(TopMemoryContext, "zero_stream backfills",
 												 ALLOCSET_DEFAULT_SIZES);
+		step_context = AllocSetContextCreate(backfill_context, "zero_stream backfill step",
+											 ALLOCSET_DEFAULT_SIZES);
+	}
+}
+
+/* Is the worker stopped last gone? Then forget it. */
+static bool
+stopped_worker_gone(void)
+{
+	pid_t		pid;
+
+	if (stopping_handle != NULL &&
+		GetBackgroundWorkerPid(stopping_handle, &pid) != BGWH_STOPPED)
+		return false;
+	if (stopping_context != NULL)
+		MemoryContextDelete(stopping_context);
+	stopping_context = NULL;
+	stopping_handle = NULL;
+	return true;
 }
 
 static void
@@ -108,10 +138,11 @@ stop_running(const char *why)
 	TerminateBackgroundWorker(running->handle);
 	shm_mq_detach(running->queue);
 	dsm_detach(running->seg);
-	pfree(running->request);
-	if (running->completed)
-		pfree(running->completed);
-	pfree(running);
+	(void) stopped_worker_gone();	/* a previous one, if any, is long gone */
+	if (stopping_context != NULL)
+		MemoryContextDelete(stopping_context);
+	stopping_context = running->context;
+	stopping_handle = running->handle;
 	running = NULL;
 	set_progress(NULL);
 }
@@ -238,14 +269,19 @@ launch(const char *request)
 	MemoryContext old;
 	Running    *r;
 
+	MemoryContext context;
+
 	ensure_context();
-	old = MemoryContextSwitchTo(backfill_context);
+	context = AllocSetContextCreate(backfill_context, "zero_stream running backfill",
+									ALLOCSET_SMALL_SIZES);
+	old = MemoryContextSwitchTo(context);
 	r = palloc0(sizeof(Running));
+	r->context = context;
 	r->request = pstrdup(request);
 	if (!describe_request(r, request))
 	{
 		MemoryContextSwitchTo(old);
-		pfree(r);
+		MemoryContextDelete(context);
 		back_off(psprintf("the request has no table metadata: %s", request));
 		return;
 	}
@@ -255,7 +291,14 @@ launch(const char *request)
 	shm_toc_estimate_chunk(&e, ZS_BACKFILL_QUEUE_BYTES);
 	shm_toc_estimate_keys(&e, 2);
 	size = shm_toc_estimate(&e);
-	seg = dsm_create(size, 0);
+	seg = dsm_create(size, DSM_CREATE_NULL_IF_MAXSEGMENTS);
+	if (seg == NULL)
+	{
+		MemoryContextSwitchTo(old);
+		MemoryContextDelete(context);
+		back_off("no dynamic shared memory segment is free");
+		return;
+	}
 	dsm_pin_mapping(seg);		/* it outlives the decoder's transactions */
 	toc = shm_toc_create(ZS_BACKFILL_SHM_MAGIC, dsm_segment_address(seg), size);
 	shared_request = shm_toc_allocate(toc, request_size);
@@ -279,6 +322,7 @@ launch(const char *request)
 	{
 		dsm_detach(seg);
 		MemoryContextSwitchTo(old);
+		MemoryContextDelete(context);
 		back_off("no background worker slot is free (raise max_worker_processes)");
 		return;
 	}
@@ -349,12 +393,24 @@ zs_backfill_step(char *head, XLogRecPtr decoded_upto)
 	int64		rows = -1;
 	int64		total_rows = 0;
 
+	MemoryContext old;
+
+	ensure_context();
+	MemoryContextReset(step_context);
+	old = MemoryContextSwitchTo(step_context);
 	if (requests_stale)
 		load_requests();
 	if (running == NULL)
 	{
-		if (requests != NIL && GetCurrentTimestamp() >= retry_at)
-			launch((const char *) linitial(requests));
+		/*
+		 * One at a time, picked at random as zero-cache does: a request that
+		 * keeps failing does not starve the others.
+		 */
+		if (requests != NIL && GetCurrentTimestamp() >= retry_at && stopped_worker_gone())
+			launch((const char *) list_nth(requests,
+										   (int) pg_prng_uint64_range(&pg_global_prng_state, 0,
+																	  list_length(requests) - 1)));
+		MemoryContextSwitchTo(old);
 		return false;
 	}
 
@@ -384,16 +440,17 @@ zs_backfill_step(char *head, XLogRecPtr decoded_upto)
 			char	   *why = psprintf("a row key changed at %s, after its snapshot at %s",
 									   running->min_watermark, snapshot);
 
-			list_free_deep(chunks);
 			stop_running(why);
+			MemoryContextSwitchTo(old);
 			return false;		/* the next step starts it again */
 		}
 		rows = header.rows;
 		total_rows = header.total_rows;
 		if (header.kind == ZS_BACKFILL_COMPLETED)
 		{
-			running->completed = MemoryContextStrdup(backfill_context,
-													 pnstrdup((char *) data + sizeof(header), nbytes - sizeof(header)));
+			running->completed = MemoryContextAlloc(running->context, nbytes - sizeof(header) + 1);
+			memcpy(running->completed, (char *) data + sizeof(header), nbytes - sizeof(header));
+			running->completed[nbytes - sizeof(header)] = '\0';
 			running->completed_lsn = header.snapshot_lsn;
 		}
 		else
@@ -427,6 +484,6 @@ zs_backfill_step(char *head, XLogRecPtr decoded_upto)
 		back_off(psprintf("the worker backfilling %s exited before it completed (see its log lines)", table));
 	}
 	stored = chunks != NIL || finished;
-	list_free_deep(chunks);
+	MemoryContextSwitchTo(old);
 	return stored;
 }

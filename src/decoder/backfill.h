@@ -24,9 +24,10 @@ extern void zs_backfill_reset(void);
 extern void zs_backfill_requests_changed(void);
 
 /*
- * The relation being backfilled (InvalidOid if none), and whether an
- * update's new row changes its row key: the backfill's data must then not
- * predate that transaction (zero-cache's minWatermark).
+ * The relation being backfilled (InvalidOid if none), and its row key. An
+ * update that changes a row's key, or a truncate of the table, means the
+ * backfill's data must not predate that transaction (zero-cache's
+ * minWatermark): zs_backfill_key_changed() with its watermark.
  */
 extern Oid	zs_backfill_relid(void);
 extern const char *const *zs_backfill_key_columns(int *nkeys);

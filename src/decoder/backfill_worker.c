@@ -16,7 +16,8 @@
  *      published table (zs_schema_backfill_table); if not, it stops and the
  *      decoder retries once the schema change that explains it is stored;
  *   3. checks that the table was not rewritten after the snapshot (a
- *      rewrite is not MVCC-safe: the snapshot would see it empty);
+ *      rewrite is not MVCC-safe: the snapshot would see it empty), nor
+ *      renamed, nor its columns (names resolve in the present catalog);
  *   4. reads the row key and the backfilled columns with a cursor, encodes
  *      each row as the stream encodes values, and sends a "backfill"
  *      message whenever ZS_BACKFILL_CHUNK_BYTES of values are gathered,
@@ -36,7 +37,11 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_type_d.h"
+#include "nodes/makefuncs.h"
+#include "utils/lsyscache.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -190,50 +195,80 @@ column_bytes(const char *col)
 	return psprintf("coalesce(sum(coalesce(pg_column_size(%s), 0)), 0)", col);
 }
 
+/*
+ * "FROM [ONLY] table [WHERE filters]": what the publications publish of the
+ * table, as zero-cache selects it. A partitioned table (published through
+ * its root) is read with its partitions, any other without its
+ * inheritance children, as the stream carries them.
+ */
+static char *
+from_clause(const ZsBackfillTable *t, Oid relid, const char *qualified)
+{
+	return psprintf("FROM %s%s%s%s", get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE ? "" : "ONLY ",
+					qualified, t->row_filter ? " WHERE " : "", t->row_filter ? t->row_filter : "");
+}
+
 /* totalRows and totalBytes, as zero-cache counts them (its status object) */
 static void
-count_table(Backfill *b, const char *qualified)
+count_table(Backfill *b, const char *from)
 {
-	char	   *sql = psprintf("SELECT count(*)::int8, (%s)::int8 FROM ONLY %s",
+	char	   *sql = psprintf("SELECT count(*)::int8, (%s)::int8 %s",
 							   b->table.ncolumns > 0 ? select_list(&b->table, column_bytes) : "0",
-							   qualified);
+							   from);
 	bool		isnull;
 
 	if (SPI_execute(sql, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INTERNAL_ERROR),
-				 errmsg_internal("could not count the rows of %s", qualified)));
+				 errmsg_internal("could not count the rows (%s)", from)));
 	b->total_rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	b->total_bytes = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
 }
 
+static void
+postpone(const char *qualified, const char *why)
+{
+	ereport(LOG,
+			(errmsg("zero_stream backfill of %s postponed: %s", qualified, why),
+			 errhint("The decoder retries with a newer snapshot.")));
+	proc_exit(0);
+}
+
 /*
- * A table rewritten after the snapshot (ALTER TABLE ... TYPE, a volatile
- * default, VACUUM FULL) looks empty to it: rewrites are not MVCC-safe, the
- * new file's rows all carry the rewriting transaction. Compare the file the
- * snapshot's catalog row names with the current one, after count_table()
- * has locked the table (no rewrite can commit from then on); if they
- * differ, stop: the decoder retries with a newer snapshot.
+ * The table as the snapshot sees it must be the table as it is now, once
+ * count_table() has locked it (no DDL can commit on it from then on):
+ *  - not rewritten after the snapshot (ALTER TABLE ... TYPE, a volatile
+ *    default, VACUUM FULL): rewrites are not MVCC-safe, the snapshot would
+ *    see the new files empty; every leaf's file is compared;
+ *  - the same name for the same relation, and each column's name for the
+ *    same attnum: the queries resolve names in the present catalog, the
+ *    request was checked against the snapshot's.
+ * If not, stop: the decoder retries with a newer snapshot.
  */
 static void
-check_not_rewritten(Oid relid, const char *qualified)
+check_table_unchanged(const ZsBackfillTable *t, Oid relid, const char *qualified)
 {
 	Oid			types[1] = {OIDOID};
 	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	char	   *same;
 
-	if (SPI_execute_with_args("SELECT relfilenode = pg_relation_filenode(oid) FROM pg_class WHERE oid = $1",
+	if (SPI_execute_with_args("SELECT coalesce(bool_and(c.relfilenode IS NOT DISTINCT FROM pg_relation_filenode(c.oid)"
+							  "                         AND pg_relation_filenode(c.oid) IS NOT NULL), true) "
+							  "  FROM pg_partition_tree($1) p JOIN pg_class c ON c.oid = p.relid "
+							  " WHERE p.isleaf",
 							  1, types, values, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INTERNAL_ERROR),
-				 errmsg_internal("could not read the file of %s", qualified)));
-	if (strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), "t") != 0)
-	{
-		ereport(LOG,
-				(errmsg("zero_stream backfill of %s postponed: the table was rewritten after the backfill's snapshot",
-						qualified),
-				 errhint("The decoder retries with a newer snapshot.")));
-		proc_exit(0);
-	}
+				 errmsg_internal("could not read the files of %s", qualified)));
+	same = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	if (same == NULL || strcmp(same, "t") != 0)
+		postpone(qualified, "the table was rewritten after the backfill's snapshot");
+	if (RangeVarGetRelid(makeRangeVar(t->schema, t->name, -1), NoLock, true) != relid)
+		postpone(qualified, "the table was renamed or replaced after the backfill's snapshot");
+	for (int i = 0; i < t->ncolumns; i++)
+		if (get_attnum(relid, t->names[i]) != t->attnums[i])
+			postpone(qualified, psprintf("column \"%s\" was renamed or replaced after the backfill's snapshot",
+										 t->names[i]));
 }
 
 /* The relation the encoder writes rowValues with: key columns, then the backfilled ones. */
@@ -266,6 +301,7 @@ stream_rows(Backfill *b, Oid relid)
 {
 	const ZsBackfillTable *t = &b->table;
 	char	   *qualified = psprintf("%s.%s", quote_identifier(t->schema), quote_identifier(t->name));
+	char	   *from = from_clause(t, relid, qualified);
 	ZsRelation *rel = describe(t, relid);
 	ZsTuple    *tuple = palloc0(sizeof(ZsTuple));
 	StringInfoData rows;
@@ -275,14 +311,14 @@ stream_rows(Backfill *b, Oid relid)
 														ALLOCSET_DEFAULT_SIZES);
 	int64		rows_in_chunk = 0;
 
-	count_table(b, qualified);
-	check_not_rewritten(relid, qualified);
+	count_table(b, from);
+	check_table_unchanged(t, relid, qualified);
 	ereport(LOG,
 			(errmsg("zero_stream backfill of %s (%s) at watermark %s: " INT64_FORMAT " rows",
 					qualified, select_list(t, NULL), b->watermark, b->total_rows)));
 
-	plan = SPI_prepare(psprintf("SELECT %s FROM ONLY %s", t->ncolumns > 0 ? select_list(t, NULL) : "NULL",
-								qualified), 0, NULL);
+	plan = SPI_prepare(psprintf("SELECT %s %s", t->ncolumns > 0 ? select_list(t, NULL) : "NULL", from),
+					   0, NULL);
 	if (plan == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INTERNAL_ERROR),
@@ -358,33 +394,17 @@ run_backfill(shm_mq_handle *queue, const char *request)
 {
 	Backfill	b;
 	LogicalDecodingContext *ctx;
-	Snapshot	snap;
 	char	   *schema;
 	char	   *mismatch;
-	MemoryContext old;
 
 	memset(&b, 0, sizeof(b));
 	b.queue = queue;
 	zs_relcache_init(TopMemoryContext, zs_cdc_schema_name());
 
 	/* 1. a snapshot of exactly the transactions before a consistent point */
-	ReplicationSlotCreate(snapshot_slot_name(), true, RS_EPHEMERAL, false);
-	StartTransactionCommand();
-	old = MemoryContextSwitchTo(TopMemoryContext);
-	ctx = CreateInitDecodingContext(ZS_OUTPUT_PLUGIN_NAME, NIL, true, InvalidXLogRecPtr,
-									zs_wal_reader_routine(), NULL, NULL, NULL);
-	DecodingContextFindStartpoint(ctx);
-	MemoryContextSwitchTo(old);
-	b.snapshot_lsn = MyReplicationSlot->data.confirmed_flush;
-	CommitTransactionCommand();
+	ctx = zs_create_snapshot_slot(snapshot_slot_name(), &b.snapshot_lsn);
 	zs_watermark_encode(b.snapshot_lsn - 1, b.watermark);
-
-	StartTransactionCommand();
-	XactIsoLevel = XACT_REPEATABLE_READ;
-	snap = SnapBuildInitialSnapshot(ctx->snapshot_builder);
-	RestoreTransactionSnapshot(snap, MyProc);
-	SPI_connect();
-	PushActiveSnapshot(GetTransactionSnapshot());
+	zs_begin_at_slot_snapshot(ctx);
 
 	/* 2. the request must still describe the published table */
 	schema = zs_current_published_schema(zs_publication_list());

@@ -28,6 +28,7 @@
 #include "commands/extension.h"
 #include "commands/publicationcmds.h"
 #include "catalog/pg_publication.h"
+#include "catalog/pg_type_d.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
@@ -383,7 +384,13 @@ decoder_write(LogicalDecodingContext *ctx, XLogRecPtr lsn, TransactionId xid, bo
 			handle_row_change();
 			break;
 		case ZS_PGO_TRUNCATE:
-			if (!txn.skip && zs_encode_truncate(&change_text, &msg))
+			if (txn.skip)
+				break;
+			/* backfill rows read before it must not bring truncated rows back */
+			for (int i = 0; i < msg.nrelids; i++)
+				if (zs_pgoutput_relid_at(&msg, i) == zs_backfill_relid())
+					zs_backfill_key_changed(txn.watermark);
+			if (zs_encode_truncate(&change_text, &msg))
 				stage_change(false);
 			break;
 		case ZS_PGO_MESSAGE:
@@ -619,6 +626,36 @@ set_up_origin(void)
 	zs_own_origin = origin;
 }
 
+/*
+ * The DDL capture announces every change of the published schema from the
+ * event trigger, and remembers the last one it announced. A change made
+ * without it (the trigger disabled, objects of a publication this version
+ * streams for the first time, e.g. Zero's metadata on an existing change
+ * log) is announced here, at start, as if an ALTER PUBLICATION had made it:
+ * the stream gets its schema changes and backfills at this point.
+ */
+static void
+announce_schema_drift(List *publications)
+{
+	Oid			types[1] = {TEXTARRAYOID};
+	Datum		values[1] = {zs_publication_array(publications)};
+
+	zs_spi_xact_begin(NULL);
+	if (SPI_execute_with_args("WITH cur AS (SELECT zero_stream.published_schema($1)::text AS s) "
+							  "UPDATE zero_stream.published_schema_state SET snapshot = cur.s FROM cur "
+							  " WHERE snapshot IS DISTINCT FROM cur.s "
+							  "RETURNING pg_logical_emit_message(true, '" ZS_DDL_MESSAGE_PREFIX "', "
+							  "  json_build_object('tag', 'ALTER PUBLICATION', 'schema', cur.s::json)::text)",
+							  1, types, values, NULL, false, 0) != SPI_OK_UPDATE_RETURNING)
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg_internal("could not compare the published schema with the DDL capture's")));
+	if (SPI_processed > 0)
+		ereport(LOG,
+				(errmsg("zero_stream: the published schema changed without the DDL capture (or its publications changed); announcing it in the stream")));
+	zs_spi_xact_commit();
+}
+
 /* The configured publications must exist; the default one is created. */
 static void
 ensure_publications(List *publications, bool is_default)
@@ -639,13 +676,13 @@ ensure_publications(List *publications, bool is_default)
 							name, zs_database),
 					 errhint("Create it (CREATE PUBLICATION %s FOR TABLES IN SCHEMA public), or change zero_stream.publications and restart.",
 							 quote_identifier(name))));
-		if (SPI_execute(psprintf("CREATE PUBLICATION %s FOR TABLES IN SCHEMA public",
+		if (SPI_execute(psprintf("CREATE PUBLICATION %s FOR TABLES IN SCHEMA public WITH (publish_via_partition_root = true)",
 								 quote_identifier(name)), false, 0) != SPI_OK_UTILITY)
 			ereport(ERROR,
 					(errcode(ERRCODE_INTERNAL_ERROR),
 					 errmsg_internal("could not create publication \"%s\"", name)));
 		ereport(LOG,
-				(errmsg("zero_stream created publication \"%s\" FOR TABLES IN SCHEMA public", name)));
+				(errmsg("zero_stream created publication \"%s\" FOR TABLES IN SCHEMA public WITH (publish_via_partition_root = true), as zero-cache does", name)));
 	}
 	zs_spi_xact_commit();
 }
@@ -796,11 +833,17 @@ run_decoder(MemoryContext worker_context)
 
 	slot_name = zs_effective_slot_name();
 	app_publications = zs_app_publication_list(&default_publication);
-	set_up_origin();
 	prepare_change_log();
+	/*
+	 * DDL of our own (the default publication, Zero's metadata) before our
+	 * replication origin is set up: a transaction stamped with our origin
+	 * is filtered out of the stream, and with it the DDL capture's message.
+	 */
 	ensure_publications(app_publications, default_publication);
 	zs_shard_setup(app_publications);
 	publications = zs_publication_list();
+	announce_schema_drift(publications);
+	set_up_origin();
 	stream_publications = publications;
 	/* the initial copy encodes rows through the relation cache */
 	zs_relcache_init(worker_context, zs_cdc_schema_name());

@@ -34,18 +34,21 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "storage/fd.h"
 #include "storage/latch.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 #include "decoder/change_encode.h"
 #include "guc.h"
 #include "decoder/initial_copy.h"
+#include "decoder/schema_diff.h"
 #include "codec/json_out.h"
 #include "codec/json_read.h"
 #include "replica/backup_file.h"
@@ -388,7 +391,7 @@ publish_progress(const char *table, int64 rows, int64 estimated, int table_no, i
 
 static int64
 copy_rows(ZsReplica *r, const char *replica_version, const CopyTable *t,
-		  const ZsPgoutputMsg *relmsg, int table_no, int ntables)
+		  const ZsPgoutputMsg *relmsg, const char *row_filter, int table_no, int ntables)
 {
 	StringInfoData sql;
 	SPIPlanPtr	plan;
@@ -413,7 +416,15 @@ copy_rows(ZsReplica *r, const char *replica_version, const CopyTable *t,
 		appendStringInfo(&sql, "%s%s", i > 0 ? ", " : "", quote_identifier(relmsg->attrs[i].name));
 	if (relmsg->natts == 0)
 		appendStringInfoString(&sql, "NULL");
-	appendStringInfo(&sql, " FROM ONLY %s", qualified);
+	/*
+	 * What the publications publish of it: a partitioned table (published
+	 * through its root) with its partitions, any other without inheritance
+	 * children; only the rows the publications' row filters let through.
+	 */
+	appendStringInfo(&sql, " FROM %s%s", get_rel_relkind(t->relid) == RELKIND_PARTITIONED_TABLE ? "" : "ONLY ",
+					 qualified);
+	if (row_filter != NULL)
+		appendStringInfo(&sql, " WHERE %s", row_filter);
 	plan = SPI_prepare(sql.data, 0, NULL);
 	if (plan == NULL)
 		ereport(ERROR,
@@ -543,7 +554,9 @@ zs_initial_copy(const char *replica_version, List *publications, const char *pub
 			replica_error(r, "starting the copy");
 		if (!zs_replica_create_table(r, &spec))
 			replica_error(r, psprintf("creating table %s.%s", t->schema, t->name));
-		rows = copy_rows(r, replica_version, t, &relmsg, foreach_current_index(lc) + 1,
+		rows = copy_rows(r, replica_version, t, &relmsg,
+						 zs_schema_row_filter(published_schema, strlen(published_schema), t->schema, t->name),
+						 foreach_current_index(lc) + 1,
 						 list_length(tables));
 		/* the other indexes after the rows: building one is faster than maintaining it */
 		create_indexes(r, t, &spec, indexes);

@@ -36,6 +36,7 @@
 #include "guc.h"
 #include "decoder/initial_copy.h"
 #include "decoder/output_plugin.h"
+#include "decoder/shard_setup.h"
 #include "shmem.h"
 #include "spi_xact.h"
 #include "codec/watermark.h"
@@ -50,6 +51,44 @@ XLogReaderRoutine *
 zs_wal_reader_routine(void)
 {
 	return &wal_reader_routine;
+}
+
+LogicalDecodingContext *
+zs_create_snapshot_slot(const char *name, XLogRecPtr *consistent)
+{
+	LogicalDecodingContext *ctx;
+	MemoryContext old;
+
+	ReplicationSlotCreate(name, true, RS_EPHEMERAL, false);
+
+	/*
+	 * Inside a transaction, so this backend's xmin keeps counting (fact 3).
+	 * need_full_snapshot holds back the data xmin too, until the slot is
+	 * released, so the snapshot taken from it stays valid.
+	 */
+	StartTransactionCommand();
+	/* the context and its WAL reader's buffers outlive this transaction */
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	ctx = CreateInitDecodingContext(ZS_OUTPUT_PLUGIN_NAME, NIL, true, InvalidXLogRecPtr,
+									&wal_reader_routine, NULL, NULL, NULL);
+	DecodingContextFindStartpoint(ctx);
+	MemoryContextSwitchTo(old);
+	*consistent = MyReplicationSlot->data.confirmed_flush;
+	CommitTransactionCommand();
+	return ctx;
+}
+
+void
+zs_begin_at_slot_snapshot(LogicalDecodingContext *ctx)
+{
+	Snapshot	snap;
+
+	StartTransactionCommand();
+	XactIsoLevel = XACT_REPEATABLE_READ;
+	snap = SnapBuildInitialSnapshot(ctx->snapshot_builder);
+	RestoreTransactionSnapshot(snap, MyProc);
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
 }
 
 static bool
@@ -107,6 +146,37 @@ check_slot_not_in_use(const char *slot_name)
 }
 
 /*
+ * A slot invalidated because the WAL it needed was removed
+ * (max_slot_wal_keep_size, or the WAL lost otherwise) can never be decoded
+ * again, and the change log it fed has lost the transactions in that WAL.
+ * The only safe way on is a new lineage, as for a missing slot: say so
+ * loudly, in the log and in status().
+ */
+static bool
+slot_was_invalidated(const char *slot_name, const char *replica_version)
+{
+	ReplicationSlot *slot = MyReplicationSlot;
+	char	   *message;
+
+	if (XLogRecPtrIsInvalid(slot->data.invalidated_at) || !XLogRecPtrIsInvalid(slot->data.restart_lsn))
+		return false;
+	message = psprintf("replication slot \"%s\" was invalidated: the WAL it needed from %X/%X was removed; "
+					   "change log %s of replicaVersion %s cannot continue and a new lineage is started",
+					   slot_name, LSN_FORMAT_ARGS(slot->data.invalidated_at), zs_cdc_schema_name(),
+					   replica_version);
+	ereport(WARNING,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("%s", message),
+			 errdetail("The transactions in the removed WAL are lost to the change log."),
+			 errhint("Subscribers of replicaVersion %s are told WrongReplicaVersion and restore from the new backup replica. "
+					 "max_slot_wal_keep_size limits the WAL a slot may hold back; raise it, or keep the decoder running.",
+					 replica_version)));
+	zs_set_last_error(message);
+	zs_set_last_reset(message);
+	return true;
+}
+
+/*
  * Copy the published tables on the slot's consistent snapshot: the
  * walsender's USE_SNAPSHOT, in this process (docs/pg-internals.md §3).
  */
@@ -114,16 +184,12 @@ static char *
 copy_at_slot_snapshot(LogicalDecodingContext *ctx, const char *replica_version,
 					  List *publications)
 {
-	Snapshot	snap;
 	char	   *schema;
 
 	zs_set_decoder_state(ZS_DECODER_INITIAL_COPY);
-	StartTransactionCommand();
-	XactIsoLevel = XACT_REPEATABLE_READ;
-	snap = SnapBuildInitialSnapshot(ctx->snapshot_builder);
-	RestoreTransactionSnapshot(snap, MyProc);
-	SPI_connect();
-	PushActiveSnapshot(GetTransactionSnapshot());
+	zs_begin_at_slot_snapshot(ctx);
+	/* as zero-cache's initial sync: a table its replicas cannot hold stops it */
+	(void) zs_check_published_tables(publications, ERROR);
 	/* the published schema the stream starts from, as of the copy's snapshot */
 	schema = MemoryContextStrdup(TopMemoryContext, zs_current_published_schema(publications));
 	zs_initial_copy(replica_version, publications, schema);
@@ -137,26 +203,10 @@ create_slot_and_lineage(const char *slot_name, List *publications, char *replica
 {
 	LogicalDecodingContext *ctx;
 	XLogRecPtr	consistent;
-	MemoryContext old;
 	char	   *schema;
 
 	zs_set_decoder_state(ZS_DECODER_CREATING_SLOT);
-	ReplicationSlotCreate(slot_name, true, RS_EPHEMERAL, false);
-
-	/*
-	 * Inside a transaction, so this backend's xmin keeps counting (fact 3).
-	 * need_full_snapshot holds back the data xmin too, until the slot is
-	 * released below, so the copy's snapshot stays valid.
-	 */
-	StartTransactionCommand();
-	/* the context and its WAL reader's buffers outlive this transaction */
-	old = MemoryContextSwitchTo(TopMemoryContext);
-	ctx = CreateInitDecodingContext(ZS_OUTPUT_PLUGIN_NAME, NIL, true, InvalidXLogRecPtr,
-									&wal_reader_routine, NULL, NULL, NULL);
-	DecodingContextFindStartpoint(ctx);
-	MemoryContextSwitchTo(old);
-	consistent = MyReplicationSlot->data.confirmed_flush;
-	CommitTransactionCommand();
+	ctx = zs_create_snapshot_slot(slot_name, &consistent);
 
 	/*
 	 * The lineage is named one byte before the consistent point, not at it
@@ -223,6 +273,13 @@ zs_acquire_slot(const char *slot_name, List *publications, char *replica_version
 		check_slot_not_in_use(slot_name);
 		ReplicationSlotAcquire(slot_name, true);
 		check_slot_is_ours(slot_name);
+		if (have_lineage && slot_was_invalidated(slot_name, replica_version))
+		{
+			ReplicationSlotRelease();
+			ReplicationSlotDrop(slot_name, true);
+			create_slot_and_lineage(slot_name, publications, replica_version);
+			return;
+		}
 		if (have_lineage)
 			return;
 		ereport(LOG,
@@ -239,6 +296,9 @@ zs_acquire_slot(const char *slot_name, List *publications, char *replica_version
 						slot_name, replica_version),
 				 errdetail("Changes made while the slot did not exist cannot be recovered."),
 				 errhint("A new replicaVersion is started; subscribers of the old one will be told to resync.")));
+	if (!slot_exists && have_lineage)
+		zs_set_last_reset(psprintf("replication slot \"%s\" was missing: change log of replicaVersion %s could not continue; a new lineage was started",
+								   slot_name, replica_version));
 
 	create_slot_and_lineage(slot_name, publications, replica_version);
 }

@@ -37,6 +37,8 @@ static char floor_watermark[ZS_WATERMARK_MAXLEN];
 static char holder[ZS_ERROR_LEN / 4];
 static int64 run_rows;
 static int64 run_bytes;
+static char after_watermark[ZS_WATERMARK_MAXLEN];	/* the last row deleted */
+static int64 after_pos;
 
 static void
 publish(bool finished)
@@ -89,6 +91,8 @@ zs_purge_step(const char *gate)
 			return false;
 		}
 		running = true;
+		after_watermark[0] = '\0';
+		after_pos = -1;
 	}
 
 	do
@@ -97,7 +101,8 @@ zs_purge_step(const char *gate)
 		int64		bytes;
 
 		zs_spi_xact_begin("zero_stream: purging the change log");
-		result = zs_changelog_purge_batch(floor_watermark, PURGE_BATCH_ROWS, &rows, &bytes);
+		result = zs_changelog_purge_batch(floor_watermark, PURGE_BATCH_ROWS, after_watermark, &after_pos,
+										  &rows, &bytes);
 		zs_spi_xact_commit();
 		run_rows += rows;
 		run_bytes += bytes;

@@ -711,6 +711,51 @@ zs_schema_diff(const char *prev, int prev_len, const char *next, int next_len,
 
 /* ---------------------------------------------------------------- backfill */
 
+/*
+ * The rows of a table its publications publish: NULL if one of them has no
+ * row filter, else "(f1) OR (f2) ...", as zero-cache's initial sync and
+ * backfill select them.
+ */
+static char *
+table_row_filter(const ZsJsonDoc *doc, int table)
+{
+	int			pubs = zs_json_get(doc, table, "publications");
+	StringInfoData where;
+
+	if (pubs < 0 || doc->nodes[pubs].type != ZS_JSON_OBJECT || doc->nodes[pubs].count == 0)
+		return NULL;
+	initStringInfo(&where);
+	for (int p = doc->nodes[pubs].first_child; p >= 0; p = doc->nodes[p].next)
+	{
+		const char *filter = zs_json_get_string(doc, p, "rowFilter");
+
+		if (filter == NULL || filter[0] == '\0')
+		{
+			pfree(where.data);
+			return NULL;
+		}
+		appendStringInfo(&where, "%s(%s)", where.len > 0 ? " OR " : "", filter);
+	}
+	return where.data;
+}
+
+char *
+zs_schema_row_filter(const char *schema, int schema_len, const char *table_schema,
+					 const char *table_name)
+{
+	Snapshot	s;
+	const char *error;
+	char	   *filter = NULL;
+	int			t;
+
+	zs_json_doc_init(&s.doc);
+	if (read_snapshot(&s, schema, schema_len, &error) &&
+		(t = table_by_name(&s, table_schema, table_name)) >= 0)
+		filter = table_row_filter(&s.doc, t);
+	zs_json_doc_free(&s.doc);
+	return filter;
+}
+
 static char *
 backfill_mismatch(const char *schema, const char *name, const char *why)
 {
@@ -797,8 +842,10 @@ zs_schema_backfill_table(const char *schema, int schema_len, const char *request
 	out->schema = pstrdup(tschema);
 	out->name = pstrdup(tname);
 	out->relid = (unsigned int) member_int(&s.doc, t, "oid");
+	out->row_filter = table_row_filter(&s.doc, t);
 	out->names = palloc(sizeof(char *) * (req.nodes[row_key].count + req.nodes[columns].count + 1));
 	out->typids = palloc(sizeof(unsigned int) * (req.nodes[row_key].count + req.nodes[columns].count + 1));
+	out->attnums = palloc(sizeof(int) * (req.nodes[row_key].count + req.nodes[columns].count + 1));
 	for (int pass = 0; pass < 2; pass++)
 	{
 		int			list = pass == 0 ? row_key : columns;
@@ -828,6 +875,7 @@ zs_schema_backfill_table(const char *schema, int schema_len, const char *request
 			}
 			out->names[n] = pstrdup(col);
 			out->typids[n] = (unsigned int) member_int(&s.doc, spec, "typeOID");
+			out->attnums[n] = (int) member_int(&s.doc, spec, "pos");
 			n++;
 		}
 		if (pass == 0)

@@ -36,6 +36,8 @@ typedef struct ZsBackfillTable
 	int			ncolumns;		/* all of names[] */
 	char	  **names;
 	unsigned int *typids;
+	int		   *attnums;
+	char	   *row_filter;		/* the publications' row filters, or NULL */
 } ZsBackfillTable;
 
 /*
@@ -49,5 +51,12 @@ typedef struct ZsBackfillTable
 extern char *zs_schema_backfill_table(const char *schema, int schema_len,
 									  const char *request, int request_len,
 									  ZsBackfillTable *out);
+
+/*
+ * A published table's row filter: NULL if one of its publications has none,
+ * else its publications' filters OR'ed (palloc'd).
+ */
+extern char *zs_schema_row_filter(const char *schema, int schema_len,
+								  const char *table_schema, const char *table_name);
 
 #endif							/* ZS_SCHEMA_DIFF_H */

@@ -21,7 +21,9 @@
  * reach the stream as any DDL does: as create-table with a backfill.
  *
  * The application's publications are checked as zero-cache checks them:
- * each must publish insert, update, delete and truncate.
+ * names starting with "_" are reserved, and each must publish insert,
+ * update, delete and truncate; a failed check stops the decoder (not the
+ * server) with a hint.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -48,12 +50,13 @@ exec(const char *sql, int expected)
 static bool
 missing(const char *app, const char *shard, const char *publication)
 {
-	char	   *sql = psprintf("SELECT to_regclass('%s.permissions') IS NULL "
-							   "    OR to_regclass('%s.clients') IS NULL "
-							   "    OR to_regclass('%s.mutations') IS NULL "
+	char	   *sql = psprintf("SELECT to_regclass(%s) IS NULL OR to_regclass(%s) IS NULL "
+							   "    OR to_regclass(%s) IS NULL "
 							   "    OR NOT EXISTS (SELECT FROM pg_publication WHERE pubname = %s)",
-							   quote_identifier(app), quote_identifier(shard),
-							   quote_identifier(shard), quote_literal_cstr(publication));
+							   quote_literal_cstr(psprintf("%s.permissions", quote_identifier(app))),
+							   quote_literal_cstr(psprintf("%s.clients", quote_identifier(shard))),
+							   quote_literal_cstr(psprintf("%s.mutations", quote_identifier(shard))),
+							   quote_literal_cstr(publication));
 	bool		isnull;
 
 	exec(sql, SPI_OK_SELECT);
@@ -114,17 +117,61 @@ create_metadata(const char *app, const char *shard, const char *publication)
 		exec(psprintf("ALTER PUBLICATION %s OWNER TO %s", quote_identifier(publication), owner),
 			 SPI_OK_UTILITY);
 	}
+	else
+	{
+		/* a table that was missing (dropped, recreated above) joins it again */
+		const char *tables[3][2] = {{app, "permissions"}, {shard, "clients"}, {shard, "mutations"}};
+
+		for (int i = 0; i < 3; i++)
+		{
+			exec(psprintf("SELECT FROM pg_publication_tables WHERE pubname = %s AND schemaname = %s AND tablename = %s",
+						  quote_literal_cstr(publication), quote_literal_cstr(tables[i][0]),
+						  quote_literal_cstr(tables[i][1])), SPI_OK_SELECT);
+			if (SPI_processed == 0)
+				exec(psprintf("ALTER PUBLICATION %s ADD TABLE %s.%s", quote_identifier(publication),
+							  quote_identifier(tables[i][0]), quote_identifier(tables[i][1])),
+					 SPI_OK_UTILITY);
+		}
+	}
 	ereport(LOG,
 			(errmsg("zero_stream created Zero's metadata: %s.permissions, %s.clients, %s.mutations and publication %s",
 					a, s, s, quote_identifier(publication))));
 }
 
-/* zero-cache's validatePublications: every change kind is published */
+/*
+ * zero-cache's validatePublicationName and validatePublications: names
+ * starting with "_" are Zero's own (the default publication is ours to
+ * name so), and every change kind is published.
+ */
 static void
 check_publications(List *publications)
 {
+	ListCell   *lc;
+	char	   *default_name = zs_default_publication_name();
 	Oid			types[1] = {TEXTARRAYOID};
 	Datum		values[1] = {zs_publication_array(publications)};
+
+	foreach(lc, publications)
+	{
+		const char *name = (const char *) lfirst(lc);
+		bool		ok = true;
+
+		if (name[0] == '_' && strcmp(name, default_name) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_RESERVED_NAME),
+					 errmsg("publication \"%s\" in zero_stream.publications: names starting with \"_\" are reserved for Zero's internal use", name),
+					 errhint("Rename the publication (ALTER PUBLICATION %s RENAME TO ...) and change zero_stream.publications, then restart.",
+							 quote_identifier(name))));
+		for (const char *p = name; *p && ok; p++)
+			ok = (*p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+				  (p > name && *p >= '0' && *p <= '9'));
+		if (!ok)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_NAME),
+					 errmsg("publication \"%s\" in zero_stream.publications has characters Zero does not allow", name),
+					 errdetail("Publication names must start with a letter or underscore and contain only letters, digits and underscores."),
+					 errhint("Rename the publication and change zero_stream.publications, then restart.")));
+	}
 
 	if (SPI_execute_with_args("SELECT pubname FROM pg_publication WHERE pubname = ANY ($1) "
 							  "   AND NOT (pubinsert AND pubupdate AND pubdelete AND pubtruncate) "
@@ -146,6 +193,67 @@ check_publications(List *publications)
 	}
 }
 
+/*
+ * zero-cache's validate() of each published table: what its replicas cannot
+ * hold. Each problem is a WARNING; with elevel ERROR (before a new
+ * lineage's initial copy, as zero-cache's initial sync refuses) they also
+ * stop it, all named in one error; otherwise one table never stops the
+ * stream of the others. Returns how many problems were found.
+ */
+int
+zs_check_published_tables(List *publications, int elevel)
+{
+	Oid			types[2] = {TEXTARRAYOID, TEXTOID};
+	Datum		values[2] = {zs_publication_array(publications), CStringGetTextDatum(zs_cdc_schema_name())};
+	uint64		n;
+	StringInfoData all;
+
+	if (SPI_execute_with_args(
+							  "WITH t AS (SELECT DISTINCT c.oid, n.nspname, c.relname, c.relreplident "
+							  "             FROM pg_publication_tables p "
+							  "             JOIN pg_namespace n ON n.nspname = p.schemaname "
+							  "             JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = p.tablename "
+							  "            WHERE p.pubname = ANY ($1) AND n.nspname NOT IN ($2, 'zero_stream')) "
+							  "SELECT format('%I.%I', nspname, relname), problem FROM ("
+							  "  SELECT nspname, relname, 'uses the column name _0_version, which Zero reserves' AS problem FROM t "
+							  "   WHERE EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = t.oid AND a.attname = '_0_version' AND NOT a.attisdropped) "
+							  "  UNION ALL SELECT nspname, relname, 'has REPLICA IDENTITY NOTHING: its updates and deletes cannot be replicated' FROM t "
+							  "   WHERE relreplident = 'n' "
+							  "  UNION ALL SELECT nspname, relname, 'is missing its REPLICA IDENTITY INDEX' FROM t "
+							  "   WHERE relreplident = 'i' AND NOT EXISTS (SELECT FROM pg_index i WHERE i.indrelid = t.oid AND i.indisreplident) "
+							  "  UNION ALL SELECT nspname, relname, 'has a name with characters Zero does not allow (letters, digits, _ and -)' FROM t "
+							  "   WHERE relname !~ '^[A-Za-z_]+[A-Za-z0-9_-]*$' "
+							  "  UNION ALL SELECT nspname, relname, format('has a column %I with characters Zero does not allow (letters, digits, _, - and .)', a.attname) "
+							  "    FROM t JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum > 0 AND NOT a.attisdropped "
+							  "   WHERE a.attname !~ '^[A-Za-z_]+[.A-Za-z0-9_-]*$') x "
+							  "ORDER BY 1, 2",
+							  2, types, values, NULL, true, 0) != SPI_OK_SELECT)
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg_internal("could not check the published tables")));
+	n = SPI_processed;
+	initStringInfo(&all);
+	for (uint64 i = 0; i < n; i++)
+	{
+		char	   *table = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+		char	   *problem = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
+
+		ereport(WARNING,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("published table %s %s", table, problem),
+				 errdetail("zero-cache refuses to replicate such a table."),
+				 errhint("Change the table, or remove it from the publication.")));
+		appendStringInfo(&all, "%s%s %s", i > 0 ? "; " : "", table, problem);
+	}
+	if (n > 0 && elevel >= ERROR)
+		ereport(elevel,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("Zero cannot replicate %d published tables: %s", (int) n, all.data),
+				 errdetail("zero-cache's initial sync refuses such tables; so does a new lineage's initial copy."),
+				 errhint("Change the tables, or remove them from the publication; the decoder retries.")));
+	return (int) n;
+}
+
 void
 zs_shard_setup(List *app_publications)
 {
@@ -156,5 +264,6 @@ zs_shard_setup(List *app_publications)
 	check_publications(app_publications);
 	if (missing(zs_app_id, shard, publication))
 		create_metadata(zs_app_id, shard, publication);
+	(void) zs_check_published_tables(app_publications, WARNING);
 	zs_spi_xact_commit();
 }

@@ -321,7 +321,10 @@ is_number_literal(const char *p)
 /*
  * '<text>'::name: the length of '<text>', or 0. As JavaScript's
  * /^('.*')::(\w+)$/ reads it: the last "::", a quote before it, no line
- * terminator inside.
+ * terminator inside. '<text>' must also be one SQL string literal (quotes
+ * inside doubled), as Postgres writes a constant: it is copied into the
+ * ALTER TABLE, and anything else (say 'x'; DROP TABLE t; SELECT 'y') would
+ * run as SQL of its own.
  */
 static int
 quoted_with_cast(const char *d)
@@ -338,6 +341,9 @@ quoted_with_cast(const char *d)
 		if (*p == '\n' || *p == '\r' ||
 			((unsigned char) p[0] == 0xE2 && (unsigned char) p[1] == 0x80 &&
 			 ((unsigned char) p[2] == 0xA8 || (unsigned char) p[2] == 0xA9)))
+			return 0;
+	for (const char *p = d + 1; p < cast - 1; p++)
+		if (*p == '\'' && (++p >= cast - 1 || *p != '\''))
 			return 0;
 	return (int) (cast - d);
 }

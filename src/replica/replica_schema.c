@@ -193,7 +193,18 @@ zs_replica_table_info(ZsReplica *r, const char *name)
 		sqlite3_bind_text(stmt, 1, index_name, -1, SQLITE_TRANSIENT);
 		t->keys = zs_replica_alloc(r, sizeof(char *) * ZS_MAX_KEY_COLUMNS);
 		while (sqlite3_step(stmt) == SQLITE_ROW && t->nkeys < ZS_MAX_KEY_COLUMNS)
-			t->keys[t->nkeys++] = zs_replica_strdup(r, (const char *) sqlite3_column_text(stmt, 0));
+		{
+			const char *col = (const char *) sqlite3_column_text(stmt, 0);
+
+			/* an expression (no column name) identifies no row: no key */
+			if (col == NULL)
+			{
+				while (t->nkeys > 0)
+					pfree(t->keys[--t->nkeys]);
+				break;
+			}
+			t->keys[t->nkeys++] = zs_replica_strdup(r, col);
+		}
 		sqlite3_reset(stmt);
 		pfree(index_name);
 	}
@@ -442,6 +453,14 @@ zs_replica_row_table(ZsReplica *r, const char *name, const ZsJsonDoc *doc, int r
 		/* FULL identity names every column: that is no key, rows may repeat */
 		if (!zs_json_str_eq(kdoc, identity, "full"))
 			nkeys = zs_replica_relation_key_columns(kdoc, relation, keys);
+		/* SQLite would index a missing column's quoted name as a constant */
+		for (int i = 0; i < nkeys; i++)
+			if (zs_json_get(doc, row, keys[i]) < 0)
+			{
+				zs_replica_set_error(r, "a row of the new table \"%s\" has no key column \"%s\"",
+									 name, keys[i]);
+				return NULL;
+			}
 
 		resetStringInfo(s);
 		appendStringInfoString(s, "CREATE TABLE ");

@@ -3,7 +3,8 @@
  *	  The subscriber server's connection limits.
  *
  * A connection is *pending* from its accept until its request needs a
- * subscriber slot: while it sends its HTTP request head, and while a plain
+ * subscriber slot: during its TLS handshake (zero_stream.ssl), while it
+ * sends its HTTP request head, and while a plain
  * reply (a health check's "OK", 401, 404, 503 ...) is being sent. Pending
  * connections have a pool of their own, zero_stream.max_pending_connections,
  * and zero_stream.handshake_timeout to finish; health checks never leave
@@ -52,6 +53,8 @@ pending(const ZsConn *c)
 static char *
 pending_reason(const ZsConn *c, int64 ms)
 {
+	if (c->ssl != NULL && !c->tls_established)
+		return psprintf("TLS handshake not completed within " INT64_FORMAT " ms", ms);
 	if (c->state != ZS_CONN_HTTP)
 		return psprintf("its HTTP reply was not taken within " INT64_FORMAT " ms", ms);
 	if (c->head_bytes == 0)
@@ -74,7 +77,7 @@ close_pending(ZsConn *c, ZsPeerEvent event, const char *status, const char *why)
 				(errcode(ERRCODE_CONNECTION_FAILURE),
 				 errmsg("closing connection from %s: %s", c->address, why),
 				 zs_peer_log_detail(suppressed)));
-	if (c->state == ZS_CONN_HTTP)
+	if (c->state == ZS_CONN_HTTP && (c->ssl == NULL || c->tls_established))
 		zs_conn_send_http(c, status, NULL, "");
 	zs_conn_close_now(c);
 }

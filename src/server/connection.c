@@ -28,10 +28,18 @@
  *   - a peer's pings do not count as signs of life: only what a reader
  *     sends (acks, pongs) does.
  *
+ * With zero_stream.ssl, the same happens over TLS (tls.c): a connection's
+ * TLS handshake is driven from its reads and flushes before anything else,
+ * and reads and writes go through the session, whose waits for the socket
+ * become the connection's wait events; a snapshot file is encrypted chunk
+ * by chunk as it is sent.
+ *
  * Each connection allocates in a memory context of its own, deleted when
- * the closed connection is removed at the end of a loop iteration. An
- * output buffer a catch-up grew is given back once the subscriber is live,
- * and freed memory is returned to the system after bursts (malloc_trim).
+ * the closed connection is removed at the end of a loop iteration (a TLS
+ * session, which OpenSSL allocates, is freed when the connection closes).
+ * An output buffer a catch-up grew is given back once the subscriber is
+ * live, and freed memory is returned to the system after bursts
+ * (malloc_trim).
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -52,6 +60,7 @@
 #include "server/connection.h"
 #include "server/peer_log.h"
 #include "server/routes.h"
+#include "server/tls.h"
 #include "shmem.h"
 
 #define MAX_HEAD_BYTES		8192
@@ -171,6 +180,36 @@ zs_conns_remove_closed(void)
 	zs_nconns = kept;
 }
 
+/* ---------------------------------------------------------------- socket */
+
+/*
+ * recv() and send() on the connection's socket, or through its TLS session:
+ * bytes moved (> 0), 0 when the peer closed (recv), -1 with errno (EAGAIN:
+ * nothing now).
+ */
+static ssize_t
+conn_recv(ZsConn *c, void *buf, size_t len)
+{
+	if (c->ssl != NULL)
+		return zs_tls_read(c, buf, len);
+	return recv(c->sock, buf, len, 0);
+}
+
+static ssize_t
+conn_send(ZsConn *c, const void *buf, size_t len)
+{
+	if (c->ssl != NULL)
+		return zs_tls_write(c, buf, len);
+	return send(c->sock, buf, len, 0);
+}
+
+/* Is the connection ready for HTTP: no TLS, or its handshake done? */
+static bool
+conn_ready(ZsConn *c)
+{
+	return c->ssl == NULL || zs_tls_handshake(c);
+}
+
 /* ---------------------------------------------------------------- output */
 
 void
@@ -187,6 +226,7 @@ zs_conn_close(ZsConn *c)
 		if (info.state != ZS_SUB_FAILED)
 			zs_record_departed_subscriber(info.id, info.watermark_acked);
 	}
+	zs_tls_close(c);
 	closesocket(c->sock);
 	ReleaseExternalFD();
 	if (c->copy != NULL)
@@ -217,11 +257,14 @@ zs_conn_wait_events(const ZsConn *c)
 {
 	uint32		events = 0;
 
+	/* a TLS handshake first: it waits for what it needs (tls.c) */
+	if (c->ssl != NULL && !c->tls_established)
+		return c->tls_read_wait != 0 ? c->tls_read_wait : WL_SOCKET_READABLE;
 	if (zs_conn_pending(c) > 0 || (c->file_fd >= 0 && c->file_remaining > 0))
-		events |= WL_SOCKET_WRITEABLE;
+		events |= c->tls_write_wait != 0 ? c->tls_write_wait : WL_SOCKET_WRITEABLE;
 	/* nothing more is read from a connection that only has to send its last bytes */
 	if (!c->close_after_flush || events == 0)
-		events |= WL_SOCKET_READABLE;
+		events |= c->tls_read_wait != 0 ? c->tls_read_wait : WL_SOCKET_READABLE;
 	return events;
 }
 
@@ -289,6 +332,18 @@ zs_conn_flush(ZsConn *c)
 
 	if (c->closed)
 		return;
+	if (c->ssl != NULL)
+	{
+		/* a TLS read waiting for the socket to be writable can go on now */
+		if (c->tls_read_wait == WL_SOCKET_WRITEABLE)
+			c->read_ready = true;
+		if (!c->tls_established)
+		{
+			if (zs_tls_handshake(c))
+				c->read_ready = true;	/* the request may have come with it */
+			return;
+		}
+	}
 	(void) queue_pong(c);
 	for (;;)
 	{
@@ -303,7 +358,7 @@ zs_conn_flush(ZsConn *c)
 				break;
 			refills++;
 		}
-		n = send(c->sock, c->out.data + c->out_pos, c->out.len - c->out_pos, 0);
+		n = conn_send(c, c->out.data + c->out_pos, c->out.len - c->out_pos);
 		if (n < 0)
 		{
 			if (errno == EINTR)
@@ -511,6 +566,8 @@ read_connection(ZsConn *c)
 	int			frames = FRAME_BUDGET;
 
 	c->input_pending = false;
+	if (!conn_ready(c))
+		return;
 	/* frames left over from the previous round come first */
 	if (c->state == ZS_CONN_WEBSOCKET && !c->close_after_flush)
 		process_frames(c, &frames);
@@ -523,7 +580,7 @@ read_connection(ZsConn *c)
 			c->input_pending = true;	/* the socket may have more */
 			return;
 		}
-		n = recv(c->sock, buf, Min(sizeof(buf), bytes), 0);
+		n = conn_recv(c, buf, Min(sizeof(buf), bytes));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -556,6 +613,14 @@ zs_conns_read_requests(void)
 	}
 }
 
+/* The socket says nothing of what a TLS session has already decrypted. */
+static void
+note_tls_pending(ZsConn *c)
+{
+	if (!c->closed && !c->close_after_flush && zs_tls_has_pending(c))
+		c->input_pending = true;
+}
+
 bool
 zs_conns_read(void)
 {
@@ -570,6 +635,7 @@ zs_conns_read(void)
 		if (c->closed || !due)
 			continue;
 		read_connection(c);
+		note_tls_pending(c);
 		more |= !c->closed && c->input_pending;
 	}
 	return more;

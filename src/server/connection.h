@@ -5,7 +5,7 @@
  * The struct is shared by the server's files: each reads and writes the
  * part it owns (routes.c the protocol fields, reservations.c the snapshot
  * being made, flow_control.c the lag and backlog state, admission.c the
- * slot, server_worker.c the wait-event position).
+ * slot, server_worker.c the wait-event position, tls.c the TLS session).
  *-------------------------------------------------------------------------
  */
 #ifndef ZS_CONNECTION_H
@@ -21,6 +21,8 @@
 #include "server/subscription.h"
 #include "server/upstream.h"
 
+struct ssl_st;					/* OpenSSL's SSL, used by tls.c only */
+
 typedef enum ZsConnState
 {
 	ZS_CONN_HTTP,				/* reading the request head */
@@ -32,6 +34,11 @@ typedef struct ZsConn
 {
 	MemoryContext context;		/* everything the connection owns */
 	pgsocket	sock;
+	struct ssl_st *ssl;			/* the TLS session (zero_stream.ssl), or NULL */
+	bool		tls_established;	/* its handshake is done */
+	bool		tls_failed;		/* a TLS error: no close_notify */
+	uint32		tls_read_wait;	/* WL_SOCKET_* the handshake or a read waits for, or 0 */
+	uint32		tls_write_wait; /* WL_SOCKET_* a write waits for, or 0 */
 	char		address[64];	/* host:port, for the log */
 	char		host[64];		/* the address without its port */
 	ZsConnState state;

@@ -9,7 +9,8 @@
  * admission.c finds no room among the pending ones (or beyond the
  * process's file descriptors) is answered 503 and closed at once, logged
  * rate-limited; the others become connections (connection.c) with
- * TCP_NODELAY, as their frames are small and paced. One call accepts at
+ * TCP_NODELAY, as their frames are small and paced, and with a TLS session
+ * when zero_stream.ssl is on (tls.c). One call accepts at
  * most ACCEPT_BUDGET connections, so that a flood of them cannot stretch a
  * round of the server's loop: the listening socket stays readable.
  *-------------------------------------------------------------------------
@@ -31,6 +32,7 @@
 #include "server/connection.h"
 #include "server/listener.h"
 #include "server/peer_log.h"
+#include "server/tls.h"
 
 #define ACCEPT_BUDGET		64
 
@@ -124,14 +126,18 @@ zs_listeners_open(pgsocket *socks)
 	return nsocks;
 }
 
-/* No room: a best-effort 503 (the socket is new, so this small write fits). */
+/*
+ * No room: a best-effort 503 (the socket is new, so this small write fits),
+ * except on a TLS port, where a client could not read it.
+ */
 static void
 refuse(pgsocket sock, const char *host, const char *port, const char *why)
 {
 	static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
 	int64		suppressed;
 
-	(void) send(sock, busy, sizeof(busy) - 1, 0);
+	if (!zs_tls_enabled())
+		(void) send(sock, busy, sizeof(busy) - 1, 0);
 	closesocket(sock);
 	if (zs_peer_log_allowed(ZS_PEER_REFUSED, host, &suppressed))
 		ereport(LOG,
@@ -151,6 +157,7 @@ zs_listener_accept(pgsocket listener)
 		char		host[NI_MAXHOST] = "?";
 		char		port[NI_MAXSERV] = "?";
 		int			one = 1;
+		ZsConn	   *c;
 
 		if (sock == PGINVALID_SOCKET)
 		{
@@ -176,6 +183,8 @@ zs_listener_accept(pgsocket listener)
 		}
 		pg_set_noblock(sock);
 		(void) setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		(void) zs_conn_add(sock, host, port);
+		c = zs_conn_add(sock, host, port);
+		if (zs_tls_enabled() && !zs_tls_attach(c))
+			zs_conn_close(c);
 	}
 }

@@ -4,9 +4,9 @@
  *	  wrong.
  *
  * A client that is refused, fails authentication, times out in its
- * handshake or is closed for a policy violation is logged with its
- * address, as PostgreSQL logs failed logins; but a client doing it in a
- * loop must not flood the log. So each kind of event is logged at most
+ * handshake, fails its TLS handshake or is closed for a policy violation
+ * is logged with its address, as PostgreSQL logs failed logins; but a
+ * client doing it in a loop must not flood the log. So each kind of event is logged at most
  * once per peer host (the address without its port: every connection has
  * a new port) every ZS_PEER_LOG_INTERVAL_S seconds. Events in between are
  * counted: the next line about that kind and host carries the count in
@@ -49,12 +49,14 @@ static const char *const event_names[ZS_PEER_EVENT_KINDS][2] = {
 	{"authentication failure", "authentication failures"},
 	{"handshake timeout", "handshake timeouts"},
 	{"policy violation", "policy violations"},
+	{"failed TLS handshake", "failed TLS handshakes"},
 };
 
 static const int event_codes[ZS_PEER_EVENT_KINDS] = {
 	ERRCODE_TOO_MANY_CONNECTIONS,
 	ERRCODE_INVALID_PASSWORD,
 	ERRCODE_CONNECTION_FAILURE,
+	ERRCODE_PROTOCOL_VIOLATION,
 	ERRCODE_PROTOCOL_VIOLATION,
 };
 

@@ -2,7 +2,7 @@
  * peer_log.h
  *	  Rate-limited log lines about what peers of the subscriber server do
  *	  wrong: refused connections, failed authentication, handshake
- *	  timeouts, policy violations.
+ *	  timeouts, policy violations, failed TLS handshakes.
  *-------------------------------------------------------------------------
  */
 #ifndef ZS_PEER_LOG_H
@@ -14,10 +14,11 @@ typedef enum ZsPeerEvent
 	ZS_PEER_REFUSED,			/* answered 503: a connection limit was reached */
 	ZS_PEER_AUTH_FAILED,		/* answered 401 */
 	ZS_PEER_TIMED_OUT,			/* request not sent, or reply not taken, in time */
-	ZS_PEER_POLICY				/* closed with 1008 */
+	ZS_PEER_POLICY,				/* closed with 1008 */
+	ZS_PEER_TLS_FAILED			/* closed: its TLS handshake failed */
 } ZsPeerEvent;
 
-#define ZS_PEER_EVENT_KINDS		4
+#define ZS_PEER_EVENT_KINDS		5
 
 /* at most one line per kind of event and peer host in this many seconds */
 #define ZS_PEER_LOG_INTERVAL_S	10

@@ -35,6 +35,7 @@
 #include "replica/backup_file.h"
 #include "server/reservations.h"
 #include "server/routes.h"
+#include "server/tls.h"
 #include "shmem.h"
 #include "spi_xact.h"
 
@@ -51,15 +52,18 @@ read_log_floor(char *floor)
 	zs_spi_xact_commit();
 }
 
-/* http://<host>/replica/<taskID>, the task percent-encoded, as a JSON string */
+/*
+ * http://<host>/replica/<taskID> (https:// with zero_stream.ssl), the task
+ * percent-encoded, as a JSON string
+ */
 static void
 append_backup_url(StringInfo body, const char *host, const char *task_id)
 {
 	StringInfoData url;
 
 	initStringInfo(&url);
-	appendStringInfo(&url, "http://%s" ZS_REPLICA_PATH_PREFIX,
-					 host ? host : psprintf("127.0.0.1:%d", zs_port));
+	appendStringInfo(&url, "%s://%s" ZS_REPLICA_PATH_PREFIX,
+					 zs_tls_enabled() ? "https" : "http", host ? host : psprintf("127.0.0.1:%d", zs_port));
 	for (const char *p = task_id; *p; p++)
 	{
 		if (isalnum((unsigned char) *p) || strchr("-_.~", *p))

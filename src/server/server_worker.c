@@ -46,6 +46,7 @@
 #include "server/peer_log.h"
 #include "server/reservations.h"
 #include "server/subscriber_slots.h"
+#include "server/tls.h"
 #include "shmem.h"
 
 PGDLLEXPORT void zs_server_main(Datum main_arg);
@@ -185,6 +186,7 @@ run_server(void)
 	owner = ResourceOwnerCreate(NULL, "zero_stream server");
 	CurrentResourceOwner = owner;
 
+	zs_tls_init();
 	nlisteners = zs_listeners_open(listeners);
 	zs_conns_init();
 	/* open connections: max_subscribers admitted, max_pending_connections others */
@@ -209,6 +211,7 @@ run_server(void)
 		{
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
+			zs_tls_reload();
 		}
 
 		if (zs_conns_changed)

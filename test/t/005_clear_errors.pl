@@ -153,17 +153,16 @@ SELECT s.state = 'streaming' AND r.active_pid = s.pid
 
 # --- publications Zero reserves or cannot use (zero-cache's checks)
 {
-	my $node = zs_new_node('pubs', no_extension => 1);
-	$node->stop;
-	$node->append_conf('postgresql.conf', "zero_stream.publications = '_mine'\n");
-	ok(!$node->start(fail_ok => 1), 'reserved publication name: server refuses to start');
-	ok($node->log_contains('Publication names starting with "_" are reserved for Zero'),
-		'reserved publication name: the rule is explained');
+	my $node = zs_new_node('pubs', no_extension => 1,
+		extra_conf => "zero_stream.publications = '_mine'\n");
+	$node->safe_psql('postgres', 'CREATE PUBLICATION _mine FOR TABLES IN SCHEMA public');
+	$node->safe_psql('postgres', 'CREATE EXTENSION zero_stream');
+	wait_for_error($node, 'names starting with "_" are reserved', 'reserved publication name');
+	ok($node->log_contains('HINT:  Rename the publication'), 'reserved publication name: the fix is in the hint');
 	$node->append_conf('postgresql.conf', "zero_stream.publications = 'no_truncate'\n");
-	$node->start;
+	$node->restart;
 	$node->safe_psql('postgres',
 		q{CREATE PUBLICATION no_truncate FOR TABLES IN SCHEMA public WITH (publish = 'insert, update, delete')});
-	$node->safe_psql('postgres', 'CREATE EXTENSION zero_stream');
 	wait_for_error($node, 'must publish insert, update, delete and truncate', 'publication without truncate');
 	ok($node->log_contains(q{HINT:  ALTER PUBLICATION no_truncate SET \(publish = 'insert, update, delete, truncate'\)}),
 		'publication without truncate: the fix is in the hint');
@@ -171,6 +170,27 @@ SELECT s.state = 'streaming' AND r.active_pid = s.pid
 	zs_wait_streaming($node);
 	is($node->safe_psql('postgres', 'SELECT "publications" FROM "zero_0/cdc"."replicationConfig"'),
 		'{_zero_metadata_0,no_truncate}', 'publication without truncate: streams once fixed');
+	$node->stop;
+}
+
+# --- a published table Zero's replicas cannot hold stops the initial copy
+{
+	my $node = zs_new_node('tables', no_extension => 1, before_extension => q{
+CREATE TABLE keyless (a int, b text);
+ALTER TABLE keyless REPLICA IDENTITY NOTHING;
+CREATE TABLE fine (id int PRIMARY KEY, "_0_version" text);
+});
+	$node->safe_psql('postgres', 'CREATE EXTENSION zero_stream');
+	wait_for_error($node, 'REPLICA IDENTITY NOTHING', 'unreplicable table');
+	like(last_error($node), qr/^Zero cannot replicate 2 published tables: public.fine uses the column name _0_version, which Zero reserves; public.keyless has REPLICA IDENTITY NOTHING/,
+		'unreplicable tables: each named, with the reason');
+	ok($node->log_contains('WARNING:  published table public.fine uses the column name _0_version'),
+		'every problem is also logged on its own');
+	$node->safe_psql('postgres', q{ALTER TABLE keyless REPLICA IDENTITY FULL; ALTER TABLE fine RENAME COLUMN "_0_version" TO v});
+	zs_wait_streaming($node);
+	$node->safe_psql('postgres', q{INSERT INTO fine VALUES (1, 'x')});
+	zs_wait_catchup($node);
+	is(last_error($node), '', 'unreplicable tables: streams once fixed');
 	$node->stop;
 }
 

@@ -24,7 +24,8 @@ sub owner
 		q{SELECT coalesce("owner", '') || ' ' || coalesce("ownerAddress", 'NULL') FROM "zero_0/cdc"."replicationState"});
 }
 
-is(owner(), "zero_stream 127.0.0.1:$sport", 'ownerAddress: the listen address and port');
+like(owner(), qr{^zero_stream\@\d+/1/zero_stream_zero_0 127\.0\.0\.1:$sport$},
+	'owner names the writer (task_id@system identifier/timeline/slot); ownerAddress: the listen address and port');
 
 # the advertised address answers: a subscriber reaches the stream through it
 my ($address) = owner() =~ / (\S+)$/;
@@ -48,7 +49,7 @@ $node->safe_psql('postgres', q{ALTER SYSTEM RESET zero_stream.advertise_address}
 $node->append_conf('postgresql.conf', 'zero_stream.port = 0');
 $node->restart;
 zs_wait_streaming($node);
-is(owner(), 'zero_stream NULL', 'without a server, ownerAddress is NULL');
+like(owner(), qr{^zero_stream\@\S+ NULL$}, 'without a server, ownerAddress is NULL');
 
 $node->stop;
 done_testing();

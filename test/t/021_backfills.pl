@@ -9,8 +9,11 @@
 #  - a backfill whose worker is killed with kill -9 in the middle of its
 #    rows (the decoder held by a lock meanwhile) is started again after the
 #    crash restart and completes; no snapshot slot is left behind;
-#  - ALTER PUBLICATION ... ADD TABLE backfills the table's rows, DROP TABLE
-#    removes it.
+#  - ALTER PUBLICATION ... ADD TABLE backfills the table's rows (only those
+#    its row filter publishes), DROP TABLE removes it;
+#  - a partitioned table, published through its root as zero-cache's
+#    default publication does: its partitions' rows are copied at start
+#    and backfilled.
 use strict;
 use warnings;
 
@@ -29,6 +32,10 @@ my $ROWS = 200_000;
 my $node = zs_new_node('backfill', before_extension => qq{
 CREATE TABLE big (id int PRIMARY KEY, label text);
 INSERT INTO big SELECT g, 'row ' || g FROM generate_series(1, $ROWS) g;
+CREATE TABLE parted (id int, region text, v text, PRIMARY KEY (id, region)) PARTITION BY LIST (region);
+CREATE TABLE parted_eu PARTITION OF parted FOR VALUES IN ('eu');
+CREATE TABLE parted_us PARTITION OF parted FOR VALUES IN ('us');
+INSERT INTO parted SELECT g, CASE WHEN g % 2 = 0 THEN 'eu' ELSE 'us' END, 'p' || g FROM generate_series(1, 3000) g;
 CREATE SCHEMA extra;
 CREATE TABLE extra.things (id int PRIMARY KEY, name text, made date);
 INSERT INTO extra.things SELECT g, 'thing ' || g, date '2020-01-01' + g FROM generate_series(1, 1000) g;
@@ -92,13 +99,14 @@ sub replica_at_head
 # PostgreSQL and a replica agree on every row: an md5 of the rows in key order.
 sub same_rows
 {
-	my ($path, $table, $pg_cols, $lite_cols, $label) = @_;
+	my ($path, $table, $pg_cols, $lite_cols, $label, $lite_table) = @_;
+	$lite_table //= $table;
 	my $pg = psql("SELECT count(*) || ':' || md5(string_agg(concat_ws('|', $pg_cols), ',' ORDER BY id)) FROM $table");
 	my $lite = join(" || '|' || ", split /\s*,\s*/, $lite_cols);
-	my $rows = zs_sqlite($path, "SELECT group_concat(v, ',') FROM (SELECT $lite AS v FROM \"$table\" ORDER BY id)");
-	my $count = zs_sqlite($path, "SELECT count(*) FROM \"$table\"");
+	my $rows = zs_sqlite($path, "SELECT group_concat(v, ',') FROM (SELECT $lite AS v FROM \"$lite_table\" ORDER BY id)");
+	my $count = zs_sqlite($path, "SELECT count(*) FROM \"$lite_table\"");
 	require Digest::MD5;
-	is("$count:" . Digest::MD5::md5_hex($rows // ''), $pg, "$label: $table in $path equals PostgreSQL");
+	is("$count:" . Digest::MD5::md5_hex($rows // ''), $pg, "$label: $lite_table in $path equals PostgreSQL");
 }
 
 sub worker_waits_on_queue
@@ -109,6 +117,7 @@ sub worker_waits_on_queue
 }
 
 ok(replica_at_head($file), 'the replica follows');
+same_rows($backup, 'parted', 'id, region, v', 'id, region, v', 'initial copy of a partitioned table');
 
 # 1. ADD COLUMN with a volatile default, rows updated after the snapshot.
 # A transaction holding an xid delays the backfill's snapshot (its slot
@@ -174,12 +183,19 @@ ok(replica_at_head($backup), 'the backup replica applied the backfill');
 same_rows($backup, 'big', "id, r, $pg_stamp", 'id, r, CAST(stamp AS INTEGER)', 'after kill -9');
 is(zs_sqlite($file, 'SELECT count(*) FROM big WHERE stamp IS NULL'), '0', 'every row has its stamp');
 
-# 3. A table added to the publication is backfilled; removed, it is dropped.
-psql(q{ALTER PUBLICATION _zero_public_0 ADD TABLE extra.things});
+# 3. A table added to the publication is backfilled (what its row filter
+# publishes); removed, it is dropped.
+psql(q{ALTER PUBLICATION _zero_public_0 ADD TABLE extra.things WHERE (id % 3 <> 0)});
 backfills_done();
 ok(replica_at_head($file), 'ALTER PUBLICATION ADD TABLE reached the replica');
-same_rows($file, 'extra.things', q{id, name, (extract(epoch FROM made) * 1000)::int8}, 'id, name, CAST(made AS INTEGER)',
-	'added to the publication');
+same_rows($file, '(SELECT * FROM extra.things WHERE id % 3 <> 0) x', q{id, name, (extract(epoch FROM made) * 1000)::int8},
+	'id, name, CAST(made AS INTEGER)', 'added to the publication with a row filter', 'extra.things');
+
+# 4. A partitioned table's backfill reads its partitions
+psql(q{ALTER TABLE parted ADD COLUMN r int8 DEFAULT (random() * 1e12)::int8});
+backfills_done();
+ok(replica_at_head($file), 'the partitioned table\'s backfill reached the replica');
+same_rows($file, 'parted', 'id, region, v, r', 'id, region, v, r', 'partitioned table backfilled');
 psql(q{ALTER PUBLICATION _zero_public_0 DROP TABLE extra.things});
 zs_wait_catchup($node, '60 s');
 ok(replica_at_head($file), 'ALTER PUBLICATION DROP TABLE reached the replica');

@@ -77,9 +77,22 @@ is(sq(q{SELECT count(*) || ':' || bool_and(permissions IS NOT NULL) FROM myapp.p
 	'still one permissions row, kept');
 is(sq(q{SELECT count(*) FROM myapp_3.clients}), '1', 'client rows kept');
 
-$node->safe_psql('app', q{ALTER PUBLICATION _myapp_metadata_3 DROP TABLE myapp_3.mutations});
+$node->safe_psql('app', q{DROP TABLE myapp_3.mutations});
 $node->poll_query_until('app', 'SELECT zero_stream.wait_for_catchup()') or die;
 is(sq(qq{SELECT count(*) FROM $cdc."changeLog" WHERE change->>'tag' = 'drop-table'
-	AND change->'id'->>'name' = 'mutations'}), '1', 'a table leaving the metadata publication is dropped downstream');
+	AND change->'id'->>'name' = 'mutations'}), '1', 'a dropped metadata table is dropped downstream');
+
+# at the next start, the missing table is created again, joins the
+# publication, and reaches the stream (its DDL is not ours to filter out)
+$node->restart;
+$node->poll_query_until('app', q{SELECT state = 'streaming' FROM zero_stream.status()}) or die;
+is(sq(q{SELECT count(*) FROM pg_publication_tables WHERE pubname = '_myapp_metadata_3'}), '3',
+	'the recreated table is back in the metadata publication');
+ok($node->poll_query_until('app', qq{SELECT count(*) = 1 FROM $cdc."changeLog" WHERE change->>'tag' = 'create-table'
+	AND change->'spec'->>'name' = 'mutations'}), 'and its create-table is in the stream');
+$node->safe_psql('app', q{INSERT INTO myapp_3.mutations VALUES ('g1', 'c1', 8, '{"ok":2}')});
+$node->poll_query_until('app', 'SELECT backup_watermark = last_watermark AND zero_stream.wait_for_catchup() FROM zero_stream.status()') or die;
+is(zs_sqlite($replica, q{SELECT "mutationID" FROM "myapp_3.mutations"}), '8',
+	'the backup replica has the recreated table and its new row');
 $node->stop;
 done_testing();

@@ -49,7 +49,7 @@ sub url
 
 sub purge
 {
-	my $r = sql(q{SELECT rows || '|' || floor || '|' || coalesce(held_by, '') FROM zero_stream.purge()});
+	my $r = sql(q{SELECT rows || '|' || coalesce(floor, '') || '|' || coalesce(held_by, '') FROM zero_stream.purge()});
 	return split /\|/, $r, 3;
 }
 
@@ -116,7 +116,30 @@ $locker->finish;
 ($rows) = purge();
 cmp_ok($rows, '>', 0, 'released: the purge goes on');
 
-# 5. under load, purging every half second, a live replica and a restored one
+# 5. the coverage gate: after a decoder restart, the backup replica's
+# watermark counts only once it reached the head of that moment. The
+# replicator is paused (SIGSTOP) while transactions are written and the
+# decoder restarts; purge waits for the backup, then goes on.
+my $replicator = sql(q{SELECT pid FROM zero_stream.workers() WHERE worker = 'replicator'});
+my $decoder = sql(q{SELECT pid FROM zero_stream.workers() WHERE worker = 'decoder'});
+kill 'STOP', $replicator;
+sql(join ';', map { "INSERT INTO t (v) VALUES ('gate $_')" } 1 .. 20);
+kill 'TERM', $decoder;
+$node->poll_query_until('postgres', qq{SELECT pid <> $decoder AND state = 'streaming' FROM zero_stream.status()})
+  or die 'the decoder did not restart';
+zs_wait_catchup($node);
+sql(join ';', map { "INSERT INTO t (v) VALUES ('gate more $_')" } 1 .. 20);
+zs_wait_catchup($node);
+($rows, $floor, $held) = purge();
+is($rows, '0', 'coverage gate: a backup replica behind the head of the decoder\'s start does not enable purging');
+like($held, qr/^waiting for the backup replica to reach /, 'coverage gate: status() says what purging waits for');
+kill 'CONT', $replicator;
+$node->poll_query_until('postgres', 'SELECT backup_watermark = last_watermark FROM zero_stream.status()') or die;
+($rows, $floor, $held) = purge();
+cmp_ok($rows, '>', 0, 'coverage gate: once the backup replica reached it, purging goes on');
+is($held, 'backup replica', 'coverage gate: the backup replica holds the floor again');
+
+# 6. under load, purging every half second, a live replica and a restored one
 $node->append_conf('postgresql.conf', "zero_stream.purge_interval = '500ms'\n");
 $node->reload;
 my $file = "$dir/live.db";

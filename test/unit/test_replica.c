@@ -1129,6 +1129,10 @@ test_schema_change_errors(void)
 		{ADD_COLUMN("full_ident", "c", "null"), "column \"c\" has no spec"},
 		{ADD_COLUMN("full_ident", "c", SPEC("text", ",\"dflt\":\"now()\"")), "Unsupported default value for full_ident.c: now()"},
 		{ADD_COLUMN("full_ident", "c", SPEC("varchar", ",\"dflt\":\"'x'::character varying\"")), "Unsupported default"},
+		/* a quoted default is one literal, never SQL of its own (found by fuzz_replica) */
+		{ADD_COLUMN("full_ident", "c", SPEC("text", ",\"dflt\":\"'x'; DROP TABLE full_ident; SELECT 'y'::text\"")),
+		"Unsupported default value for full_ident.c: 'x'; DROP TABLE"},
+		{ADD_COLUMN("full_ident", "c", SPEC("text", ",\"dflt\":\"'x''::text\"")), "Unsupported default"},
 		{ADD_COLUMN("full_ident", "label", SPEC("text", "")), "duplicate column name"},
 		{"{\"tag\":\"add-column\",\"table\":{\"name\":\"full_ident\"}}", "add-column table without a schema and name"},
 		{"{\"tag\":\"create-table\"}", "create-table spec without a schema and name"},
@@ -1190,6 +1194,35 @@ test_schema_change_errors(void)
 	zs_replica_close(r);
 }
 
+/*
+ * A table made from a row whose key columns it lacks, and a unique index on
+ * an expression (found by fuzz_replica: SQLite indexed the missing column's
+ * quoted name as a constant, and reading that index back crashed).
+ */
+static void
+test_bad_row_keys(void)
+{
+	ZsReplica  *r = new_replica(0);
+
+	CHECK(zs_replica_begin(r, "0b"), "begin");
+	CHECK(!apply(r, "{\"tag\":\"insert\"," REL("nokey", "[\"id\"]", "default") ",\"new\":{\"a\":1}}"),
+		  "a new table's row without its key column is refused");
+	CHECK(strstr(zs_replica_error(r), "a row of the new table \"nokey\" has no key column \"id\"") != NULL,
+		  "error: %s", zs_replica_error(r));
+	CHECK(zs_replica_rollback(r) && zs_replica_flush(r), "rollback");
+	CHECK_STR(query(r, "SELECT count(*) FROM sqlite_master WHERE tbl_name = 'nokey'"), "0");
+
+	CHECK(sqlite3_exec(zs_replica_db(r), "CREATE TABLE e (a, \"_0_version\"); CREATE UNIQUE INDEX e_key ON e (\"k\")",
+					   NULL, NULL, NULL) == SQLITE_OK, "expression index");
+	CHECK(zs_replica_begin(r, "0c"), "begin");
+	CHECK(apply(r, "{\"tag\":\"insert\"," REL("e", "[\"a\"]", "default") ",\"new\":{\"a\":1}}") &&
+		  apply(r, "{\"tag\":\"delete\"," REL("e", "[\"a\"]", "default") ",\"key\":{\"a\":1}}"),
+		  "a table with an expression index: %s", zs_replica_error(r));
+	CHECK(zs_replica_commit(r, "0c") && zs_replica_flush(r), "commit: %s", zs_replica_error(r));
+	CHECK_STR(query(r, "SELECT count(*) FROM e"), "0");
+	zs_replica_close(r);
+}
+
 static void
 test_foreign_file(void)
 {
@@ -1228,6 +1261,7 @@ main(void)
 	test_backfill_newer_changes();
 	test_schema_change_details();
 	test_schema_change_errors();
+	test_bad_row_keys();
 	test_foreign_file();
 	zs_json_doc_free(&doc);
 	return unit_report("replica");

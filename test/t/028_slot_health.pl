@@ -1,0 +1,115 @@
+# Slot health (issue 12): with max_slot_wal_keep_size small, a decoder held
+# back while WAL is written loses its slot at a checkpoint (wal_status
+# 'lost'). The change log cannot continue: the decoder says so in the log
+# and in status() (last_reset), starts a new lineage (new slot, initial copy,
+# replicaVersion), a subscriber of the old lineage is told
+# WrongReplicaVersion, and zero-stream-replica restores by itself and then
+# equals PostgreSQL. Then: a quiet published table while an unpublished one
+# is written hard still lets the slot's restart_lsn advance (retained WAL
+# stays bounded).
+use strict;
+use warnings;
+
+use FindBin;
+use lib $FindBin::RealBin;
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(usleep);
+use ZeroStreamTest;
+
+my $CLI = "$FindBin::RealBin/../../zero-stream-replica";
+my $node = zs_new_node('slot', extra_conf => qq{
+max_slot_wal_keep_size = 64MB
+wal_keep_size = 0
+min_wal_size = 32MB
+max_wal_size = 64MB
+zero_stream.slot_save_interval = 1s
+}, before_extension => q{
+CREATE TABLE t (id bigserial PRIMARY KEY, v text);
+CREATE SCHEMA quiet;
+CREATE TABLE quiet.noise (id bigserial PRIMARY KEY, pad text);
+INSERT INTO t (v) SELECT 'row ' || g FROM generate_series(1, 1000) g;
+});
+my $port = $node->{zs_server_port};
+my $dir = $node->basedir;
+my $file = "$dir/app.db";
+sub sql { return $node->safe_psql('postgres', $_[0]); }
+
+my $cli = IPC::Run::start([ $CLI, 'sync', '--task-id', 'slot', "ws://127.0.0.1:$port", $file ],
+	'>', "$dir/cli.out", '2>>', "$dir/cli.log");
+sub replica_equals
+{
+	my ($label) = @_;
+	zs_wait_catchup($node, '120 s');
+	my $target = sql('SELECT last_watermark FROM zero_stream.status()');
+	for (1 .. 1200)
+	{
+		last if -f $file && zs_sqlite($file, 'SELECT stateVersion FROM "_zero.replicationState"') eq $target;
+		usleep(100_000);
+	}
+	is(zs_sqlite($file, q{SELECT count(*) || ':' || sum(length(v)) FROM t}),
+		sql(q{SELECT count(*) || ':' || sum(length(v)) FROM t}), "$label: the replica equals PostgreSQL");
+}
+replica_equals('start');
+my $old_rv = sql('SELECT replica_version FROM zero_stream.status()');
+
+# hold the decoder back (its store waits for this lock) and write WAL past
+# max_slot_wal_keep_size; a checkpoint invalidates the slot
+my ($in, $out) = ('', '');
+my $locker = IPC::Run::start([ 'psql', '-X', '-q', '-A', '-t', '-h', $node->host, '-p', $node->port, '-d', 'postgres' ],
+	'<', \$in, '>', \$out, '2>', \my $err);
+$in .= qq{BEGIN; LOCK TABLE "zero_0/cdc"."changeLog" IN EXCLUSIVE MODE; SELECT 'locked';\n};
+$locker->pump until $out =~ /locked/;
+sql(q{INSERT INTO t (v) VALUES ('held back')});
+for (1 .. 6)
+{
+	sql(q{INSERT INTO quiet.noise (pad) SELECT repeat('x', 1000) FROM generate_series(1, 20000)});
+	sql('SELECT pg_switch_wal()');
+}
+sql('CHECKPOINT');
+my $invalidated = 0;
+for (1 .. 600)
+{
+	$invalidated = $node->log_contains('invalidating slot "zero_stream_zero_0"') and last;
+	usleep(100_000);
+}
+ok($invalidated, 'the checkpoint invalidates the slot (max_slot_wal_keep_size)');
+$in .= "ROLLBACK;\n\\q\n";
+$locker->finish;
+
+# the decoder starts a new lineage on its own, and says why
+ok($node->poll_query_until('postgres', qq{SELECT state = 'streaming' AND replica_version <> '$old_rv' FROM zero_stream.status()}),
+	'a new lineage (replicaVersion) is started');
+like(sql('SELECT last_reset FROM zero_stream.status()'), qr/was invalidated: the WAL it needed from .* was removed/,
+	'status() says why (last_reset)');
+ok($node->log_contains('WARNING:  replication slot "zero_stream_zero_0" was invalidated'), 'and the log');
+ok($node->log_contains('HINT:  Subscribers of replicaVersion'), 'with a hint');
+
+# subscribers of the old lineage are told; the CLI restores by itself
+my $TAIL = "$FindBin::RealBin/../../zero-stream-tail";
+IPC::Run::run([ $TAIL, "ws://127.0.0.1:$port/replication/v6/changes?id=old&taskID=x&replicaVersion=$old_rv&watermark=$old_rv" ],
+	'>', \my $tail_out, '2>', \my $tail_err, IPC::Run::timeout(60));
+like($tail_out, qr/"error",\{"type":1,"message":"current replica version is/, 'an old-lineage subscriber gets WrongReplicaVersion');
+sql(q{INSERT INTO t (v) VALUES ('after the reset')});
+replica_equals('after the new lineage');
+like(slurp_file("$dir/cli.log"), qr/restor/i, 'zero-stream-replica restored the new lineage');
+
+# quiet published table, busy unpublished one: restart_lsn advances
+my $start = sql(q{SELECT restart_lsn FROM pg_replication_slots WHERE slot_name = 'zero_stream_zero_0'});
+for (1 .. 8)
+{
+	sql(q{INSERT INTO quiet.noise (pad) SELECT repeat('y', 1000) FROM generate_series(1, 10000)});
+	usleep(500_000);
+}
+ok($node->poll_query_until('postgres',
+		qq{SELECT restart_lsn > '$start'::pg_lsn AND pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn) < 64 * 1024 * 1024
+		     FROM pg_replication_slots WHERE slot_name = 'zero_stream_zero_0'}),
+	'writes to unpublished tables only: restart_lsn advances, retained WAL stays bounded');
+cmp_ok(sql('SELECT retained_wal_bytes FROM zero_stream.status()'), '<', 64 * 1024 * 1024,
+	'status() shows the retained WAL');
+
+$cli->kill_kill;
+$node->stop;
+done_testing();
