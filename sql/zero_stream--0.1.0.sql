@@ -303,6 +303,32 @@ CREATE TABLE published_schema_state (
 INSERT INTO published_schema_state (snapshot)
   VALUES (published_schema(stream_publications())::text);
 
+-- Announce the published schema in the stream if it differs from the last
+-- one announced: a transactional logical message the decoder turns into
+-- zero's schema-change messages at this point of the stream. tag is the DDL
+-- command's (it decides what zero-cache backfills). Returns whether it
+-- announced. Used by the event trigger below, and by the decoder at start
+-- for changes made without it.
+CREATE FUNCTION announce_published_schema(tag text)
+RETURNS boolean
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    current text := zero_stream.published_schema(zero_stream.stream_publications())::text;
+BEGIN
+    IF EXISTS (SELECT 1 FROM zero_stream.published_schema_state WHERE snapshot = current) THEN
+        RETURN false;
+    END IF;
+    UPDATE zero_stream.published_schema_state SET snapshot = current;
+    PERFORM pg_logical_emit_message(true, 'zero_stream/ddl',
+        json_build_object('tag', tag, 'schema', current::json)::text);
+    RETURN true;
+END
+$$;
+
+REVOKE ALL ON FUNCTION announce_published_schema(text) FROM PUBLIC;
+
 -- Runs at the end of every DDL command, as its owner (the superuser who
 -- created the extension), so DDL by any role is captured.
 CREATE FUNCTION capture_schema_change()
@@ -311,20 +337,12 @@ LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
-DECLARE
-    current text;
 BEGIN
     -- the extension may exist in a database the decoder does not stream
     IF current_database() <> current_setting('zero_stream.database', true) THEN
         RETURN;
     END IF;
-    current := zero_stream.published_schema(zero_stream.stream_publications())::text;
-    IF EXISTS (SELECT 1 FROM zero_stream.published_schema_state WHERE snapshot = current) THEN
-        RETURN;
-    END IF;
-    UPDATE zero_stream.published_schema_state SET snapshot = current;
-    PERFORM pg_logical_emit_message(true, 'zero_stream/ddl',
-        json_build_object('tag', tg_tag, 'schema', current::json)::text);
+    PERFORM zero_stream.announce_published_schema(tg_tag);
 END
 $$;
 

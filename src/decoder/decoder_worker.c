@@ -635,22 +635,17 @@ set_up_origin(void)
  * the stream gets its schema changes and backfills at this point.
  */
 static void
-announce_schema_drift(List *publications)
+announce_schema_drift(void)
 {
-	Oid			types[1] = {TEXTARRAYOID};
-	Datum		values[1] = {zs_publication_array(publications)};
+	bool		isnull;
 
 	zs_spi_xact_begin(NULL);
-	if (SPI_execute_with_args("WITH cur AS (SELECT zero_stream.published_schema($1)::text AS s) "
-							  "UPDATE zero_stream.published_schema_state SET snapshot = cur.s FROM cur "
-							  " WHERE snapshot IS DISTINCT FROM cur.s "
-							  "RETURNING pg_logical_emit_message(true, '" ZS_DDL_MESSAGE_PREFIX "', "
-							  "  json_build_object('tag', 'ALTER PUBLICATION', 'schema', cur.s::json)::text)",
-							  1, types, values, NULL, false, 0) != SPI_OK_UPDATE_RETURNING)
+	if (SPI_execute("SELECT zero_stream.announce_published_schema('ALTER PUBLICATION')", false, 1) != SPI_OK_SELECT ||
+		SPI_processed != 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INTERNAL_ERROR),
 				 errmsg_internal("could not compare the published schema with the DDL capture's")));
-	if (SPI_processed > 0)
+	if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)))
 		ereport(LOG,
 				(errmsg("zero_stream: the published schema changed without the DDL capture (or its publications changed); announcing it in the stream")));
 	zs_spi_xact_commit();
@@ -842,7 +837,7 @@ run_decoder(MemoryContext worker_context)
 	ensure_publications(app_publications, default_publication);
 	zs_shard_setup(app_publications);
 	publications = zs_publication_list();
-	announce_schema_drift(publications);
+	announce_schema_drift();
 	set_up_origin();
 	stream_publications = publications;
 	/* the initial copy encodes rows through the relation cache */
