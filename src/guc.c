@@ -16,6 +16,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/memutils.h"
 #include "utils/varlena.h"
 
 #include "guc.h"
@@ -415,8 +416,19 @@ zs_set_canonical_session(const char *application_name)
 char *
 zs_owner_identity(void)
 {
-	return psprintf("%s@" UINT64_FORMAT "/%u/%s", zs_task_id, GetSystemIdentifier(),
-					GetWALInsertionTimeLine(), zs_effective_slot_name());
+	static char *identity = NULL;
+
+	/*
+	 * Checked at every store: computed once. Nothing in it changes while a
+	 * worker runs (task_id and slot_name are postmaster settings; workers
+	 * start only once recovery, and with it any timeline switch, is over).
+	 */
+	if (identity == NULL)
+		identity = MemoryContextStrdup(TopMemoryContext,
+									   psprintf("%s@" UINT64_FORMAT "/%u/%s", zs_task_id,
+												GetSystemIdentifier(), GetWALInsertionTimeLine(),
+												zs_effective_slot_name()));
+	return identity;
 }
 
 char *
