@@ -135,7 +135,7 @@ test/unit/test_http: test/unit/test_http.c src/codec/http.c test/unit/unit.h $(w
 test/unit/test_codec: test/unit/test_codec.c src/codec/change_message.c test/unit/unit.h $(wildcard $(srcdir)/src/*/*.h)
 	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_codec.c src/codec/change_message.c $(UNIT_LIBS)
 
-test/unit/test_replica: test/unit/test_replica.c src/replica/replica_apply.c src/replica/replica_ddl.c src/replica/replica_schema.c src/replica/replica_sqlite.c src/codec/json_read.c src/codec/json_out.c test/unit/unit.h $(wildcard $(srcdir)/src/*/*.h)
+test/unit/test_replica: test/unit/test_replica.c src/replica/replica_apply.c src/replica/replica_ddl.c src/replica/replica_schema.c src/replica/replica_sqlite.c src/codec/json_read.c src/codec/json_out.c test/unit/unit.h test/unit/replica_fixture.h $(wildcard $(srcdir)/src/*/*.h)
 	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_replica.c src/replica/replica_apply.c src/replica/replica_ddl.c src/replica/replica_schema.c src/replica/replica_sqlite.c src/codec/json_read.c src/codec/json_out.c $(UNIT_LIBS) -lsqlite3
 
 test/unit/test_schema_diff: test/unit/test_schema_diff.c src/decoder/schema_diff.c src/codec/json_read.c src/codec/json_out.c src/codec/json_js.c test/unit/unit.h $(wildcard $(srcdir)/src/*/*.h)

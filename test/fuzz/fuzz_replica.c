@@ -47,6 +47,7 @@
 #include "codec/json_read.h"
 #include "replica/replica_apply.h"
 #include "fuzz.h"
+#include "../unit/replica_fixture.h"
 
 #define OPT_LOG_CHANGES	0x01
 #define OPT_TABLES		0x02
@@ -66,47 +67,12 @@ new_replica(int options)
 	ZsReplica  *r = zs_replica_open(":memory:", ZS_REPLICA_CREATE |
 									((options & OPT_LOG_CHANGES) ? ZS_REPLICA_LOG_CHANGES : 0),
 									err, sizeof(err));
-	ZsReplicaColumn cols[] = {
-		{"id", "int8", true, false, false, -1},
-		{"big", "text", false, false, false, -1},
-		{"n", "int4", false, false, false, -1},
-		{"f", "float8", false, false, false, -1},
-		{"tags", "text[]", false, false, true, -1},
-		{"mood", "mood", false, true, false, -1},
-		{"c", "bpchar", false, false, false, 5},
-	};
-	const char *keys[] = {"id"};
-	ZsReplicaTable t = {"public", "t", 7, cols, "t_pkey", 1, keys};
-	ZsReplicaColumn fcols[] = {
-		{"id", "int4", true, false, false, -1},
-		{"label", "text", false, false, false, -1},
-		{"amount", "numeric", false, false, false, -1},
-	};
-	ZsReplicaTable full = {"public", "full_ident", 3, fcols, "full_ident_pkey", 1, keys};
-	ZsReplicaColumn icols[] = {
-		{"code", "text", true, false, false, -1},
-		{"region", "int4", true, false, false, -1},
-		{"val", "text", false, false, false, -1},
-	};
-	const char *ikeys[] = {"code", "region"};
-	ZsReplicaTable idx = {"app", "idx_ident", 3, icols, "idx_ident_key", 2, ikeys};
-	ZsReplicaColumn items_cols[] = {
-		{"id", "int4", true, false, false, -1},
-		{"title", "text", false, false, false, -1},
-		{"n", "int4", false, false, false, -1},
-		{"ts", "timestamptz", false, false, false, -1},
-		{"payload", "jsonb", false, false, false, -1},
-	};
-	ZsReplicaTable items = {"public", "items", 5, items_cols, "items_pkey", 1, keys};
 
 	FUZZ_CHECK(r != NULL, err);
 	FUZZ_CHECK(zs_replica_init(r, "0a", "[\"pub\"]", "{}"), zs_replica_error(r));
 	if (options & OPT_TABLES)
 	{
-		FUZZ_CHECK(zs_replica_create_table(r, &t), zs_replica_error(r));
-		FUZZ_CHECK(zs_replica_create_table(r, &full), zs_replica_error(r));
-		FUZZ_CHECK(zs_replica_create_table(r, &idx), zs_replica_error(r));
-		FUZZ_CHECK(zs_replica_create_table(r, &items), zs_replica_error(r));
+		FUZZ_CHECK(zs_fixture_create_tables(r, true), zs_replica_error(r));
 	}
 	return r;
 }

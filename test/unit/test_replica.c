@@ -13,6 +13,7 @@
 
 #include "codec/json_read.h"
 #include "replica/replica_apply.h"
+#include "replica_fixture.h"
 #include "unit.h"
 
 static ZsJsonDoc doc;
@@ -107,30 +108,6 @@ new_replica(int flags)
 {
 	char		err[256];
 	ZsReplica  *r = zs_replica_open(":memory:", ZS_REPLICA_CREATE | flags, err, sizeof(err));
-	ZsReplicaColumn cols[] = {
-		{"id", "int8", true, false, false, -1},
-		{"big", "text", false, false, false, -1},
-		{"n", "int4", false, false, false, -1},
-		{"f", "float8", false, false, false, -1},
-		{"tags", "text[]", false, false, true, -1},
-		{"mood", "mood", false, true, false, -1},
-		{"c", "bpchar", false, false, false, 5},
-	};
-	const char *keys[] = {"id"};
-	ZsReplicaTable t = {"public", "t", 7, cols, "t_pkey", 1, keys};
-	ZsReplicaColumn fcols[] = {
-		{"id", "int4", true, false, false, -1},
-		{"label", "text", false, false, false, -1},
-		{"amount", "numeric", false, false, false, -1},
-	};
-	ZsReplicaTable full = {"public", "full_ident", 3, fcols, "full_ident_pkey", 1, keys};
-	ZsReplicaColumn icols[] = {
-		{"code", "text", true, false, false, -1},
-		{"region", "int4", true, false, false, -1},
-		{"val", "text", false, false, false, -1},
-	};
-	const char *ikeys[] = {"code", "region"};
-	ZsReplicaTable idx = {"app", "idx_ident", 3, icols, "idx_ident_key", 2, ikeys};
 
 	if (r == NULL)
 	{
@@ -138,9 +115,7 @@ new_replica(int flags)
 		exit(1);
 	}
 	CHECK(zs_replica_init(r, "0a", "[\"pub\"]", "{}"), "init: %s", zs_replica_error(r));
-	CHECK(zs_replica_create_table(r, &t), "create t: %s", zs_replica_error(r));
-	CHECK(zs_replica_create_table(r, &full), "create full: %s", zs_replica_error(r));
-	CHECK(zs_replica_create_table(r, &idx), "create idx: %s", zs_replica_error(r));
+	CHECK(zs_fixture_create_tables(r, false), "create the fixture tables: %s", zs_replica_error(r));
 	return r;
 }
 
