@@ -2,11 +2,13 @@
  * changelog.c
  *	  SPI access to the change log.
  *
- * Rows are written with one constant statement that unnests four arrays,
- * so a batch of any size uses the same saved plan (zero-cache does the
- * same with json_to_recordset, rocicorp/mono#3511). The change texts are
- * put into the json[] array as-is: they are our own JSON.stringify-exact
- * output, and json's input function would only re-parse them.
+ * Rows are written in batches with the table AM's multi-insert
+ * (changelog_insert.c). A change log whose table was altered is written
+ * with one constant statement that unnests four arrays, so a batch of any
+ * size uses the same saved plan (zero-cache does the same with
+ * json_to_recordset, rocicorp/mono#3511). Either way the change texts go
+ * in as-is: they are our own JSON.stringify-exact output, and json's input
+ * function would only re-parse them.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -19,6 +21,7 @@
 #include "utils/memutils.h"
 
 #include "changelog/changelog.h"
+#include "changelog/changelog_insert.h"
 #include "guc.h"
 
 #define ZS_SCHEMA_VERSION 6
@@ -26,6 +29,7 @@
 typedef struct ChangelogWriter
 {
 	MemoryContext batch_context;	/* reset after every INSERT */
+	bool		multi_insert;	/* this transaction's rows go to changelog_insert.c */
 	SPIPlanPtr	insert_plan;
 	char	   *insert_plan_schema;
 	int			capacity;
@@ -108,8 +112,15 @@ zs_changelog_ensure_schema(void)
 					 errhint("Let zero-cache migrate it, or drop the schema to start a new change log.")));
 	}
 
+	/*
+	 * zero-cache's columns, with the watermark in the "C" collation:
+	 * watermarks are ordered byte by byte (§4), whatever the database's
+	 * collation, and the primary key's comparisons (one per stored row)
+	 * become memcmp instead of strcoll. Queries with text parameters use
+	 * the column's collation, so zero-cache's reads order the same way.
+	 */
 	exec_sql(psprintf("CREATE TABLE IF NOT EXISTS %s.\"changeLog\" ("
-					  "\"watermark\" TEXT, \"pos\" INT8, \"change\" JSON NOT NULL, "
+					  "\"watermark\" TEXT COLLATE \"C\", \"pos\" INT8, \"change\" JSON NOT NULL, "
 					  "\"precommit\" TEXT, PRIMARY KEY (\"watermark\", \"pos\"))", s),
 			 SPI_OK_UTILITY);
 	exec_sql(psprintf("CREATE TABLE IF NOT EXISTS %s.\"replicationState\" ("
@@ -296,8 +307,17 @@ flush_rows(void)
 
 	if (writer.count == 0)
 		return;
-	dims[0] = writer.count;
 	old = MemoryContextSwitchTo(writer.batch_context);
+	if (writer.multi_insert)
+	{
+		zs_changelog_insert_rows(writer.count, writer.watermarks, writer.positions,
+								 writer.changes, writer.precommits, writer.precommit_nulls);
+		MemoryContextSwitchTo(old);
+		MemoryContextReset(writer.batch_context);
+		writer.count = 0;
+		return;
+	}
+	dims[0] = writer.count;
 	args[0] = PointerGetDatum(construct_array(writer.watermarks, writer.count, TEXTOID,
 											  -1, false, TYPALIGN_INT));
 	args[1] = PointerGetDatum(construct_array(writer.positions, writer.count, INT8OID,
@@ -323,6 +343,7 @@ zs_changelog_begin(void)
 	char	   *owner;
 
 	prepare_writer();
+	writer.multi_insert = zs_changelog_insert_open(zs_cdc_schema_name());
 	/* the row stays locked until our commit: no takeover can interleave */
 	owner = read_state_column("owner", true);
 	if (owner == NULL || strcmp(owner, zs_owner_identity()) != 0)
@@ -360,6 +381,9 @@ zs_changelog_finish(const char *last_watermark)
 	Datum		values[1];
 
 	flush_rows();
+	if (writer.multi_insert)
+		zs_changelog_insert_close();
+	writer.multi_insert = false;
 	values[0] = CStringGetTextDatum(last_watermark);
 	exec_sql_args(psprintf("UPDATE %s.\"replicationState\" SET \"lastWatermark\" = $1",
 						   quoted_schema()),

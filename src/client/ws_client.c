@@ -15,6 +15,8 @@
 
 #include <arpa/inet.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -349,6 +351,19 @@ connect_tcp(const ZsUrl *url, char *err)
 	{
 		errno = saved_errno;
 		snprintf(err, ZS_CLIENT_ERR_LEN, "could not connect to %s:%s: %m", url->host, url->port);
+	}
+	else
+	{
+		int			one = 1;
+
+		/*
+		 * Acks are small frames written while the server's data is in
+		 * flight: with Nagle's algorithm each would wait for the server's
+		 * delayed TCP ack of the previous one (up to 40 ms), and the server
+		 * paces its pages by our acks. Node's sockets (zero-cache's
+		 * clients) disable it too.
+		 */
+		(void) setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	}
 	return sock;
 }

@@ -71,8 +71,13 @@
 
 PGDLLEXPORT void zs_decoder_main(Datum main_arg);
 
-/* staged changes beyond this stay on disk, not in memory */
-#define SPOOL_MEMORY_LIMIT (16 * 1024 * 1024)
+/*
+ * Staged changes beyond this stay on disk, not in memory: at least twice
+ * commit_batch_size, so that a round (which stops at commit_batch_size plus
+ * its last transaction) is not written to a file and read back just for
+ * its last transaction; only a transaction much larger than a round spills.
+ */
+#define SPOOL_MEMORY_LIMIT (32 * 1024 * 1024)
 
 /*
  * WAL read per round at most: a round ends with a confirmation, so the
@@ -486,6 +491,7 @@ decode_and_store(LogicalDecodingContext *ctx)
 	if (ctx->reader->EndRecPtr >= end_of_wal)
 		return false;
 	end_of_wal = Min(end_of_wal, ctx->reader->EndRecPtr + ROUND_WAL_BYTES);
+	zs_spool_set_memory_limit(batch.spool, Max(SPOOL_MEMORY_LIMIT, 2 * limit));
 
 	InvalidateSystemCaches();
 	callback.callback = decode_error_context;
@@ -872,7 +878,7 @@ run_decoder(MemoryContext worker_context)
 		/* a backfill's messages, between rounds (decoder/backfill.c) */
 		if (zs_backfill_step(stored_head, ctx->reader->EndRecPtr))
 			busy = true;
-		if (zs_purge_step(purge_gate))
+		if (zs_purge_step(purge_gate, busy))
 			busy = true;
 
 		if (ConfigReloadPending)
