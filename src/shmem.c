@@ -96,6 +96,15 @@ zs_set_last_reset(const char *message)
 }
 
 void
+zs_request_reset(const char *reason)
+{
+	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
+	zs_shared->resync_requested = true;
+	strlcpy(zs_shared->reset_reason, reason, sizeof(zs_shared->reset_reason));
+	LWLockRelease(zs_shared->lock);
+}
+
+void
 zs_set_last_error(const char *message)
 {
 	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);

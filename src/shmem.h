@@ -120,6 +120,7 @@ typedef struct ZsSharedState
 	/* decoder */
 	ZsDecoderState decoder_state;
 	bool		resync_requested;	/* zero_stream.resync(): start a new lineage */
+	char		reset_reason[ZS_ERROR_LEN];	/* why a failure asked for it ("": resync()) */
 	char		slot_name[NAMEDATALEN];
 	char		replica_version[ZS_WATERMARK_MAXLEN];
 	char		last_watermark[ZS_WATERMARK_MAXLEN];
@@ -200,6 +201,12 @@ extern void zs_set_decoder_state(ZsDecoderState state);
 extern void zs_set_backup_state(ZsBackupState state, const char *detail, const char *watermark);
 extern void zs_set_last_error(const char *message);
 extern void zs_set_last_reset(const char *message);
+
+/*
+ * A failure the stream cannot get past (a streamed publication dropped):
+ * the decoder's next start begins a new lineage, saying why.
+ */
+extern void zs_request_reset(const char *reason);
 extern void zs_record_value_error(const char *message);
 
 /*

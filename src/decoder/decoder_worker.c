@@ -145,6 +145,7 @@ static StringInfoData change_text;
 static MemoryContext message_context;
 static ResourceOwner decoding_owner;
 static DecodePosition position;
+static bool decoding = false;	/* in the decode loop (decode_and_store) */
 
 /* the published schema at the current point of the stream (TopMemoryContext) */
 static char *schema_baseline = NULL;
@@ -498,6 +499,7 @@ decode_and_store(LogicalDecodingContext *ctx)
 	callback.arg = NULL;
 	callback.previous = error_context_stack;
 	error_context_stack = &callback;
+	decoding = true;
 	while (ctx->reader->EndRecPtr < end_of_wal && zs_spool_bytes(batch.spool) < limit)
 	{
 		XLogRecord *record;
@@ -517,6 +519,7 @@ decode_and_store(LogicalDecodingContext *ctx)
 		CurrentResourceOwner = decoding_owner;
 		CHECK_FOR_INTERRUPTS();
 	}
+	decoding = false;
 	error_context_stack = callback.previous;
 	InvalidateSystemCaches();
 
@@ -804,16 +807,62 @@ publish_start(const char *slot_name, const char *replica_version)
 	LWLockRelease(zs_shared->lock);
 }
 
+/* A pending resync: zero_stream.resync()'s, or a failure's (with its reason). */
 static bool
-take_resync_request(void)
+take_resync_request(char *reason)
 {
 	bool		requested;
 
 	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
 	requested = zs_shared->resync_requested;
+	strlcpy(reason, zs_shared->reset_reason, ZS_ERROR_LEN);
 	zs_shared->resync_requested = false;
+	zs_shared->reset_reason[0] = '\0';
 	LWLockRelease(zs_shared->lock);
 	return requested;
+}
+
+/*
+ * A resync a failure asked for is said loudly, as an invalidated slot is
+ * (lineage.c): in the log, with what subscribers will see, and in status().
+ */
+static void
+report_forced_reset(const char *reason, const char *replica_version)
+{
+	if (reason[0] == '\0')
+		return;
+	ereport(WARNING,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("%s; change log %s of replicaVersion %s cannot continue and a new lineage is started",
+					reason, zs_cdc_schema_name(), replica_version),
+			 errdetail("Changes of the published tables made while the publication did not exist were never published."),
+			 errhint("Subscribers of replicaVersion %s are told WrongReplicaVersion and restore from the new backup replica. "
+					 "Do not drop a publication zero_stream streams; change zero_stream.publications instead.",
+					 replica_version)));
+	zs_set_last_reset(psprintf("%s: change log of replicaVersion %s could not continue; a new lineage was started",
+							   reason, replica_version));
+}
+
+/*
+ * Decoding stops for good at a change after a streamed publication was
+ * dropped: pgoutput looks the publication up at each change's historic
+ * snapshot, and a publication created again later is another one. Only a
+ * new lineage gets past it; ask for one at the next start.
+ */
+static void
+check_dropped_publication(MemoryContext context)
+{
+	ErrorData  *edata;
+	MemoryContext old = MemoryContextSwitchTo(context);
+
+	edata = CopyErrorData();
+	MemoryContextSwitchTo(old);
+	if (edata->sqlerrcode == ERRCODE_UNDEFINED_OBJECT && edata->message != NULL &&
+		strncmp(edata->message, "publication \"", 13) == 0 &&
+		strstr(edata->message, "\" does not exist") != NULL)
+		zs_request_reset(psprintf("%s at %X/%X, where decoding stopped", edata->message,
+								  LSN_FORMAT_ARGS(position.lsn)));
+	FreeErrorData(edata);
 }
 
 static void
@@ -826,6 +875,7 @@ run_decoder(MemoryContext worker_context)
 	char		replica_version[ZS_WATERMARK_MAXLEN];
 	LogicalDecodingContext *ctx;
 	TimestampTz last_slot_save = GetCurrentTimestamp();
+	char		reset_reason[ZS_ERROR_LEN];
 
 	check_server_settings();
 	set_session_settings();
@@ -849,6 +899,12 @@ run_decoder(MemoryContext worker_context)
 	/* the initial copy encodes rows through the relation cache */
 	zs_relcache_init(worker_context, zs_cdc_schema_name());
 	zs_acquire_slot(slot_name, publications, replica_version);
+	/* one asked for while we were not running (a failure's, or resync()'s) */
+	if (take_resync_request(reset_reason))
+	{
+		report_forced_reset(reset_reason, replica_version);
+		zs_restart_lineage(slot_name, publications, replica_version);
+	}
 	claim_change_log();
 	zs_backfill_reset();
 	strlcpy(purge_gate, stored_head, sizeof(purge_gate));
@@ -887,9 +943,10 @@ run_decoder(MemoryContext worker_context)
 			ProcessConfigFile(PGC_SIGHUP);
 			advertise_owner_address();
 		}
-		if (take_resync_request())
+		if (take_resync_request(reset_reason))
 		{
 			FreeDecodingContext(ctx);
+			report_forced_reset(reset_reason, replica_version);
 			zs_restart_lineage(slot_name, publications, replica_version);
 			claim_change_log();
 			zs_backfill_reset();
@@ -928,6 +985,8 @@ zs_decoder_main(Datum main_arg)
 	}
 	PG_CATCH();
 	{
+		if (decoding)
+			check_dropped_publication(worker_context);
 		zs_worker_fail(ZS_WORKER_DECODER, worker_context);
 	}
 	PG_END_TRY();
