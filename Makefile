@@ -28,6 +28,7 @@ OBJS = \
 	src/changelog/changelog.o \
 	src/changelog/changelog_read.o \
 	src/changelog/changelog_insert.o \
+	src/changelog/changelog_live.o \
 	src/changelog/changelog_purge.o \
 	src/server/server_worker.o \
 	src/server/listener.o \

@@ -49,6 +49,7 @@ int			zs_catchup_page_rows = 2000;
 int			zs_catchup_share = 10;
 int			zs_slow_subscriber_grace_ms = 30000;
 int			zs_backlog_limit_kb = 16384;
+int			zs_live_buffer_kb = 16384;
 char	   *zs_replica_file = NULL;
 
 /*
@@ -290,6 +291,12 @@ zs_define_gucs(void)
 							"Output queued for one subscriber beyond which no more change-log rows are read for it.",
 							"The per-subscriber high-water mark (zero-cache: 16 MiB); reading resumes when the subscriber has taken the output below it.",
 							&zs_backlog_limit_kb, 16384, 64, 1048576, PGC_SIGHUP, GUC_UNIT_KB,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("zero_stream.live_buffer",
+							"Shared memory for the decoder's latest round of changes, sent to live subscribers before it is stored.",
+							"Live subscribers get a round as soon as it is decoded, while the decoder stores it; a round larger than this is sent in part, the rest from the change log once stored. 0 sends only stored changes.",
+							&zs_live_buffer_kb, 16384, 0, 1048576, PGC_POSTMASTER, GUC_UNIT_KB,
 							NULL, NULL, NULL);
 
 	DefineCustomStringVariable("zero_stream.replica_file",

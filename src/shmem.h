@@ -179,6 +179,28 @@ typedef struct ZsSharedState
 
 extern ZsSharedState *zs_shared;
 
+/*
+ * The decoder's latest round of decoded rows, published before it is
+ * stored, for live subscribers; zero_stream.live_buffer bytes of records
+ * (their format is changelog/changelog_live.c's). NULL when disabled.
+ */
+typedef struct ZsLiveRound
+{
+	LWLock	   *lock;
+	Size		capacity;		/* bytes of data[] */
+	bool		valid;			/* holds a round of this lineage */
+	char		replica_version[ZS_WATERMARK_MAXLEN];
+	char		after_watermark[ZS_WATERMARK_MAXLEN];	/* the last stored row */
+	int64		after_pos;
+	char		last_watermark[ZS_WATERMARK_MAXLEN];	/* the round's last row */
+	int64		last_pos;
+	int			nrows;
+	Size		used;
+	char		data[FLEXIBLE_ARRAY_MEMBER];
+} ZsLiveRound;
+
+extern ZsLiveRound *zs_live;
+
 extern void zs_shared_state_install_hooks(void);
 
 /*

@@ -43,6 +43,11 @@ typedef struct ChangelogWriter
 
 static ChangelogWriter writer;
 
+/* the last row this process wrote (its transaction committed, or we exit) */
+static char last_row_watermark[ZS_WATERMARK_MAXLEN];
+static int64 last_row_pos;
+static bool last_row_known = false;
+
 static char *
 quoted_schema(void)
 {
@@ -230,6 +235,9 @@ zs_changelog_initialize(const char *replica_version, List *publications)
 	exec_sql_args(psprintf("INSERT INTO %s.\"changeLog\" (\"watermark\", \"pos\", \"change\", \"precommit\") "
 						   "VALUES ($1, 0, '{\"tag\":\"begin\"}', NULL), ($1, 1, '{\"tag\":\"commit\"}', NULL)", s),
 				  1, types, values, NULL, SPI_OK_INSERT);
+	strlcpy(last_row_watermark, replica_version, sizeof(last_row_watermark));
+	last_row_pos = 1;
+	last_row_known = true;
 }
 
 void
@@ -403,6 +411,9 @@ zs_changelog_add(const char *watermark, int64 pos, const char *change, int chang
 	writer.precommits[i] = PointerGetDatum(wm);
 	writer.precommit_nulls[i] = !is_commit;
 	writer.count++;
+	strlcpy(last_row_watermark, watermark, sizeof(last_row_watermark));
+	last_row_pos = pos;
+	last_row_known = true;
 	MemoryContextSwitchTo(old);
 	if (writer.count >= writer.capacity)
 		flush_rows();
@@ -422,6 +433,16 @@ zs_changelog_finish(const char *last_watermark)
 	exec_sql_args(psprintf("UPDATE %s.\"replicationState\" SET \"lastWatermark\" = $1",
 						   quoted_schema()),
 				  1, types, values, NULL, SPI_OK_UPDATE);
+}
+
+bool
+zs_changelog_last_row(char *watermark, int64 *pos)
+{
+	if (!last_row_known)
+		return false;
+	strlcpy(watermark, last_row_watermark, ZS_WATERMARK_MAXLEN);
+	*pos = last_row_pos;
+	return true;
 }
 
 char *

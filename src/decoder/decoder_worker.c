@@ -56,6 +56,7 @@
 #include "decoder/backfill.h"
 #include "decoder/change_encode.h"
 #include "changelog/changelog.h"
+#include "changelog/changelog_live.h"
 #include "decoder/lineage.h"
 #include "guc.h"
 #include "decoder/output_plugin.h"
@@ -137,6 +138,7 @@ typedef struct Batch
 static CurrentTxn txn;
 static Batch batch;
 static char stored_head[ZS_WATERMARK_MAXLEN];	/* lastWatermark in the log */
+static char lineage[ZS_WATERMARK_MAXLEN];	/* the replicaVersion streamed */
 static char purge_gate[ZS_WATERMARK_MAXLEN];	/* the head when the stream started */
 static ZsPgoutputMsg msg;
 static ZsTuple old_tuple;
@@ -427,6 +429,39 @@ reset_batch(void)
 	batch.baseline_changed = false;
 }
 
+/*
+ * Before storing a round, publish it to live subscribers
+ * (changelog/changelog_live.c): as much of it as fits, from the last row
+ * stored on. Not before this process has stored (it then knows that row),
+ * nor for a round that spilled to a file.
+ */
+static void
+publish_round(void)
+{
+	char		after_watermark[ZS_WATERMARK_MAXLEN];
+	int64		after_pos;
+	ZsSpoolRecord header;
+	StringInfoData text;
+	Latch	   *server;
+
+	if (!zs_spool_in_memory(batch.spool) ||
+		!zs_changelog_last_row(after_watermark, &after_pos) ||
+		!zs_live_begin(lineage, after_watermark, after_pos))
+		return;
+	initStringInfo(&text);
+	zs_spool_start_read(batch.spool);
+	while (zs_spool_read(batch.spool, &header, &text))
+	{
+		if (!zs_live_add(header.watermark, header.pos, text.data, text.len))
+			break;
+	}
+	zs_live_end();
+	pfree(text.data);
+	server = zs_worker_latch(ZS_WORKER_SERVER);
+	if (server != NULL)
+		SetLatch(server);
+}
+
 /* Store the staged transactions in one local transaction. */
 static void
 store_batch(void)
@@ -524,7 +559,10 @@ decode_and_store(LogicalDecodingContext *ctx)
 	InvalidateSystemCaches();
 
 	if (batch.ntxns > 0)
+	{
+		publish_round();
 		store_batch();
+	}
 	if (batch.baseline_changed)
 		zs_backfill_requests_changed();
 	reset_batch();
@@ -802,6 +840,7 @@ publish_start(const char *slot_name, const char *replica_version)
 	strlcpy(zs_shared->slot_name, slot_name, sizeof(zs_shared->slot_name));
 	strlcpy(zs_shared->replica_version, replica_version, sizeof(zs_shared->replica_version));
 	strlcpy(zs_shared->last_watermark, stored_head, sizeof(zs_shared->last_watermark));
+	strlcpy(lineage, replica_version, sizeof(lineage));
 	zs_shared->confirmed_lsn = MyReplicationSlot->data.confirmed_flush;
 	zs_shared->decoder_state = ZS_DECODER_STREAMING;
 	LWLockRelease(zs_shared->lock);
@@ -878,6 +917,7 @@ run_decoder(MemoryContext worker_context)
 	char		reset_reason[ZS_ERROR_LEN];
 
 	check_server_settings();
+	zs_live_clear();			/* a round of a decoder before us is not ours to store */
 	set_session_settings();
 	wait_for_extension();
 	zs_set_decoder_state(ZS_DECODER_STARTING);
@@ -945,6 +985,7 @@ run_decoder(MemoryContext worker_context)
 		}
 		if (take_resync_request(reset_reason))
 		{
+			zs_live_clear();
 			FreeDecodingContext(ctx);
 			report_forced_reset(reset_reason, replica_version);
 			zs_restart_lineage(slot_name, publications, replica_version);
@@ -987,6 +1028,8 @@ zs_decoder_main(Datum main_arg)
 	{
 		if (decoding)
 			check_dropped_publication(worker_context);
+		/* a round published but not stored is stored by the next decoder */
+		zs_live_clear();
 		zs_worker_fail(ZS_WORKER_DECODER, worker_context);
 	}
 	PG_END_TRY();

@@ -15,7 +15,9 @@
  *     acks, for longer than zero_stream.slow_subscriber_grace_period while
  *     another keeps up, is ended with StreamTooFarBehind.
  * Subscribers at the same position share one read of the log and the
- * messages built from it.
+ * messages built from it. A live subscriber exactly where the round the
+ * decoder is storing begins (or inside it) reads that round from shared
+ * memory instead, before it is stored (changelog/changelog_live.c).
  *
  * Catch-up is paced against live serving (issue 13). Each round serves the
  * live subscribers first (those whose last page reached the end of the log:
@@ -41,6 +43,7 @@
 #include "utils/timestamp.h"
 
 #include "changelog/changelog.h"
+#include "changelog/changelog_live.h"
 #include "codec/websocket.h"
 #include "guc.h"
 #include "server/connection.h"
@@ -155,11 +158,15 @@ serve_position(int first, bool catching_up, const char *head, const char *log_ve
 	MemoryContext old;
 	Size		queued = 0;
 	Size		page_bytes = 0;
+	int			limit;
 
 	zs_subscriber_position(zs_conns[first]->sub, watermark, &pos);
 	old = MemoryContextSwitchTo(page_context);
-	page = zs_changelog_read_page(watermark, pos,
-								  page_rows(backlog_limit() - zs_conn_pending(zs_conns[first])));
+	limit = page_rows(backlog_limit() - zs_conn_pending(zs_conns[first]));
+	/* the round the decoder is storing, if it continues from here; else the log */
+	page = zs_live_read_page(log_version, watermark, pos, limit);
+	if (page == NULL)
+		page = zs_changelog_read_page(watermark, pos, limit);
 	for (int r = 0; r < page->nrows; r++)
 		page_bytes += page->rows[r].message_len;
 	if (page->nrows > 0)
@@ -203,6 +210,7 @@ zs_flow_serve_pages(const char *head, const char *replica_version, ZsFlowRound *
 	int			next_turn = -1;
 	TimestampTz now;
 	bool		pausing;
+	char		live_head[ZS_WATERMARK_MAXLEN];
 
 	round->catching_up = false;
 	round->served_catchup = false;
@@ -210,6 +218,9 @@ zs_flow_serve_pages(const char *head, const char *replica_version, ZsFlowRound *
 	live_present = false;
 	if (replica_version[0] == '\0')
 		return;					/* the decoder has not started the log yet */
+	/* rows of the round being stored count as there to be read */
+	if (zs_live_head(replica_version, live_head) && strcmp(live_head, head) > 0)
+		head = live_head;
 
 	for (int i = 0; i < zs_nconns; i++)
 	{
