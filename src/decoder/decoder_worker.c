@@ -432,8 +432,8 @@ reset_batch(void)
 /*
  * Before storing a round, publish it to live subscribers
  * (changelog/changelog_live.c): as much of it as fits, from the last row
- * stored on. Not before this process has stored (it then knows that row),
- * nor for a round that spilled to a file.
+ * stored on (a round that spilled to a file: its beginning). Not before
+ * this process has stored (it then knows that row).
  */
 static void
 publish_round(void)
@@ -444,8 +444,7 @@ publish_round(void)
 	StringInfoData text;
 	Latch	   *server;
 
-	if (!zs_spool_in_memory(batch.spool) ||
-		!zs_changelog_last_row(after_watermark, &after_pos) ||
+	if (!zs_changelog_last_row(after_watermark, &after_pos) ||
 		!zs_live_begin(lineage, after_watermark, after_pos))
 		return;
 	initStringInfo(&text);

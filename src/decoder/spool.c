@@ -70,12 +70,6 @@ zs_spool_set_memory_limit(ZsSpool *spool, Size memory_limit)
 	spool->memory_limit = memory_limit;
 }
 
-bool
-zs_spool_in_memory(ZsSpool *spool)
-{
-	return spool->file == NULL;
-}
-
 Size
 zs_spool_bytes(ZsSpool *spool)
 {
