@@ -73,12 +73,13 @@
 PGDLLEXPORT void zs_decoder_main(Datum main_arg);
 
 /*
- * Staged changes beyond this stay on disk, not in memory: at least twice
- * commit_batch_size, so that a round (which stops at commit_batch_size plus
- * its last transaction) is not written to a file and read back just for
- * its last transaction; only a transaction much larger than a round spills.
+ * Staged changes beyond this stay on disk, not in memory: at least a
+ * quarter more than commit_batch_size, so that a round (which stops at
+ * commit_batch_size plus its last transaction) is not written to a file
+ * and read back just for its last transaction; only a transaction much
+ * larger than a round spills.
  */
-#define SPOOL_MEMORY_LIMIT (32 * 1024 * 1024)
+#define SPOOL_MEMORY_LIMIT (16 * 1024 * 1024)
 
 /*
  * WAL read per round at most: a round ends with a confirmation, so the
@@ -526,7 +527,7 @@ decode_and_store(LogicalDecodingContext *ctx)
 	if (ctx->reader->EndRecPtr >= end_of_wal)
 		return false;
 	end_of_wal = Min(end_of_wal, ctx->reader->EndRecPtr + ROUND_WAL_BYTES);
-	zs_spool_set_memory_limit(batch.spool, Max(SPOOL_MEMORY_LIMIT, 2 * limit));
+	zs_spool_set_memory_limit(batch.spool, Max(SPOOL_MEMORY_LIMIT, limit + limit / 4));
 
 	InvalidateSystemCaches();
 	callback.callback = decode_error_context;
