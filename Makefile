@@ -25,6 +25,7 @@ OBJS = \
 	src/decoder/backfill_worker.o \
 	src/decoder/shard_setup.o \
 	src/decoder/purge.o \
+	src/decoder/lag_report.o \
 	src/changelog/changelog.o \
 	src/changelog/changelog_read.o \
 	src/changelog/changelog_insert.o \

@@ -111,6 +111,8 @@ typedef enum ZsBackupState
 	ZS_BACKUP_FAILED			/* the replicator stopped on an error */
 } ZsBackupState;
 
+#define ZS_LAG_REPORT_LEN 256
+
 typedef struct ZsSharedState
 {
 	LWLock	   *lock;
@@ -163,6 +165,10 @@ typedef struct ZsSharedState
 	uint64		value_errors;
 	char		last_value_error[ZS_ERROR_LEN];
 	TimestampTz last_value_error_time;
+
+	/* the latest lag report (a lagReport JSON object) and its number */
+	char		lag_report[ZS_LAG_REPORT_LEN];
+	uint64		lag_report_generation;
 
 	/* why and when the decoder last started a new lineage on its own */
 	char		last_reset[ZS_ERROR_LEN];

@@ -57,6 +57,7 @@
 #include "decoder/change_encode.h"
 #include "changelog/changelog.h"
 #include "changelog/changelog_live.h"
+#include "decoder/lag_report.h"
 #include "decoder/lineage.h"
 #include "guc.h"
 #include "decoder/output_plugin.h"
@@ -237,7 +238,8 @@ stage_change(bool is_commit)
  * A logical message. Ours ("zero_stream/ddl", written by the DDL capture
  * in the DDL's transaction) carries the new published schema: the
  * difference from the schema at this point of the stream becomes zero's
- * schema-change messages, in the transaction, at the message's place.
+ * schema-change messages, in the transaction, at the message's place. A
+ * lag report's (non-transactional) is handed to lag_report.c.
  * Anything else (an application's messages, transactional or not) is not
  * data; a transaction that holds only such a message is stored as an empty
  * begin/commit, as zero-cache stores it.
@@ -253,6 +255,12 @@ handle_message(void)
 	const char *own[2];
 	int			n;
 
+	if (!(msg.flags & ZS_PGO_MESSAGE_TRANSACTIONAL) &&
+		strcmp(msg.prefix, zs_lag_report_prefix()) == 0)
+	{
+		zs_lag_report_received(msg.content, msg.content_len);
+		return;
+	}
 	if (!(msg.flags & ZS_PGO_MESSAGE_TRANSACTIONAL) || txn.skip ||
 		strcmp(msg.prefix, ZS_DDL_MESSAGE_PREFIX) != 0)
 		return;
@@ -976,6 +984,7 @@ run_decoder(MemoryContext worker_context)
 			busy = true;
 		if (zs_purge_step(purge_gate, busy))
 			busy = true;
+		zs_lag_report_step();
 
 		if (ConfigReloadPending)
 		{

@@ -48,6 +48,7 @@
 #include "guc.h"
 #include "server/connection.h"
 #include "server/flow_control.h"
+#include "shmem.h"
 #include "spi_xact.h"
 
 /*
@@ -311,6 +312,32 @@ zs_flow_serve_pages(const char *head, const char *replica_version, ZsFlowRound *
 			round->next_ms = 0;
 	}
 	zs_spi_xact_commit();
+}
+
+void
+zs_flow_send_lag_reports(void)
+{
+	static uint64 sent_generation = 0;
+	char		report[ZS_LAG_REPORT_LEN];
+	uint64		generation;
+
+	LWLockAcquire(zs_shared->lock, LW_SHARED);
+	generation = zs_shared->lag_report_generation;
+	strlcpy(report, zs_shared->lag_report, sizeof(report));
+	LWLockRelease(zs_shared->lock);
+	if (generation == sent_generation)
+		return;
+	sent_generation = generation;
+	zs_subscriber_set_lag_report(report);
+	for (int i = 0; i < zs_nconns; i++)
+	{
+		ZsConn	   *c = zs_conns[i];
+
+		if (!c->closed && !c->close_after_flush && c->sub != NULL &&
+			zs_subscriber_is_following(c->sub) &&
+			zs_subscriber_send_lag_report(c->sub, &c->out))
+			zs_conn_flush(c);
+	}
 }
 
 void
