@@ -75,6 +75,8 @@ my $node = zs_new_node('interop',
 listen_addresses = '127.0.0.1'
 max_connections = 60
 zero_stream.replica_file = '$tmp/backup.db'
+# the view-syncer also gets lag reports, as from zero-cache's own streamer
+zero_stream.lag_report_interval = 1s
 },
 	before_extension => q{
 CREATE TABLE issue (id text PRIMARY KEY, title text NOT NULL, n int);

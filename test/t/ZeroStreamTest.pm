@@ -36,6 +36,8 @@ zero_stream.poll_interval = 20
 log_min_messages = info
 # tests check the change log's contents: purging is tested on its own (025)
 zero_stream.purge_interval = 0
+# and exact messages: lag reports are tested on their own (031) and with zero-cache (023)
+zero_stream.lag_report_interval = 0
 });
 	$node->append_conf('postgresql.conf', $opts{extra_conf}) if $opts{extra_conf};
 	$node->start;
