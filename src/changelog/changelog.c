@@ -31,6 +31,8 @@ typedef struct ChangelogWriter
 	MemoryContext batch_context;	/* reset after every INSERT */
 	bool		multi_insert;	/* this transaction's rows go to changelog_insert.c */
 	SPIPlanPtr	insert_plan;
+	SPIPlanPtr	owner_plan;		/* the state row's owner, FOR UPDATE */
+	SPIPlanPtr	head_plan;		/* lastWatermark = $1 */
 	char	   *insert_plan_schema;
 	int			capacity;
 	int			count;
@@ -284,6 +286,23 @@ zs_changelog_read_head(char *last_watermark)
 	strlcpy(last_watermark, read_state_column("lastWatermark", false), ZS_WATERMARK_MAXLEN);
 }
 
+/* A statement the writer runs in every store, planned once. */
+static SPIPlanPtr
+keep_plan(const char *sql, int nargs, Oid *types)
+{
+	SPIPlanPtr	plan = SPI_prepare(sql, nargs, types);
+
+	if (plan == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg_internal("SPI_prepare failed: %s", SPI_result_code_string(SPI_result))));
+	if (SPI_keepplan(plan) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg_internal("SPI_keepplan failed")));
+	return plan;
+}
+
 static void
 prepare_writer(void)
 {
@@ -316,23 +335,19 @@ prepare_writer(void)
 	}
 	if (writer.insert_plan == NULL || strcmp(writer.insert_plan_schema, schema) != 0)
 	{
-		SPIPlanPtr	plan;
+		Oid			head_types[1] = {TEXTOID};
 
-		plan = SPI_prepare(psprintf("INSERT INTO %s.\"changeLog\" "
-									"(\"watermark\", \"pos\", \"change\", \"precommit\") "
-									"SELECT * FROM unnest($1, $2, $3, $4)",
-									quote_identifier(schema)),
-						   4, types);
-		if (plan == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_INTERNAL_ERROR),
-					 errmsg_internal("SPI_prepare failed: %s",
-				 SPI_result_code_string(SPI_result))));
-		if (SPI_keepplan(plan) != 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INTERNAL_ERROR),
-					 errmsg_internal("SPI_keepplan failed")));
-		writer.insert_plan = plan;
+		writer.insert_plan = keep_plan(psprintf("INSERT INTO %s.\"changeLog\" "
+												"(\"watermark\", \"pos\", \"change\", \"precommit\") "
+												"SELECT * FROM unnest($1, $2, $3, $4)",
+												quote_identifier(schema)),
+									   4, types);
+		writer.owner_plan = keep_plan(psprintf("SELECT \"owner\" FROM %s.\"replicationState\" FOR UPDATE",
+											   quote_identifier(schema)),
+									  0, NULL);
+		writer.head_plan = keep_plan(psprintf("UPDATE %s.\"replicationState\" SET \"lastWatermark\" = $1",
+											  quote_identifier(schema)),
+									 1, head_types);
 		writer.insert_plan_schema = MemoryContextStrdup(TopMemoryContext, schema);
 	}
 	writer.count = 0;
@@ -387,7 +402,12 @@ zs_changelog_begin(void)
 	prepare_writer();
 	writer.multi_insert = zs_changelog_insert_open(zs_cdc_schema_name());
 	/* the row stays locked until our commit: no takeover can interleave */
-	owner = read_state_column("owner", true);
+	if (SPI_execute_plan(writer.owner_plan, NULL, NULL, false, 0) != SPI_OK_SELECT ||
+		SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("change log %s has no replicationState row", zs_cdc_schema_name())));
+	owner = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 	if (owner == NULL || strcmp(owner, zs_owner_identity()) != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -422,7 +442,6 @@ zs_changelog_add(const char *watermark, int64 pos, const char *change, int chang
 void
 zs_changelog_finish(const char *last_watermark)
 {
-	Oid			types[1] = {TEXTOID};
 	Datum		values[1];
 
 	flush_rows();
@@ -430,9 +449,10 @@ zs_changelog_finish(const char *last_watermark)
 		zs_changelog_insert_close();
 	writer.multi_insert = false;
 	values[0] = CStringGetTextDatum(last_watermark);
-	exec_sql_args(psprintf("UPDATE %s.\"replicationState\" SET \"lastWatermark\" = $1",
-						   quoted_schema()),
-				  1, types, values, NULL, SPI_OK_UPDATE);
+	if (SPI_execute_plan(writer.head_plan, values, NULL, false, 0) != SPI_OK_UPDATE)
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg_internal("could not update the change log's head")));
 }
 
 bool

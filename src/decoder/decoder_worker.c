@@ -440,6 +440,25 @@ reset_batch(void)
 }
 
 /*
+ * Stores commit without waiting for their WAL flush (the round's rows are
+ * already with live subscribers, and the next round need not wait for the
+ * disk). Nothing is lost by it: a store lost in a crash takes its origin
+ * progress with it, so decoding starts before it again and stores the
+ * same transactions with the same watermarks; a subscriber or the backup
+ * replica that had them resumes from its own watermark, as after a live
+ * round. Only the slot must never pass a store that is not durable (its
+ * restart_lsn would pass WAL we must decode again): it is confirmed once
+ * the WAL is flushed up to the last store's commit, by the WAL writer
+ * (within wal_writer_delay) or by us when the decoder is idle for
+ * CONFIRM_FLUSH_MS.
+ */
+#define CONFIRM_FLUSH_MS 20
+
+static XLogRecPtr unflushed_store = InvalidXLogRecPtr;	/* its commit's end */
+static XLogRecPtr pending_confirm = InvalidXLogRecPtr;
+static TimestampTz pending_since = 0;
+
+/*
  * Before storing a round, publish it to live subscribers
  * (changelog/changelog_live.c): as much of it as fits, from the last row
  * stored on (a round that spilled to a file: its beginning). Not before
@@ -502,7 +521,11 @@ store_batch(void)
 	/* the commit stamps our progress into the origin, atomically */
 	replorigin_session_origin_lsn = batch.last_end_lsn;
 	replorigin_session_origin_timestamp = batch.last_commit_time;
+	/* not waiting for its flush: the slot is confirmed once it is (below) */
+	SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_OVERRIDE);
 	zs_spi_xact_commit();
+	SetConfigOption("synchronous_commit", "on", PGC_SUSET, PGC_S_OVERRIDE);
+	unflushed_store = Max(unflushed_store, XactLastCommitEnd);
 	error_context_stack = callback.previous;
 	replorigin_session_origin_lsn = InvalidXLogRecPtr;
 	pgstat_report_stat(false);
@@ -510,6 +533,7 @@ store_batch(void)
 	memcpy(stored_head, batch.last_watermark, sizeof(stored_head));
 	zs_publish_stored(stored_head, batch.ntxns, batch.nchanges, batch.last_commit_time);
 }
+
 
 static void
 confirm_position(XLogRecPtr lsn)
@@ -540,6 +564,8 @@ confirm_position(XLogRecPtr lsn)
  * transaction start. Checked at both switches, after taking the queued
  * messages.
  */
+static long settle_confirmation(bool force);
+
 static uint64 seen_inval_counter = 0;
 static XLogRecPtr catalog_change_lsn = InvalidXLogRecPtr;
 
@@ -613,8 +639,39 @@ decode_and_store(LogicalDecodingContext *ctx)
 		zs_backfill_requests_changed();
 	reset_batch();
 	/* everything before EndRecPtr is now stored, or was never ours */
-	confirm_position(ctx->reader->EndRecPtr);
+	if (pending_confirm == InvalidXLogRecPtr)
+		pending_since = GetCurrentTimestamp();
+	pending_confirm = ctx->reader->EndRecPtr;
+	settle_confirmation(false);
 	return true;
+}
+
+/*
+ * Confirm the slot up to the pending position once our last store is
+ * flushed; with force (the decoder is idle), flush it now if it has waited
+ * CONFIRM_FLUSH_MS. Returns how long the caller may sleep before calling
+ * again (-1: nothing pending).
+ */
+static long
+settle_confirmation(bool force)
+{
+	long		waited;
+
+	if (pending_confirm == InvalidXLogRecPtr)
+		return -1;
+	if (unflushed_store != InvalidXLogRecPtr && GetFlushRecPtr(NULL) < unflushed_store)
+	{
+		waited = (long) ((GetCurrentTimestamp() - pending_since) / 1000);
+		if (!force)
+			return Max(1, CONFIRM_FLUSH_MS - waited);
+		if (waited < CONFIRM_FLUSH_MS)
+			return CONFIRM_FLUSH_MS - waited;
+		XLogFlush(unflushed_store);
+	}
+	confirm_position(pending_confirm);
+	pending_confirm = InvalidXLogRecPtr;
+	unflushed_store = InvalidXLogRecPtr;
+	return -1;
 }
 
 /*
@@ -1014,6 +1071,7 @@ run_decoder(MemoryContext worker_context)
 	for (;;)
 	{
 		bool		busy;
+		long		sleep_ms;
 
 		CHECK_FOR_INTERRUPTS();
 		busy = decode_and_store(ctx);
@@ -1033,6 +1091,8 @@ run_decoder(MemoryContext worker_context)
 		if (take_resync_request(reset_reason))
 		{
 			zs_live_clear();
+			/* the old slot's position is nothing to confirm on the new one */
+			pending_confirm = unflushed_store = InvalidXLogRecPtr;
 			FreeDecodingContext(ctx);
 			report_forced_reset(reset_reason, replica_version);
 			zs_restart_lineage(slot_name, publications, replica_version);
@@ -1052,8 +1112,10 @@ run_decoder(MemoryContext worker_context)
 		}
 		if (busy)
 			continue;
+		sleep_ms = settle_confirmation(true);
+		sleep_ms = sleep_ms < 0 ? zs_poll_interval_ms : Min(sleep_ms, zs_poll_interval_ms);
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 zs_poll_interval_ms, PG_WAIT_EXTENSION);
+						 sleep_ms, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 	}
 }
