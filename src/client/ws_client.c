@@ -3,12 +3,14 @@
  *	  Client side of the subscriber protocol (see ws_client.h).
  *
  * TLS (wss://, https://) uses OpenSSL, which PostgreSQL links too, on the
- * same blocking socket: the server's certificate is verified against
- * --ca-file / ZS_SSL_CA_FILE or the system's CA certificates and must name
- * the URL's host (DNS name or IP address), unless verification is
- * explicitly turned off. A zero_stream server sends no session tickets, so
- * a readable socket always has a record of data, a close_notify or an
- * alert for SSL_read, and a read never blocks on handshake traffic alone.
+ * same socket (blocking; non-blocking after the handshake for a client of
+ * many connections, zs_client_set_nonblocking): the server's certificate
+ * is verified against --ca-file / ZS_SSL_CA_FILE or the system's CA
+ * certificates and must name the URL's host (DNS name or IP address),
+ * unless verification is explicitly turned off. A zero_stream server sends
+ * no session tickets, so a readable socket always has a record of data, a
+ * close_notify or an alert for SSL_read, and a read never blocks on
+ * handshake traffic alone (non-blocking, a partial record is EAGAIN).
  *-------------------------------------------------------------------------
  */
 #include "postgres_fe.h"
