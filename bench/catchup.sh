@@ -22,7 +22,9 @@
 # worker, the decoder and the live client waited for a CPU (run queue,
 # /proc/<pid>/schedstat) per second unloaded and loaded, and the catch-up
 # client's CPU time. Then the range of the ratios over the rounds.
-# ZS_BENCH_CONF adds postgresql.conf lines (e.g. zero_stream.catchup_share = 50).
+# ZS_BENCH_CONF adds postgresql.conf lines (e.g. zero_stream.catchup_share = 50);
+# CLIENT_NICE=19 runs the catch-up client at that niceness (on a small
+# machine, to tell the server's part of the latency from the client's CPU).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # NAME=value arguments are settings (PG_CONFIG=...), the others the figures
@@ -42,8 +44,9 @@ make -s zero-stream-tail zero-stream-fanout
 sql() { run "$BIN/psql" -X -q -At -h "$DIR" -p "$PORT" -U postgres -d postgres -v ON_ERROR_STOP=1 "$@"; }
 now() { date +%s.%N; }
 rss() { awk '/^RssAnon:/ {print $2}' "/proc/$1/status"; }
-# nanoseconds the processes waited on a run queue so far (summed)
+# nanoseconds the processes waited on a run queue so far (summed), and ran
 runq() { local t=0 p; for p in "$@"; do t=$((t + $(cut -d' ' -f2 "/proc/$p/schedstat"))); done; echo $t; }
+oncpu() { cut -d' ' -f1 "/proc/$1/schedstat"; }
 
 # a benchmark that fails stops its own cluster and its subscribers
 LOAD_PID=""
@@ -94,12 +97,12 @@ echo "log: $LOGROWS rows; $NSUB subscribers catch up from its start while one fo
 : > "$DIR/rounds"
 for round in $(seq 1 "$ROUNDS"); do
 	t0=$(now)
-	q0s=$(runq "$SERVER"); q0d=$(runq "$DECODER"); q0l=$(runq "$LIVE")
+	q0s=$(runq "$SERVER"); q0d=$(runq "$DECODER"); q0l=$(runq "$LIVE"); c0s=$(oncpu "$SERVER"); c0d=$(oncpu "$DECODER")
 	sleep 10
 	t1=$(now)
-	q1s=$(runq "$SERVER"); q1d=$(runq "$DECODER"); q1l=$(runq "$LIVE")
+	q1s=$(runq "$SERVER"); q1d=$(runq "$DECODER"); q1l=$(runq "$LIVE"); c1s=$(oncpu "$SERVER"); c1d=$(oncpu "$DECODER")
 	rss_before=$(rss "$SERVER")
-	"$FANOUT" --subscriptions "$NSUB" \
+	nice -n "${CLIENT_NICE:-0}" "$FANOUT" --subscriptions "$NSUB" \
 		"ws://127.0.0.1:$SPORT/replication/v6/changes?id=c$round-%d&taskID=bench&replicaVersion=$RV&watermark=$RV" \
 		> "$DIR/c$round.out" 2> "$DIR/c$round.err" &
 	FAN_PID=$!
@@ -117,7 +120,7 @@ for round in $(seq 1 "$ROUNDS"); do
 		sleep 0.2
 	done
 	t2=$(now)
-	q2s=$(runq "$SERVER"); q2d=$(runq "$DECODER"); q2l=$(runq "$LIVE")
+	q2s=$(runq "$SERVER"); q2d=$(runq "$DECODER"); q2l=$(runq "$LIVE"); c2s=$(oncpu "$SERVER"); c2d=$(oncpu "$DECODER")
 	sleep 2
 	rss_caught_up=$(rss "$SERVER")
 	# the load goes on; the catch-up subscribers go (as clients leave), each
@@ -134,7 +137,8 @@ for round in $(seq 1 "$ROUNDS"); do
 	rss_after=$(rss "$SERVER")
 	client=$(awk '/^all / {for (i = 2; i <= NF; i++) if ($i ~ /^(ok|cpu)=/) printf "%s ", $i}' "$DIR/c$round.out")
 	echo "$round $t0 $t1 $t2 $rss_before $rss_max $rss_caught_up $rss_after" \
-		"$((q1s - q0s)) $((q1d - q0d)) $((q1l - q0l)) $((q2s - q1s)) $((q2d - q1d)) $((q2l - q1l)) $client" >> "$DIR/rounds"
+		"$((q1s - q0s)) $((q1d - q0d)) $((q1l - q0l)) $((q2s - q1s)) $((q2d - q1d)) $((q2l - q1l))" \
+		"$((c1s - c0s)) $((c1d - c0d)) $((c2s - c1s)) $((c2d - c1d)) $client" >> "$DIR/rounds"
 done
 kill "$LOAD_PID" 2>/dev/null || true
 LOAD_PID=""
@@ -157,11 +161,13 @@ def stats(a, b):
 nsub, rows = int(sys.argv[3]), int(sys.argv[4])
 ratios = []
 for line in open(sys.argv[2]):
-    r, t0, t1, t2, rb, rm, rc, ra, us, ud, ul, ls, ld, ll, ok, cpu = line.split()
+    r, t0, t1, t2, rb, rm, rc, ra, us, ud, ul, ls, ld, ll, ucs, ucd, lcs, lcd, ok, cpu = line.split()
     t0, t1, t2 = float(t0), float(t1), float(t2)
     # run-queue waits: ms per second of the phase
     uq = [int(x) / 1e6 / (t1 - t0) for x in (us, ud, ul)]
     lq = [int(x) / 1e6 / (t2 - t1) for x in (ls, ld, ll)]
+    uc = [int(x) / 1e6 / (t1 - t0) for x in (ucs, ucd)]
+    lc = [int(x) / 1e6 / (t2 - t1) for x in (lcs, lcd)]
     u, l = stats(t0, t1), stats(t1, t2)
     ratio = l[1] / u[1]
     ratios.append(ratio)
@@ -170,7 +176,8 @@ for line in open(sys.argv[2]):
           f"p50 {l[0]:6.1f} p99 {l[1]:7.1f} max {l[2]:7.1f} ms ({l[3]} txns) | p99 ratio {ratio:5.2f} | "
           f"server RssAnon kB: before {rb}, max {rm}, caught up {rc}, after {ra} | "
           f"run-queue wait ms/s server/decoder/live: unloaded {uq[0]:.0f}/{uq[1]:.0f}/{uq[2]:.0f}, "
-          f"loaded {lq[0]:.0f}/{lq[1]:.0f}/{lq[2]:.0f} | catch-up client: {ok.split('=')[1]}/{nsub} subscriptions ok, {cpu.split('=')[1]} s CPU")
+          f"loaded {lq[0]:.0f}/{lq[1]:.0f}/{lq[2]:.0f} | on CPU ms/s server/decoder: unloaded {uc[0]:.0f}/{uc[1]:.0f}, "
+          f"loaded {lc[0]:.0f}/{lc[1]:.0f} | catch-up client: {ok.split('=')[1]}/{nsub} subscriptions ok, {cpu.split('=')[1]} s CPU")
 print(f"p99 ratio loaded/unloaded over {len(ratios)} rounds: {min(ratios):.2f} .. {max(ratios):.2f}")
 PY
 run "$BIN/pg_ctl" -D "$DIR/data" stop -m fast >/dev/null
