@@ -18,6 +18,8 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -354,6 +356,17 @@ connect_tcp(const ZsUrl *url, char *err)
 	{
 		errno = saved_errno;
 		snprintf(err, ZS_CLIENT_ERR_LEN, "could not connect to %s:%s: %m", url->host, url->port);
+	}
+	else
+	{
+		int			one = 1;
+
+		/*
+		 * Acks are small writes: with Nagle's algorithm one waits for the
+		 * server's delayed ACK of the previous one (40 ms) while the server,
+		 * paced by acks, has nothing to send (as the server, no delay).
+		 */
+		(void) setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	}
 	return sock;
 }
