@@ -26,8 +26,11 @@ OBJS = \
 	src/decoder/backfill_worker.o \
 	src/decoder/shard_setup.o \
 	src/decoder/purge.o \
+	src/decoder/lag_report.o \
 	src/changelog/changelog.o \
 	src/changelog/changelog_read.o \
+	src/changelog/changelog_insert.o \
+	src/changelog/changelog_live.o \
 	src/changelog/changelog_purge.o \
 	src/server/server_worker.o \
 	src/server/listener.o \
@@ -68,7 +71,7 @@ PG_CFLAGS = -Wall -Wmissing-prototypes $(ZS_WERROR)
 # installcheck" runs them against an installed server whose configuration
 # has the lines of test/regress.conf; "make regresscheck" starts a
 # temporary one with that configuration.
-REGRESS = install types dml identity ddl
+REGRESS = install types dml identity ddl changelog_shape
 REGRESS_OPTS = --inputdir=$(srcdir)
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)

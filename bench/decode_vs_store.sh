@@ -10,10 +10,15 @@
 #   2. raw: pg_logical_slot_get_binary_changes(pgoutput v1) over that WAL on a
 #      second slot, timed;
 #   3. zero_stream: restart with the real database; time from "streaming" to
-#      the change log holding the last transaction.
+#      the decoder having stored everything (zero_stream.wait_for_catchup,
+#      waiting inside the server so that no polling takes CPU).
 #   4. end to end: a subscriber (zero-stream-tail) follows the stream during
 #      step 3; time from "streaming" to its receiving the last transaction.
 # ratio = raw time / zero_stream time (1.0 = as fast as decoding alone).
+# With more than 200,000 bulk rows, the 200 k / 20 k run is printed first
+# (ZS_BENCH_SMALL=0 skips it). Also printed: the decoder's CPU per stored
+# row and the decoder's and server's private memory (RssAnon), and what the
+# figures depend on (machine, load, settings).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -39,6 +44,9 @@ sql -d bench -c "SELECT pg_create_logical_replication_slot('bench_raw', 'pgoutpu
 sql -d bench -c "$BULK_PROCEDURE_SQL"
 
 TAIL=$(pwd)/zero-stream-tail
+# the subscriber's own CPU time, where GNU time is installed
+TIMED=""
+[ -x /usr/bin/time ] && TIMED="/usr/bin/time -o $DIR/e2e.time -f %U_%S"
 make -s zero-stream-tail
 
 # start_subscriber FROM OUT: follow the stream from watermark FROM, once the server is up
@@ -52,11 +60,16 @@ start_subscriber() {
 	done
 	[ -n "$rv" ] || { echo "decoder did not publish its replicaVersion" >&2; return 1; }
 	for _ in $(seq 1 100); do
-		"$TAIL" --timestamps --idle 3 "ws://127.0.0.1:$SPORT/replication/v7/changes?wsBatched=true&taskID=b&id=e2e&replicaVersion=$rv&watermark=$1" > "$2" 2>/dev/null &
+		$TIMED "$TAIL" --timestamps --idle 3 "ws://127.0.0.1:$SPORT/replication/v7/changes?wsBatched=true&taskID=b&id=e2e&replicaVersion=$rv&watermark=$1" > "$2" 2>/dev/null &
 		sleep 0.1
 		kill -0 $! 2>/dev/null && return
 	done
 }
+
+# cpu_ms PID: the process's CPU time so far (user + system), in ms
+cpu_ms() { awk -v hz="$(getconf CLK_TCK)" '{print int(($14 + $15) * 1000 / hz)}' "/proc/$1/stat"; }
+rss_kb() { awk '/^RssAnon:/ {print $2}' "/proc/$1/status"; }
+worker_pid() { sql -d bench -c "SELECT pid FROM zero_stream.workers() WHERE worker = '$1'"; }
 
 measure() {
 	local name=$1 call=$2 rows=$3
@@ -67,34 +80,56 @@ measure() {
 	sql -d bench -c "SELECT pg_replication_slot_advance('bench_raw', pg_current_wal_lsn())" >/dev/null
 	sql -d bench -c "SET synchronous_commit = off" -c "$call"
 	sql -d bench -c "SELECT pg_switch_wal()" >/dev/null
-	local target; target=$(sql -d bench -c "SELECT max(id) FROM rows")
 	local wal_mb; wal_mb=$(sql -d bench -c "SELECT round(pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn) / 1048576.0) FROM pg_replication_slots WHERE slot_name = 'bench_raw'")
 
-	local t0 t1 t2 t3 msgs
+	local t0 t1 msgs
 	t0=$(now)
 	msgs=$(sql -d bench -c "SELECT count(*) FROM pg_logical_slot_get_binary_changes('bench_raw', NULL, NULL, 'proto_version', '1', 'publication_names', '_zero_public_0')")
 	t1=$(now)
 
 	set_database bench; restart
+	# from here on the decoder's start-up counts: reading the slot, finding
+	# where to start, and the first decoded round
+	local tr; tr=$(now)
 	start_subscriber "$from" "$DIR/e2e.out"
-	until [ "$(sql -d bench -c "SELECT state FROM zero_stream.status()")" = streaming ]; do sleep 0.01; done
-	t2=$(now)
-	until [ "$(sql -d bench -c "SELECT count(*) FROM \"zero_0/cdc\".\"changeLog\" WHERE watermark = (SELECT last_watermark FROM zero_stream.status()) AND change->'new'->>'id' = '$target'")" = 1 ]; do sleep 0.01; done
-	t3=$(now)
+	# one session waits in the server (no polling from here: on 2 cores every
+	# psql started while the decoder works would take CPU from it): the time
+	# the decoder reports streaming, then the time everything is stored
+	local times; times=$(sql -d bench \
+		-c "DO \$\$BEGIN WHILE (SELECT state FROM zero_stream.status()) IS DISTINCT FROM 'streaming' LOOP PERFORM pg_sleep(0.002); END LOOP; END\$\$" \
+		-c "SELECT extract(epoch FROM clock_timestamp())" \
+		-c "SELECT zero_stream.wait_for_catchup('900s')" \
+		-c "SELECT extract(epoch FROM clock_timestamp())" | tr '\n' ' ')
+	local t2 t3 ok; read -r t2 ok t3 <<< "$times"
+	[ "$ok" = t ] || { echo "the decoder did not catch up" >&2; return 1; }
+	local dpid spid rpid; dpid=$(worker_pid decoder); spid=$(worker_pid server); rpid=$(worker_pid replicator)
+	local dcpu drss srss; dcpu=$(cpu_ms "$dpid"); drss=$(rss_kb "$dpid"); srss=$(rss_kb "$spid")
 	wait
-	python3 - "$name" "$rows" "$msgs" "$wal_mb" "$t0" "$t1" "$t2" "$t3" "$DIR/e2e.out" <<'PY'
-import json, sys
+	local scpu rcpu; scpu=$(cpu_ms "$spid"); rcpu=$(cpu_ms "$rpid")
+	wait
+	python3 - "$name" "$rows" "$msgs" "$wal_mb" "$t0" "$t1" "$tr" "$t2" "$t3" "$DIR/e2e.out" \
+		"$dcpu" "$drss" "$srss" "$scpu" "$rcpu" "$DIR/e2e.time" <<'PY'
+import sys
 name, rows, msgs, wal = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-t0, t1, t2, t3 = map(float, sys.argv[5:9])
+t0, t1, tr, t2, t3 = map(float, sys.argv[5:10])
+dcpu, drss, srss, scpu, rcpu = map(int, sys.argv[11:16])
 last = None
-for line in open(sys.argv[9]):
+for line in open(sys.argv[10]):
     recv, frame = line.split(' ', 1)
     last = int(recv) / 1e6
-raw, zs = t1 - t0, t3 - t2
-e2e = (last - t2) if last else float('nan')
+try:
+    user, system = open(sys.argv[16]).read().split()[-1].split('_')
+    tcpu = f"{float(user) + float(system):.2f} s"
+except (OSError, ValueError):
+    tcpu = "?"
+raw, zs = t1 - t0, t3 - tr
+e2e = (last - tr) if last else float('nan')
 print(f"{name:7s} rows={rows:>8d} wal={wal:>5s}MB pgoutput_msgs={msgs:>8d}  "
-      f"raw={raw:6.2f}s ({rows/raw:9.0f} rows/s)  zero_stream={zs:6.2f}s ({rows/zs:9.0f} rows/s)  "
-      f"ratio={raw/zs:.2f}  end-to-end={e2e:6.2f}s ({rows/e2e:9.0f} rows/s, ratio {raw/e2e:.2f})")
+      f"raw={raw:6.2f}s ({rows/raw:9.0f} rows/s)  store={zs:6.2f}s ({rows/zs:9.0f} rows/s, ratio {raw/zs:.2f})  "
+      f"end-to-end={e2e:6.2f}s ({rows/e2e:9.0f} rows/s, ratio {raw/e2e:.2f})")
+print(f"{'':7s} start-up (server up -> streaming) {t2 - tr:.2f} s; CPU: decoder {dcpu/1000:.2f} s "
+      f"= {dcpu*1000/rows:.2f} us per stored row, server {scpu/1000:.2f} s, replicator {rcpu/1000:.2f} s, "
+      f"subscriber process {tcpu}; RssAnon decoder {drss/1024:.1f} MB, server {srss/1024:.1f} MB")
 PY
 }
 
@@ -107,7 +142,20 @@ sql -d bench -c "SELECT zero_stream.wait_for_catchup('300s')" >/dev/null
 sql -d bench -c "SELECT pg_replication_slot_advance('bench_raw', pg_current_wal_lsn())" >/dev/null
 sql -d bench -c "CHECKPOINT" -c "SELECT pg_switch_wal()" -c "CHECKPOINT" >/dev/null
 
-echo "zero_stream benchmark: $(sql -d bench -c 'SELECT version()' | cut -d' ' -f1-2), $(nproc) cores"
+setting() { sql -d bench -c "SELECT current_setting('$1')"; }
+echo "zero_stream benchmark: $(sql -d bench -c 'SELECT version()' | cut -d' ' -f1-2), $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(free -g | awk '/^Mem:/ {print $2}') GB"
+echo "depends on: load average before the run $(cut -d' ' -f1-3 /proc/loadavg) (run it alone);" \
+	"shared_buffers $(setting shared_buffers), wal_buffers $(setting wal_buffers)," \
+	"commit_batch_size $(setting zero_stream.commit_batch_size), changelog_batch_size $(setting zero_stream.changelog_batch_size)," \
+	"backup replica '$(setting zero_stream.replica_file)' (its replicator applies every change on the other core)," \
+	"purge_interval $(setting zero_stream.purge_interval), collation of changeLog.watermark" \
+	"'$(sql -d bench -c "SELECT coalesce(collname, 'default') FROM pg_attribute a LEFT JOIN pg_collation c ON c.oid = a.attcollation WHERE attrelid = '\"zero_0/cdc\".\"changeLog\"'::regclass AND attname = 'watermark'")'," \
+	"WAL segments recycled (warm-up above)"
+echo "targets (issue 14), ratios to raw decoding: bulk store >= 0.35, bulk end-to-end >= 0.35 (goal 0.5), single-row store >= 0.6, single-row end-to-end >= 0.5"
+if [ "$BULK_ROWS" -gt 200000 ] && [ "${ZS_BENCH_SMALL:-1}" = 1 ]; then
+	measure bulk "CALL bulk(200000, 1000)" 200000
+	measure single "CALL bulk(20000, 1)" 20000
+fi
 measure bulk "CALL bulk($BULK_ROWS, 1000)" "$BULK_ROWS"
 measure single "CALL bulk($SINGLE_TXNS, 1)" "$SINGLE_TXNS"
 sql -d bench -x -c "SELECT transactions_stored, changes_stored, local_commits FROM zero_stream.status()"

@@ -49,6 +49,8 @@ int			zs_catchup_page_rows = 2000;
 int			zs_catchup_share = 10;
 int			zs_slow_subscriber_grace_ms = 30000;
 int			zs_backlog_limit_kb = 16384;
+int			zs_live_buffer_kb = 16384;
+int			zs_lag_report_interval_ms = 30000;
 char	   *zs_replica_file = NULL;
 
 /*
@@ -290,6 +292,18 @@ zs_define_gucs(void)
 							"Output queued for one subscriber beyond which no more change-log rows are read for it.",
 							"The per-subscriber high-water mark (zero-cache: 16 MiB); reading resumes when the subscriber has taken the output below it.",
 							&zs_backlog_limit_kb, 16384, 64, 1048576, PGC_SIGHUP, GUC_UNIT_KB,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("zero_stream.live_buffer",
+							"Shared memory for the decoder's latest round of changes, sent to live subscribers before it is stored.",
+							"Live subscribers get a round as soon as it is decoded, while the decoder stores it; a round larger than this is sent in part, the rest from the change log once stored. 0 sends only stored changes.",
+							&zs_live_buffer_kb, 16384, 0, 1048576, PGC_POSTMASTER, GUC_UNIT_KB,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("zero_stream.lag_report_interval",
+							"How often the decoder measures replication lag with a logical message (ZERO_REPLICATION_LAG_REPORT_INTERVAL_MS).",
+							"Live subscribers get each measurement as a status message with zero-cache's lagReport; 0 disables.",
+							&zs_lag_report_interval_ms, 30000, 0, INT_MAX, PGC_SIGHUP, GUC_UNIT_MS,
 							NULL, NULL, NULL);
 
 	DefineCustomStringVariable("zero_stream.replica_file",

@@ -36,6 +36,8 @@ extern int	zs_catchup_page_rows;
 extern int	zs_catchup_share;
 extern int	zs_slow_subscriber_grace_ms;
 extern int	zs_backlog_limit_kb;
+extern int	zs_live_buffer_kb;
+extern int	zs_lag_report_interval_ms;
 extern char *zs_replica_file;
 
 extern void zs_define_gucs(void);

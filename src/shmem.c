@@ -25,7 +25,15 @@ shared_state_size(void)
 					mul_size(zs_max_subscribers, sizeof(ZsSubscriberSlot)));
 }
 
+static Size
+live_round_size(void)
+{
+	return zs_live_buffer_kb == 0 ? 0 :
+		add_size(offsetof(ZsLiveRound, data), (Size) zs_live_buffer_kb * 1024);
+}
+
 ZsSharedState *zs_shared = NULL;
+ZsLiveRound *zs_live = NULL;
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
@@ -36,7 +44,8 @@ zs_shmem_request(void)
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
 	RequestAddinShmemSpace(MAXALIGN(shared_state_size()));
-	RequestNamedLWLockTranche("zero_stream", 1);
+	RequestAddinShmemSpace(MAXALIGN(live_round_size()));
+	RequestNamedLWLockTranche("zero_stream", 2);
 }
 
 static void
@@ -54,6 +63,16 @@ zs_shmem_startup(void)
 		memset(zs_shared, 0, shared_state_size());
 		zs_shared->max_subscribers = zs_max_subscribers;
 		zs_shared->lock = &(GetNamedLWLockTranche("zero_stream"))->lock;
+	}
+	if (live_round_size() > 0)
+	{
+		zs_live = ShmemInitStruct("zero_stream live round", live_round_size(), &found);
+		if (!found)
+		{
+			memset(zs_live, 0, offsetof(ZsLiveRound, data));
+			zs_live->capacity = (Size) zs_live_buffer_kb * 1024;
+			zs_live->lock = &(GetNamedLWLockTranche("zero_stream"))[1].lock;
+		}
 	}
 	LWLockRelease(AddinShmemInitLock);
 }
@@ -92,6 +111,15 @@ zs_set_last_reset(const char *message)
 	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
 	strlcpy(zs_shared->last_reset, message, sizeof(zs_shared->last_reset));
 	zs_shared->last_reset_time = GetCurrentTimestamp();
+	LWLockRelease(zs_shared->lock);
+}
+
+void
+zs_request_reset(const char *reason)
+{
+	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
+	zs_shared->resync_requested = true;
+	strlcpy(zs_shared->reset_reason, reason, sizeof(zs_shared->reset_reason));
 	LWLockRelease(zs_shared->lock);
 }
 

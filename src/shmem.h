@@ -111,6 +111,8 @@ typedef enum ZsBackupState
 	ZS_BACKUP_FAILED			/* the replicator stopped on an error */
 } ZsBackupState;
 
+#define ZS_LAG_REPORT_LEN 256
+
 typedef struct ZsSharedState
 {
 	LWLock	   *lock;
@@ -120,6 +122,7 @@ typedef struct ZsSharedState
 	/* decoder */
 	ZsDecoderState decoder_state;
 	bool		resync_requested;	/* zero_stream.resync(): start a new lineage */
+	char		reset_reason[ZS_ERROR_LEN];	/* why a failure asked for it ("": resync()) */
 	char		slot_name[NAMEDATALEN];
 	char		replica_version[ZS_WATERMARK_MAXLEN];
 	char		last_watermark[ZS_WATERMARK_MAXLEN];
@@ -163,6 +166,10 @@ typedef struct ZsSharedState
 	char		last_value_error[ZS_ERROR_LEN];
 	TimestampTz last_value_error_time;
 
+	/* the latest lag report (a lagReport JSON object) and its number */
+	char		lag_report[ZS_LAG_REPORT_LEN];
+	uint64		lag_report_generation;
+
 	/* why and when the decoder last started a new lineage on its own */
 	char		last_reset[ZS_ERROR_LEN];
 	TimestampTz last_reset_time;
@@ -177,6 +184,28 @@ typedef struct ZsSharedState
 } ZsSharedState;
 
 extern ZsSharedState *zs_shared;
+
+/*
+ * The decoder's latest round of decoded rows, published before it is
+ * stored, for live subscribers; zero_stream.live_buffer bytes of records
+ * (their format is changelog/changelog_live.c's). NULL when disabled.
+ */
+typedef struct ZsLiveRound
+{
+	LWLock	   *lock;
+	Size		capacity;		/* bytes of data[] */
+	bool		valid;			/* holds a round of this lineage */
+	char		replica_version[ZS_WATERMARK_MAXLEN];
+	char		after_watermark[ZS_WATERMARK_MAXLEN];	/* the last stored row */
+	int64		after_pos;
+	char		last_watermark[ZS_WATERMARK_MAXLEN];	/* the round's last row */
+	int64		last_pos;
+	int			nrows;
+	Size		used;
+	char		data[FLEXIBLE_ARRAY_MEMBER];
+} ZsLiveRound;
+
+extern ZsLiveRound *zs_live;
 
 extern void zs_shared_state_install_hooks(void);
 
@@ -200,6 +229,12 @@ extern void zs_set_decoder_state(ZsDecoderState state);
 extern void zs_set_backup_state(ZsBackupState state, const char *detail, const char *watermark);
 extern void zs_set_last_error(const char *message);
 extern void zs_set_last_reset(const char *message);
+
+/*
+ * A failure the stream cannot get past (a streamed publication dropped):
+ * the decoder's next start begins a new lineage, saying why.
+ */
+extern void zs_request_reset(const char *reason);
 extern void zs_record_value_error(const char *message);
 
 /*

@@ -2,11 +2,13 @@
  * changelog.c
  *	  SPI access to the change log.
  *
- * Rows are written with one constant statement that unnests four arrays,
- * so a batch of any size uses the same saved plan (zero-cache does the
- * same with json_to_recordset, rocicorp/mono#3511). The change texts are
- * put into the json[] array as-is: they are our own JSON.stringify-exact
- * output, and json's input function would only re-parse them.
+ * Rows are written in batches with the table AM's multi-insert
+ * (changelog_insert.c). A change log whose table was altered is written
+ * with one constant statement that unnests four arrays, so a batch of any
+ * size uses the same saved plan (zero-cache does the same with
+ * json_to_recordset, rocicorp/mono#3511). Either way the change texts go
+ * in as-is: they are our own JSON.stringify-exact output, and json's input
+ * function would only re-parse them.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -19,6 +21,7 @@
 #include "utils/memutils.h"
 
 #include "changelog/changelog.h"
+#include "changelog/changelog_insert.h"
 #include "guc.h"
 
 #define ZS_SCHEMA_VERSION 6
@@ -26,6 +29,7 @@
 typedef struct ChangelogWriter
 {
 	MemoryContext batch_context;	/* reset after every INSERT */
+	bool		multi_insert;	/* this transaction's rows go to changelog_insert.c */
 	SPIPlanPtr	insert_plan;
 	char	   *insert_plan_schema;
 	int			capacity;
@@ -38,6 +42,11 @@ typedef struct ChangelogWriter
 } ChangelogWriter;
 
 static ChangelogWriter writer;
+
+/* the last row this process wrote (its transaction committed, or we exit) */
+static char last_row_watermark[ZS_WATERMARK_MAXLEN];
+static int64 last_row_pos;
+static bool last_row_known = false;
 
 static char *
 quoted_schema(void)
@@ -81,35 +90,40 @@ lock_schema_migration(void)
 				  SPI_OK_SELECT);
 }
 
-void
-zs_changelog_ensure_schema(void)
+/*
+ * Do all the change log's tables exist? Then the decoder's start runs no
+ * DDL: every CREATE ... IF NOT EXISTS, even one that creates nothing, fires
+ * the DDL capture's event trigger, which computes the published schema
+ * (~20 ms each, most of a restart's time before streaming).
+ */
+static bool
+tables_exist(void)
 {
-	char	   *s = quoted_schema();
 	bool		isnull;
-	int			version;
 
-	lock_schema_migration();
-	exec_sql(psprintf("CREATE SCHEMA IF NOT EXISTS %s", s), SPI_OK_UTILITY);
-	exec_sql(psprintf("CREATE TABLE IF NOT EXISTS %s.\"versionHistory\" ("
-					  "\"dataVersion\" int NOT NULL, \"schemaVersion\" int NOT NULL, "
-					  "\"minSafeVersion\" int NOT NULL, "
-					  "lock char(1) NOT NULL DEFAULT 'v' PRIMARY KEY CHECK (lock = 'v'))", s),
-			 SPI_OK_UTILITY);
-	exec_sql(psprintf("SELECT \"schemaVersion\" FROM %s.\"versionHistory\"", s), SPI_OK_SELECT);
-	if (SPI_processed > 0)
-	{
-		version = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
-											  1, &isnull));
-		if (version != ZS_SCHEMA_VERSION)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("change-log schema %s is at version %d, zero_stream needs version %d",
-							zs_cdc_schema_name(), version, ZS_SCHEMA_VERSION),
-					 errhint("Let zero-cache migrate it, or drop the schema to start a new change log.")));
-	}
+	exec_sql(psprintf("SELECT count(*) = 7 FROM pg_catalog.pg_class c "
+					  "  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
+					  " WHERE n.nspname = %s AND c.relkind = 'r' AND c.relname IN "
+					  "  ('versionHistory', 'changeLog', 'replicationState', 'replicationConfig', "
+					  "   'tableMetadata', 'backfilling', 'publishedSchema')",
+					  quote_literal_cstr(zs_cdc_schema_name())),
+			 SPI_OK_SELECT);
+	return DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+}
 
+/* The tables after versionHistory, as zero-cache's migrations leave them. */
+static void
+create_tables(const char *s)
+{
+	/*
+	 * zero-cache's columns, with the watermark in the "C" collation:
+	 * watermarks are ordered byte by byte (§4), whatever the database's
+	 * collation, and the primary key's comparisons (one per stored row)
+	 * become memcmp instead of strcoll. Queries with text parameters use
+	 * the column's collation, so zero-cache's reads order the same way.
+	 */
 	exec_sql(psprintf("CREATE TABLE IF NOT EXISTS %s.\"changeLog\" ("
-					  "\"watermark\" TEXT, \"pos\" INT8, \"change\" JSON NOT NULL, "
+					  "\"watermark\" TEXT COLLATE \"C\", \"pos\" INT8, \"change\" JSON NOT NULL, "
 					  "\"precommit\" TEXT, PRIMARY KEY (\"watermark\", \"pos\"))", s),
 			 SPI_OK_UTILITY);
 	exec_sql(psprintf("CREATE TABLE IF NOT EXISTS %s.\"replicationState\" ("
@@ -135,6 +149,42 @@ zs_changelog_ensure_schema(void)
 					  "\"snapshot\" TEXT NOT NULL, "
 					  "\"lock\" INTEGER PRIMARY KEY DEFAULT 1 CHECK (lock=1))", s),
 			 SPI_OK_UTILITY);
+}
+
+void
+zs_changelog_ensure_schema(void)
+{
+	char	   *s = quoted_schema();
+	bool		isnull;
+	int			version;
+	bool		exist;
+
+	lock_schema_migration();
+	exist = tables_exist();
+	if (!exist)
+	{
+		exec_sql(psprintf("CREATE SCHEMA IF NOT EXISTS %s", s), SPI_OK_UTILITY);
+		exec_sql(psprintf("CREATE TABLE IF NOT EXISTS %s.\"versionHistory\" ("
+						  "\"dataVersion\" int NOT NULL, \"schemaVersion\" int NOT NULL, "
+						  "\"minSafeVersion\" int NOT NULL, "
+						  "lock char(1) NOT NULL DEFAULT 'v' PRIMARY KEY CHECK (lock = 'v'))", s),
+				 SPI_OK_UTILITY);
+	}
+	exec_sql(psprintf("SELECT \"schemaVersion\" FROM %s.\"versionHistory\"", s), SPI_OK_SELECT);
+	if (SPI_processed > 0)
+	{
+		version = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+											  1, &isnull));
+		if (version != ZS_SCHEMA_VERSION)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("change-log schema %s is at version %d, zero_stream needs version %d",
+							zs_cdc_schema_name(), version, ZS_SCHEMA_VERSION),
+					 errhint("Let zero-cache migrate it, or drop the schema to start a new change log.")));
+	}
+
+	if (!exist)
+		create_tables(s);
 	exec_sql(psprintf("INSERT INTO %s.\"versionHistory\" "
 					  "(\"dataVersion\", \"schemaVersion\", \"minSafeVersion\") "
 					  "VALUES (%d, %d, 1) ON CONFLICT (lock) DO NOTHING",
@@ -185,6 +235,9 @@ zs_changelog_initialize(const char *replica_version, List *publications)
 	exec_sql_args(psprintf("INSERT INTO %s.\"changeLog\" (\"watermark\", \"pos\", \"change\", \"precommit\") "
 						   "VALUES ($1, 0, '{\"tag\":\"begin\"}', NULL), ($1, 1, '{\"tag\":\"commit\"}', NULL)", s),
 				  1, types, values, NULL, SPI_OK_INSERT);
+	strlcpy(last_row_watermark, replica_version, sizeof(last_row_watermark));
+	last_row_pos = 1;
+	last_row_known = true;
 }
 
 void
@@ -296,8 +349,17 @@ flush_rows(void)
 
 	if (writer.count == 0)
 		return;
-	dims[0] = writer.count;
 	old = MemoryContextSwitchTo(writer.batch_context);
+	if (writer.multi_insert)
+	{
+		zs_changelog_insert_rows(writer.count, writer.watermarks, writer.positions,
+								 writer.changes, writer.precommits, writer.precommit_nulls);
+		MemoryContextSwitchTo(old);
+		MemoryContextReset(writer.batch_context);
+		writer.count = 0;
+		return;
+	}
+	dims[0] = writer.count;
 	args[0] = PointerGetDatum(construct_array(writer.watermarks, writer.count, TEXTOID,
 											  -1, false, TYPALIGN_INT));
 	args[1] = PointerGetDatum(construct_array(writer.positions, writer.count, INT8OID,
@@ -323,6 +385,7 @@ zs_changelog_begin(void)
 	char	   *owner;
 
 	prepare_writer();
+	writer.multi_insert = zs_changelog_insert_open(zs_cdc_schema_name());
 	/* the row stays locked until our commit: no takeover can interleave */
 	owner = read_state_column("owner", true);
 	if (owner == NULL || strcmp(owner, zs_owner_identity()) != 0)
@@ -348,6 +411,9 @@ zs_changelog_add(const char *watermark, int64 pos, const char *change, int chang
 	writer.precommits[i] = PointerGetDatum(wm);
 	writer.precommit_nulls[i] = !is_commit;
 	writer.count++;
+	strlcpy(last_row_watermark, watermark, sizeof(last_row_watermark));
+	last_row_pos = pos;
+	last_row_known = true;
 	MemoryContextSwitchTo(old);
 	if (writer.count >= writer.capacity)
 		flush_rows();
@@ -360,10 +426,23 @@ zs_changelog_finish(const char *last_watermark)
 	Datum		values[1];
 
 	flush_rows();
+	if (writer.multi_insert)
+		zs_changelog_insert_close();
+	writer.multi_insert = false;
 	values[0] = CStringGetTextDatum(last_watermark);
 	exec_sql_args(psprintf("UPDATE %s.\"replicationState\" SET \"lastWatermark\" = $1",
 						   quoted_schema()),
 				  1, types, values, NULL, SPI_OK_UPDATE);
+}
+
+bool
+zs_changelog_last_row(char *watermark, int64 *pos)
+{
+	if (!last_row_known)
+		return false;
+	strlcpy(watermark, last_row_watermark, ZS_WATERMARK_MAXLEN);
+	*pos = last_row_pos;
+	return true;
 }
 
 char *

@@ -42,6 +42,12 @@ extern void zs_changelog_add(const char *watermark, int64 pos,
 extern void zs_changelog_finish(const char *last_watermark);
 
 /*
+ * The key of the last row this process wrote (by the writer or as a
+ * lineage's seed), once its transaction committed; false if none yet.
+ */
+extern bool zs_changelog_last_row(char *watermark, int64 *pos);
+
+/*
  * A schema-change row (create-table, add-column, ...): stored on its own,
  * after the rows added before it, with zero-cache's tableMetadata and
  * backfilling bookkeeping in the same transaction.

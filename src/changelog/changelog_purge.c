@@ -90,6 +90,7 @@ zs_changelog_purge_batch(const char *floor, int limit, char *after_watermark, in
 	Oid			types[4] = {TEXTOID, INT4OID, TEXTOID, INT8OID};
 	Datum		values[4];
 	bool		isnull;
+	int64		found = 0;
 
 	*rows = 0;
 	*bytes = 0;
@@ -99,33 +100,45 @@ zs_changelog_purge_batch(const char *floor, int limit, char *after_watermark, in
 	values[1] = Int32GetDatum(limit);
 	values[2] = CStringGetTextDatum(after_watermark);
 	values[3] = Int64GetDatum(*after_pos);
+
 	/*
-	 * Keyset continuation: each batch starts after the last row the previous
-	 * one deleted, so it does not walk again over the index entries of rows
-	 * deleted but not yet vacuumed.
+	 * The batch's last row: the limit-th after the previous batch's last
+	 * (keyset continuation, so no batch walks again over the index entries
+	 * of rows deleted but not yet vacuumed), below the floor and never in
+	 * the newest stored transaction. Read from the index alone.
 	 */
-	run(psprintf("WITH doomed AS ("
-				 "  SELECT \"watermark\", \"pos\" FROM %1$s.\"changeLog\" "
-				 "   WHERE (\"watermark\", \"pos\") > ($3, $4) AND \"watermark\" < $1 "
-				 "     AND \"watermark\" < (SELECT max(\"watermark\") FROM %1$s.\"changeLog\") "
-				 "   ORDER BY \"watermark\", \"pos\" LIMIT $2), "
-				 "gone AS ("
-				 "  DELETE FROM %1$s.\"changeLog\" c USING doomed d "
-				 "   WHERE c.\"watermark\" = d.\"watermark\" AND c.\"pos\" = d.\"pos\" "
-				 "  RETURNING c.\"watermark\", c.\"pos\", pg_column_size(c.*) AS size) "
-				 "SELECT count(*)::int8, coalesce(sum(size), 0)::int8, "
-				 "       (SELECT \"watermark\" FROM gone ORDER BY \"watermark\" DESC, \"pos\" DESC LIMIT 1), "
-				 "       (SELECT \"pos\" FROM gone ORDER BY \"watermark\" DESC, \"pos\" DESC LIMIT 1) "
-				 "  FROM gone", s),
+	run(psprintf("SELECT \"watermark\", \"pos\", n FROM ("
+				 "  SELECT \"watermark\", \"pos\", count(*) OVER () AS n FROM ("
+				 "    SELECT \"watermark\", \"pos\" FROM %1$s.\"changeLog\" "
+				 "     WHERE (\"watermark\", \"pos\") > ($3, $4) AND \"watermark\" < $1 "
+				 "       AND \"watermark\" < (SELECT max(\"watermark\") FROM %1$s.\"changeLog\") "
+				 "     ORDER BY \"watermark\", \"pos\" LIMIT $2) b) c "
+				 " ORDER BY \"watermark\" DESC, \"pos\" DESC LIMIT 1", s),
 		4, types, values, SPI_OK_SELECT);
-	*rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	*bytes = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
-	if (*rows > 0)
+	if (SPI_processed == 1)
 	{
-		strlcpy(after_watermark, SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3),
-				ZS_WATERMARK_MAXLEN);
-		*after_pos = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &isnull));
+		Oid			range_types[4] = {TEXTOID, INT8OID, TEXTOID, INT8OID};
+		Datum		range[4];
+
+		found = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
+		range[0] = values[2];
+		range[1] = values[3];
+		range[2] = PointerGetDatum(DatumGetTextPCopy(SPI_getbinval(SPI_tuptable->vals[0],
+																	 SPI_tuptable->tupdesc, 1, &isnull)));
+		range[3] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
+
+		/* one range scan of the primary key deletes the whole batch */
+		run(psprintf("WITH gone AS ("
+					 "  DELETE FROM %s.\"changeLog\" "
+					 "   WHERE (\"watermark\", \"pos\") > ($1, $2) AND (\"watermark\", \"pos\") <= ($3, $4) "
+					 "  RETURNING pg_column_size(\"changeLog\".*) AS size) "
+					 "SELECT count(*)::int8, coalesce(sum(size), 0)::int8 FROM gone", s),
+			4, range_types, range, SPI_OK_SELECT);
+		*rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		*bytes = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+		strlcpy(after_watermark, TextDatumGetCString(range[2]), ZS_WATERMARK_MAXLEN);
+		*after_pos = DatumGetInt64(range[3]);
 	}
 	check_ownership();
-	return *rows < limit ? ZS_PURGE_DONE : ZS_PURGE_MORE;
+	return found < limit ? ZS_PURGE_DONE : ZS_PURGE_MORE;
 }

@@ -362,9 +362,11 @@ connect_tcp(const ZsUrl *url, char *err)
 		int			one = 1;
 
 		/*
-		 * Acks are small writes: with Nagle's algorithm one waits for the
-		 * server's delayed ACK of the previous one (40 ms) while the server,
-		 * paced by acks, has nothing to send (as the server, no delay).
+		 * Acks are small frames written while the server's data is in
+		 * flight: with Nagle's algorithm each would wait for the server's
+		 * delayed TCP ack of the previous one (up to 40 ms), and the server
+		 * paces its pages by our acks. Node's sockets (zero-cache's
+		 * clients) disable it too.
 		 */
 		(void) setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	}

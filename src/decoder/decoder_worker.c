@@ -56,6 +56,8 @@
 #include "decoder/backfill.h"
 #include "decoder/change_encode.h"
 #include "changelog/changelog.h"
+#include "changelog/changelog_live.h"
+#include "decoder/lag_report.h"
 #include "decoder/lineage.h"
 #include "guc.h"
 #include "decoder/output_plugin.h"
@@ -71,7 +73,13 @@
 
 PGDLLEXPORT void zs_decoder_main(Datum main_arg);
 
-/* staged changes beyond this stay on disk, not in memory */
+/*
+ * Staged changes beyond this stay on disk, not in memory: at least a
+ * quarter more than commit_batch_size, so that a round (which stops at
+ * commit_batch_size plus its last transaction) is not written to a file
+ * and read back just for its last transaction; only a transaction much
+ * larger than a round spills.
+ */
 #define SPOOL_MEMORY_LIMIT (16 * 1024 * 1024)
 
 /*
@@ -132,6 +140,7 @@ typedef struct Batch
 static CurrentTxn txn;
 static Batch batch;
 static char stored_head[ZS_WATERMARK_MAXLEN];	/* lastWatermark in the log */
+static char lineage[ZS_WATERMARK_MAXLEN];	/* the replicaVersion streamed */
 static char purge_gate[ZS_WATERMARK_MAXLEN];	/* the head when the stream started */
 static ZsPgoutputMsg msg;
 static ZsTuple old_tuple;
@@ -140,6 +149,7 @@ static StringInfoData change_text;
 static MemoryContext message_context;
 static ResourceOwner decoding_owner;
 static DecodePosition position;
+static bool decoding = false;	/* in the decode loop (decode_and_store) */
 
 /* the published schema at the current point of the stream (TopMemoryContext) */
 static char *schema_baseline = NULL;
@@ -228,7 +238,8 @@ stage_change(bool is_commit)
  * A logical message. Ours ("zero_stream/ddl", written by the DDL capture
  * in the DDL's transaction) carries the new published schema: the
  * difference from the schema at this point of the stream becomes zero's
- * schema-change messages, in the transaction, at the message's place.
+ * schema-change messages, in the transaction, at the message's place. A
+ * lag report's (non-transactional) is handed to lag_report.c.
  * Anything else (an application's messages, transactional or not) is not
  * data; a transaction that holds only such a message is stored as an empty
  * begin/commit, as zero-cache stores it.
@@ -244,6 +255,12 @@ handle_message(void)
 	const char *own[2];
 	int			n;
 
+	if (!(msg.flags & ZS_PGO_MESSAGE_TRANSACTIONAL) &&
+		strcmp(msg.prefix, zs_lag_report_prefix()) == 0)
+	{
+		zs_lag_report_received(msg.content, msg.content_len);
+		return;
+	}
 	if (!(msg.flags & ZS_PGO_MESSAGE_TRANSACTIONAL) || txn.skip ||
 		strcmp(msg.prefix, ZS_DDL_MESSAGE_PREFIX) != 0)
 		return;
@@ -421,6 +438,38 @@ reset_batch(void)
 	batch.baseline_changed = false;
 }
 
+/*
+ * Before storing a round, publish it to live subscribers
+ * (changelog/changelog_live.c): as much of it as fits, from the last row
+ * stored on (a round that spilled to a file: its beginning). Not before
+ * this process has stored (it then knows that row).
+ */
+static void
+publish_round(void)
+{
+	char		after_watermark[ZS_WATERMARK_MAXLEN];
+	int64		after_pos;
+	ZsSpoolRecord header;
+	StringInfoData text;
+	Latch	   *server;
+
+	if (!zs_changelog_last_row(after_watermark, &after_pos) ||
+		!zs_live_begin(lineage, after_watermark, after_pos))
+		return;
+	initStringInfo(&text);
+	zs_spool_start_read(batch.spool);
+	while (zs_spool_read(batch.spool, &header, &text))
+	{
+		if (!zs_live_add(header.watermark, header.pos, text.data, text.len))
+			break;
+	}
+	zs_live_end();
+	pfree(text.data);
+	server = zs_worker_latch(ZS_WORKER_SERVER);
+	if (server != NULL)
+		SetLatch(server);
+}
+
 /* Store the staged transactions in one local transaction. */
 static void
 store_batch(void)
@@ -486,12 +535,14 @@ decode_and_store(LogicalDecodingContext *ctx)
 	if (ctx->reader->EndRecPtr >= end_of_wal)
 		return false;
 	end_of_wal = Min(end_of_wal, ctx->reader->EndRecPtr + ROUND_WAL_BYTES);
+	zs_spool_set_memory_limit(batch.spool, Max(SPOOL_MEMORY_LIMIT, limit + limit / 4));
 
 	InvalidateSystemCaches();
 	callback.callback = decode_error_context;
 	callback.arg = NULL;
 	callback.previous = error_context_stack;
 	error_context_stack = &callback;
+	decoding = true;
 	while (ctx->reader->EndRecPtr < end_of_wal && zs_spool_bytes(batch.spool) < limit)
 	{
 		XLogRecord *record;
@@ -511,11 +562,15 @@ decode_and_store(LogicalDecodingContext *ctx)
 		CurrentResourceOwner = decoding_owner;
 		CHECK_FOR_INTERRUPTS();
 	}
+	decoding = false;
 	error_context_stack = callback.previous;
 	InvalidateSystemCaches();
 
 	if (batch.ntxns > 0)
+	{
+		publish_round();
 		store_batch();
+	}
 	if (batch.baseline_changed)
 		zs_backfill_requests_changed();
 	reset_batch();
@@ -793,21 +848,68 @@ publish_start(const char *slot_name, const char *replica_version)
 	strlcpy(zs_shared->slot_name, slot_name, sizeof(zs_shared->slot_name));
 	strlcpy(zs_shared->replica_version, replica_version, sizeof(zs_shared->replica_version));
 	strlcpy(zs_shared->last_watermark, stored_head, sizeof(zs_shared->last_watermark));
+	strlcpy(lineage, replica_version, sizeof(lineage));
 	zs_shared->confirmed_lsn = MyReplicationSlot->data.confirmed_flush;
 	zs_shared->decoder_state = ZS_DECODER_STREAMING;
 	LWLockRelease(zs_shared->lock);
 }
 
+/* A pending resync: zero_stream.resync()'s, or a failure's (with its reason). */
 static bool
-take_resync_request(void)
+take_resync_request(char *reason)
 {
 	bool		requested;
 
 	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
 	requested = zs_shared->resync_requested;
+	strlcpy(reason, zs_shared->reset_reason, ZS_ERROR_LEN);
 	zs_shared->resync_requested = false;
+	zs_shared->reset_reason[0] = '\0';
 	LWLockRelease(zs_shared->lock);
 	return requested;
+}
+
+/*
+ * A resync a failure asked for is said loudly, as an invalidated slot is
+ * (lineage.c): in the log, with what subscribers will see, and in status().
+ */
+static void
+report_forced_reset(const char *reason, const char *replica_version)
+{
+	if (reason[0] == '\0')
+		return;
+	ereport(WARNING,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("%s; change log %s of replicaVersion %s cannot continue and a new lineage is started",
+					reason, zs_cdc_schema_name(), replica_version),
+			 errdetail("Changes of the published tables made while the publication did not exist were never published."),
+			 errhint("Subscribers of replicaVersion %s are told WrongReplicaVersion and restore from the new backup replica. "
+					 "Do not drop a publication zero_stream streams; change zero_stream.publications instead.",
+					 replica_version)));
+	zs_set_last_reset(psprintf("%s: change log of replicaVersion %s could not continue; a new lineage was started",
+							   reason, replica_version));
+}
+
+/*
+ * Decoding stops for good at a change after a streamed publication was
+ * dropped: pgoutput looks the publication up at each change's historic
+ * snapshot, and a publication created again later is another one. Only a
+ * new lineage gets past it; ask for one at the next start.
+ */
+static void
+check_dropped_publication(MemoryContext context)
+{
+	ErrorData  *edata;
+	MemoryContext old = MemoryContextSwitchTo(context);
+
+	edata = CopyErrorData();
+	MemoryContextSwitchTo(old);
+	if (edata->sqlerrcode == ERRCODE_UNDEFINED_OBJECT && edata->message != NULL &&
+		strncmp(edata->message, "publication \"", 13) == 0 &&
+		strstr(edata->message, "\" does not exist") != NULL)
+		zs_request_reset(psprintf("%s at %X/%X, where decoding stopped", edata->message,
+								  LSN_FORMAT_ARGS(position.lsn)));
+	FreeErrorData(edata);
 }
 
 static void
@@ -820,8 +922,10 @@ run_decoder(MemoryContext worker_context)
 	char		replica_version[ZS_WATERMARK_MAXLEN];
 	LogicalDecodingContext *ctx;
 	TimestampTz last_slot_save = GetCurrentTimestamp();
+	char		reset_reason[ZS_ERROR_LEN];
 
 	check_server_settings();
+	zs_live_clear();			/* a round of a decoder before us is not ours to store */
 	set_session_settings();
 	wait_for_extension();
 	zs_set_decoder_state(ZS_DECODER_STARTING);
@@ -843,6 +947,12 @@ run_decoder(MemoryContext worker_context)
 	/* the initial copy encodes rows through the relation cache */
 	zs_relcache_init(worker_context, zs_cdc_schema_name());
 	zs_acquire_slot(slot_name, publications, replica_version);
+	/* one asked for while we were not running (a failure's, or resync()'s) */
+	if (take_resync_request(reset_reason))
+	{
+		report_forced_reset(reset_reason, replica_version);
+		zs_restart_lineage(slot_name, publications, replica_version);
+	}
 	claim_change_log();
 	zs_backfill_reset();
 	strlcpy(purge_gate, stored_head, sizeof(purge_gate));
@@ -872,8 +982,9 @@ run_decoder(MemoryContext worker_context)
 		/* a backfill's messages, between rounds (decoder/backfill.c) */
 		if (zs_backfill_step(stored_head, ctx->reader->EndRecPtr))
 			busy = true;
-		if (zs_purge_step(purge_gate))
+		if (zs_purge_step(purge_gate, busy))
 			busy = true;
+		zs_lag_report_step();
 
 		if (ConfigReloadPending)
 		{
@@ -881,9 +992,11 @@ run_decoder(MemoryContext worker_context)
 			ProcessConfigFile(PGC_SIGHUP);
 			advertise_owner_address();
 		}
-		if (take_resync_request())
+		if (take_resync_request(reset_reason))
 		{
+			zs_live_clear();
 			FreeDecodingContext(ctx);
+			report_forced_reset(reset_reason, replica_version);
 			zs_restart_lineage(slot_name, publications, replica_version);
 			claim_change_log();
 			zs_backfill_reset();
@@ -922,6 +1035,10 @@ zs_decoder_main(Datum main_arg)
 	}
 	PG_CATCH();
 	{
+		if (decoding)
+			check_dropped_publication(worker_context);
+		/* a round published but not stored is stored by the next decoder */
+		zs_live_clear();
 		zs_worker_fail(ZS_WORKER_DECODER, worker_context);
 	}
 	PG_END_TRY();

@@ -9,11 +9,16 @@
  * every connected subscriber's acked watermark, every snapshot
  * reservation's, every subscriber that left less than
  * zero_stream.subscriber_retention ago) and deletes the rows below it in
- * batches of PURGE_BATCH_ROWS, each its own transaction, for at most
- * PURGE_STEP_MS per loop iteration: a large purge is spread over several
- * iterations between decoding rounds, so it never holds the stream back
- * for long. What was purged, the floor and what holds it are in
- * zero_stream.status().
+ * batches, each its own transaction, between decoding rounds:
+ *   - a batch's size adapts so that it takes about PURGE_BATCH_MS (between
+ *     PURGE_BATCH_MIN_ROWS and PURGE_BATCH_MAX_ROWS): the stream waits for
+ *     at most one batch;
+ *   - while the decoder is idle, a step runs batches for up to PURGE_STEP_MS;
+ *   - while it is decoding, the purge gets PURGE_BUSY_SHARE percent of the
+ *     decoder's time (time credit earned while decoding), so a purge of
+ *     millions of rows does not slow a backlog's store by more than that;
+ *     it catches up at full speed once the decoder is idle.
+ * What was purged, the floor and what holds it are in zero_stream.status().
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -27,8 +32,15 @@
 #include "shmem.h"
 #include "spi_xact.h"
 
-#define PURGE_BATCH_ROWS 10000
+#define PURGE_BATCH_MIN_ROWS 1000
+#define PURGE_BATCH_MAX_ROWS 20000
+#define PURGE_BATCH_MS 25
 #define PURGE_STEP_MS 200
+#define PURGE_BUSY_SHARE 10
+
+static int	batch_rows = 5000;
+static double credit_ms = 0;	/* purge time earned while decoding */
+static TimestampTz last_step_end = 0;
 
 static TimestampTz last_purge = 0;
 static bool running = false;		/* a purge is spread over iterations */
@@ -68,11 +80,31 @@ take_request(void)
 	return r;
 }
 
+/* next batch's size: about PURGE_BATCH_MS at the rate the last one ran */
+static void
+adapt_batch_rows(int64 rows, long ms)
+{
+	double		next;
+
+	if (rows < batch_rows)
+		return;					/* a partial batch says little about the rate */
+	next = ms > 0 ? (double) rows * PURGE_BATCH_MS / ms : (double) batch_rows * 2;
+	next = Min(next, (double) batch_rows * 2);
+	batch_rows = (int) Max(PURGE_BATCH_MIN_ROWS, Min(PURGE_BATCH_MAX_ROWS, next));
+}
+
+static long
+ms_between(TimestampTz from, TimestampTz to)
+{
+	return to > from ? (long) ((to - from) / 1000) : 0;
+}
+
 bool
-zs_purge_step(const char *gate)
+zs_purge_step(const char *gate, bool decoding)
 {
 	TimestampTz start = GetCurrentTimestamp();
 	ZsPurgeResult result = ZS_PURGE_DONE;
+	long		budget_ms = PURGE_STEP_MS;
 
 	requested |= take_request();
 	if (!running)
@@ -93,17 +125,33 @@ zs_purge_step(const char *gate)
 		running = true;
 		after_watermark[0] = '\0';
 		after_pos = -1;
+		credit_ms = 0;
+		last_step_end = start;
+	}
+
+	if (decoding)
+	{
+		credit_ms += (double) ms_between(last_step_end, start) * PURGE_BUSY_SHARE / (100 - PURGE_BUSY_SHARE);
+		credit_ms = Min(credit_ms, PURGE_STEP_MS);
+		if (credit_ms < PURGE_BATCH_MS)
+		{
+			last_step_end = start;
+			return true;		/* not yet our turn; the purge goes on later */
+		}
+		budget_ms = (long) credit_ms;
 	}
 
 	do
 	{
 		int64		rows;
 		int64		bytes;
+		TimestampTz batch_start = GetCurrentTimestamp();
 
 		zs_spi_xact_begin("zero_stream: purging the change log");
-		result = zs_changelog_purge_batch(floor_watermark, PURGE_BATCH_ROWS, after_watermark, &after_pos,
+		result = zs_changelog_purge_batch(floor_watermark, batch_rows, after_watermark, &after_pos,
 										  &rows, &bytes);
 		zs_spi_xact_commit();
+		adapt_batch_rows(rows, ms_between(batch_start, GetCurrentTimestamp()));
 		run_rows += rows;
 		run_bytes += bytes;
 		if (rows > 0)
@@ -115,8 +163,11 @@ zs_purge_step(const char *gate)
 		}
 		CHECK_FOR_INTERRUPTS();
 	} while (result == ZS_PURGE_MORE &&
-			 !TimestampDifferenceExceeds(start, GetCurrentTimestamp(), PURGE_STEP_MS));
+			 !TimestampDifferenceExceeds(start, GetCurrentTimestamp(), budget_ms));
 
+	last_step_end = GetCurrentTimestamp();
+	if (decoding)
+		credit_ms -= ms_between(start, last_step_end);
 	if (result == ZS_PURGE_MORE)
 		return true;			/* the next iteration goes on */
 

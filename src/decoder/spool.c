@@ -64,6 +64,12 @@ zs_spool_append(ZsSpool *spool, const ZsSpoolRecord *header, const char *data)
 	appendBinaryStringInfo(&spool->memory, data, header->len);
 }
 
+void
+zs_spool_set_memory_limit(ZsSpool *spool, Size memory_limit)
+{
+	spool->memory_limit = memory_limit;
+}
+
 Size
 zs_spool_bytes(ZsSpool *spool)
 {

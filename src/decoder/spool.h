@@ -28,6 +28,8 @@ typedef struct ZsSpool ZsSpool;
 
 extern ZsSpool *zs_spool_create(MemoryContext context, Size memory_limit);
 extern void zs_spool_append(ZsSpool *spool, const ZsSpoolRecord *header, const char *data);
+/* records beyond memory_limit bytes go to the file (from the next append on) */
+extern void zs_spool_set_memory_limit(ZsSpool *spool, Size memory_limit);
 extern Size zs_spool_bytes(ZsSpool *spool);
 extern void zs_spool_start_read(ZsSpool *spool);
 extern bool zs_spool_read(ZsSpool *spool, ZsSpoolRecord *header, StringInfo data);

@@ -15,7 +15,9 @@
  *     acks, for longer than zero_stream.slow_subscriber_grace_period while
  *     another keeps up, is ended with StreamTooFarBehind.
  * Subscribers at the same position share one read of the log and the
- * messages built from it.
+ * messages built from it. A live subscriber exactly where the round the
+ * decoder is storing begins (or inside it) reads that round from shared
+ * memory instead, before it is stored (changelog/changelog_live.c).
  *
  * Catch-up is paced against live serving (issue 13). Each round serves the
  * live subscribers first (those whose last page reached the end of the log:
@@ -45,10 +47,12 @@
 #include "utils/timestamp.h"
 
 #include "changelog/changelog.h"
+#include "changelog/changelog_live.h"
 #include "codec/websocket.h"
 #include "guc.h"
 #include "server/connection.h"
 #include "server/flow_control.h"
+#include "shmem.h"
 #include "spi_xact.h"
 
 /*
@@ -181,15 +185,18 @@ serve_position(int first, bool catching_up, const char *head, const char *log_ve
 	Size		queued = 0;
 	Size		page_bytes = 0;
 	bool		handed = false;
-	int			rows;
+	int			limit;
 
 	*stopped_at = -1;
 	zs_subscriber_position(zs_conns[first]->sub, watermark, &pos);
 	old = MemoryContextSwitchTo(page_context);
-	rows = page_rows(backlog_limit() - zs_conn_pending(zs_conns[first]));
+	limit = page_rows(backlog_limit() - zs_conn_pending(zs_conns[first]));
 	if (catching_up && live_present)
-		rows = Min(rows, CATCHUP_LIVE_PAGE_ROWS);
-	page = zs_changelog_read_page(watermark, pos, rows);
+		limit = Min(limit, CATCHUP_LIVE_PAGE_ROWS);
+	/* the round the decoder is storing, if it continues from here; else the log */
+	page = zs_live_read_page(log_version, watermark, pos, limit);
+	if (page == NULL)
+		page = zs_changelog_read_page(watermark, pos, limit);
 	for (int r = 0; r < page->nrows; r++)
 		page_bytes += page->rows[r].message_len;
 	if (page->nrows > 0)
@@ -241,12 +248,16 @@ zs_flow_serve_pages(const char *head, const char *replica_version, ZsFlowRound *
 	int			stopped_at;
 	TimestampTz now;
 	bool		pausing;
+	char		live_head[ZS_WATERMARK_MAXLEN];
 
 	round->catching_up = false;
 	round->next_ms = -1;
 	live_present = false;
 	if (replica_version[0] == '\0')
 		return;					/* the decoder has not started the log yet */
+	/* rows of the round being stored count as there to be read */
+	if (zs_live_head(replica_version, live_head) && strcmp(live_head, head) > 0)
+		head = live_head;
 
 	for (int i = 0; i < zs_nconns; i++)
 	{
@@ -340,6 +351,32 @@ zs_flow_serve_pages(const char *head, const char *replica_version, ZsFlowRound *
 			round->next_ms = 0;
 	}
 	zs_spi_xact_commit();
+}
+
+void
+zs_flow_send_lag_reports(void)
+{
+	static uint64 sent_generation = 0;
+	char		report[ZS_LAG_REPORT_LEN];
+	uint64		generation;
+
+	LWLockAcquire(zs_shared->lock, LW_SHARED);
+	generation = zs_shared->lag_report_generation;
+	strlcpy(report, zs_shared->lag_report, sizeof(report));
+	LWLockRelease(zs_shared->lock);
+	if (generation == sent_generation)
+		return;
+	sent_generation = generation;
+	zs_subscriber_set_lag_report(report);
+	for (int i = 0; i < zs_nconns; i++)
+	{
+		ZsConn	   *c = zs_conns[i];
+
+		if (!c->closed && !c->close_after_flush && c->sub != NULL &&
+			zs_subscriber_is_following(c->sub) &&
+			zs_subscriber_send_lag_report(c->sub, &c->out))
+			zs_conn_flush(c);
+	}
 }
 
 void

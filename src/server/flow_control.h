@@ -36,4 +36,11 @@ extern void zs_flow_pace_catchup(int64 round_us);
 /* End the subscriptions that lagged for longer than the grace period. */
 extern void zs_flow_check_laggards(const char *head);
 
+/*
+ * A new lag report from the decoder (decoder/lag_report.c): sent to every
+ * live subscriber between transactions, and kept for new subscriptions'
+ * first status.
+ */
+extern void zs_flow_send_lag_reports(void);
+
 #endif							/* ZS_FLOW_CONTROL_H */

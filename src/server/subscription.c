@@ -26,6 +26,7 @@
 #include "codec/zero_errors.h"
 #include "guc.h"
 #include "server/subscription.h"
+#include "shmem.h"
 
 /* most messages in one {"id":n,"batch":[...]} frame, as zero-cache's maxBatchSize */
 #define MAX_BATCH 64
@@ -59,6 +60,7 @@ struct ZsSubscriber
 	char	   *malformed_watermark;	/* not a watermark: too old for any log */
 	bool		last_page_full;	/* more rows may follow without a new commit */
 	bool		reached_head;	/* has been live at least once */
+	bool		mid_transaction;	/* the last row read is not a transaction's end */
 	int64		error_id;		/* id of the error message that ends it, or 0 */
 
 	bool		batched;		/* {"id":n,"batch":[...]} frames (v7 wsBatched) */
@@ -79,6 +81,9 @@ struct ZsSubscriber
 };
 
 static const char status_message[] = "[\"status\",{\"tag\":\"status\"}]";
+
+/* the latest lag report (a lagReport object), "" if none: set by the server */
+static char lag_report[ZS_LAG_REPORT_LEN];
 
 static bool
 missing(const char *value)
@@ -352,13 +357,47 @@ zs_subscriber_position(const ZsSubscriber *sub, char *watermark, int64 *pos)
 	*pos = sub->cursor_pos;
 }
 
-/* The subscription is accepted: its first message is the status (protocol >= 2). */
+/* ["status",{"tag":"status","lagReport":<report>}] */
+static void
+send_lag_status(ZsSubscriber *sub, StringInfo out)
+{
+	char	   *msg = psprintf("[\"status\",{\"tag\":\"status\",\"lagReport\":%s}]", lag_report);
+
+	send_message(sub, out, msg, strlen(msg), "");
+	pfree(msg);
+}
+
+/*
+ * The subscription is accepted: its first message is the status (protocol
+ * >= 2), with the latest lag report if there is one (zero-cache 1.9.0).
+ */
 static void
 mark_validated(ZsSubscriber *sub, StringInfo out)
 {
 	sub->validated = true;
-	if (sub->protocol >= 2)
+	if (sub->protocol < 2)
+		return;
+	if (lag_report[0] != '\0')
+		send_lag_status(sub, out);
+	else
 		send_message(sub, out, status_message, sizeof(status_message) - 1, "");
+}
+
+void
+zs_subscriber_set_lag_report(const char *report)
+{
+	strlcpy(lag_report, report, sizeof(lag_report));
+}
+
+bool
+zs_subscriber_send_lag_report(ZsSubscriber *sub, StringInfo out)
+{
+	if (lag_report[0] == '\0' || sub->protocol < 2 || !sub->validated ||
+		sub->error_id != 0 || sub->mid_transaction)
+		return false;
+	send_lag_status(sub, out);
+	flush_batch(sub, out);
+	return true;
 }
 
 /*
@@ -438,6 +477,8 @@ zs_subscriber_consume_page(ZsSubscriber *sub, const ZsChangeLogPage *page, const
 
 		strlcpy(sub->cursor_watermark, row->watermark, sizeof(sub->cursor_watermark));
 		sub->cursor_pos = row->pos;
+		sub->mid_transaction = !row->is_commit &&
+			strncmp(row->message, "[\"rollback\"", 11) != 0;
 
 		if (!sub->validated)
 		{

@@ -106,6 +106,15 @@ extern bool zs_subscriber_is_live(const ZsSubscriber *sub, const char *head);
  */
 extern bool zs_subscriber_is_following(const ZsSubscriber *sub);
 
+/*
+ * Lag reports (docs/zero-protocol.md §3.5): the latest one, which new
+ * subscriptions get in their first status; and sending it to a subscriber
+ * as ["status",{"tag":"status","lagReport":...}], only between transactions
+ * (false if it was not sent).
+ */
+extern void zs_subscriber_set_lag_report(const char *report);
+extern bool zs_subscriber_send_lag_report(ZsSubscriber *sub, StringInfo out);
+
 /* End the subscription with StreamTooFarBehind. */
 extern void zs_subscriber_fail_lagging(ZsSubscriber *sub, StringInfo out, int64 grace_ms,
 									   int64 lagging_ms);

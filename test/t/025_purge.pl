@@ -124,6 +124,8 @@ my $replicator = sql(q{SELECT pid FROM zero_stream.workers() WHERE worker = 'rep
 my $decoder = sql(q{SELECT pid FROM zero_stream.workers() WHERE worker = 'decoder'});
 kill 'STOP', $replicator;
 sql(join ';', map { "INSERT INTO t (v) VALUES ('gate $_')" } 1 .. 20);
+# stored before the restart, so the head at the new decoder's start is past the backup
+zs_wait_catchup($node);
 kill 'TERM', $decoder;
 $node->poll_query_until('postgres', qq{SELECT pid <> $decoder AND state = 'streaming' FROM zero_stream.status()})
   or die 'the decoder did not restart';

@@ -6,7 +6,8 @@
 # WrongReplicaVersion, and zero-stream-replica restores by itself and then
 # equals PostgreSQL. Then: a quiet published table while an unpublished one
 # is written hard still lets the slot's restart_lsn advance (retained WAL
-# stays bounded).
+# stays bounded). Last, the streamed publication dropped: the same
+# recovery, by a new lineage.
 use strict;
 use warnings;
 
@@ -109,6 +110,25 @@ ok($node->poll_query_until('postgres',
 	'writes to unpublished tables only: restart_lsn advances, retained WAL stays bounded');
 cmp_ok(sql('SELECT retained_wal_bytes FROM zero_stream.status()'), '<', 64 * 1024 * 1024,
 	'status() shows the retained WAL');
+
+# a streamed publication dropped: decoding cannot get past the next change
+# (pgoutput looks the publication up at each change's historic snapshot);
+# the decoder asks for a new lineage, recreates the default publication at
+# its next start, says why, and the replica restores and follows
+my $rv2 = sql('SELECT replica_version FROM zero_stream.status()');
+sql('DROP PUBLICATION _zero_public_0');
+sql(q{INSERT INTO t (v) VALUES ('after the drop')});
+ok($node->poll_query_until('postgres',
+		qq{SELECT state = 'streaming' AND replica_version <> '$rv2' FROM zero_stream.status()}),
+	'a dropped publication: a new lineage is started');
+like(sql('SELECT last_reset FROM zero_stream.status()'),
+	qr/publication "_zero_public_0" does not exist at [0-9A-F]+\/[0-9A-F]+, where decoding stopped/,
+	'status() says why (last_reset)');
+ok($node->log_contains('WARNING:  publication "_zero_public_0" does not exist at'), 'and the log');
+is(sql(q{SELECT count(*) FROM pg_publication WHERE pubname = '_zero_public_0'}), '1',
+	'the default publication is there again');
+sql(q{INSERT INTO t (v) VALUES ('after the new lineage')});
+replica_equals('after the dropped publication');
 
 $cli->kill_kill;
 $node->stop;

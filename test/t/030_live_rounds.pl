@@ -1,0 +1,155 @@
+# Live subscribers get a round before it is stored (issue 14,
+# changelog/changelog_live.c): with the decoder's store held back by a lock
+# on changeLog, a live subscriber (zero-stream-tail) and zero-stream-replica
+# still receive and apply the round the decoder is storing (here one
+# transaction), which the log does not have yet. Then the cluster crashes (immediate stop) before the store: the
+# decoder stores the same transactions again after the restart, the replica
+# that got ahead of the log resumes from its own watermark, and it equals
+# PostgreSQL with every increment applied exactly once. With
+# zero_stream.live_buffer = 0, a subscriber waits for the store.
+use strict;
+use warnings;
+
+use FindBin;
+use lib $FindBin::RealBin;
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(usleep);
+use ZeroStreamTest;
+
+my $CLI = "$FindBin::RealBin/../../zero-stream-replica";
+my $TAIL = "$FindBin::RealBin/../../zero-stream-tail";
+my $CDC = '"zero_0/cdc"';
+
+my $node = zs_new_node('live', before_extension => q{
+CREATE TABLE items (id int PRIMARY KEY, n bigint NOT NULL);
+INSERT INTO items SELECT g, 0 FROM generate_series(1, 100) g;
+});
+my $port = $node->{zs_server_port};
+my $dir = $node->basedir;
+my $app = "$dir/app.db";
+sub sql { return $node->safe_psql('postgres', $_[0]); }
+sub digest { return sql(q{SELECT count(*) || ':' || sum(n) FROM items}); }
+
+my $cli = IPC::Run::start([ $CLI, 'sync', '--task-id', 'live', "ws://127.0.0.1:$port", $app ],
+	'>', "$dir/cli.out", '2>>', "$dir/cli.log");
+
+sub replica_at
+{
+	my ($watermark) = @_;
+	for (1 .. 600)
+	{
+		return 1 if -f $app && zs_sqlite($app, 'SELECT stateVersion FROM "_zero.replicationState"') eq $watermark;
+		usleep(100_000);
+	}
+	return 0;
+}
+
+sql(q{UPDATE items SET n = n + 1 WHERE id <= 10});
+zs_wait_catchup($node);
+ok(replica_at(sql('SELECT last_watermark FROM zero_stream.status()')), 'the replica follows');
+is(zs_sqlite($app, q{SELECT count(*) || ':' || sum(n) FROM items}), digest(), 'and equals PostgreSQL');
+
+# a live subscriber from the head
+my $rv = sql('SELECT replica_version FROM zero_stream.status()');
+my $head = sql('SELECT last_watermark FROM zero_stream.status()');
+my $tail = IPC::Run::start(
+	[ $TAIL, '--idle', '120', "ws://127.0.0.1:$port/replication/v6/changes?id=live&taskID=t&replicaVersion=$rv&watermark=$head" ],
+	'>', "$dir/tail.out", '2>', "$dir/tail.err");
+$node->poll_query_until('postgres', q{SELECT count(*) = 2 FROM zero_stream.subscribers() WHERE state = 'live'})
+  or die 'the subscribers are not live';
+
+# hold the store back: the decoder's insert waits for this lock
+my ($in, $out) = ('', '');
+my $locker = IPC::Run::start([ 'psql', '-X', '-q', '-A', '-t', '-h', $node->host, '-p', $node->port, '-d', 'postgres' ],
+	'<', \$in, '>', \$out, '2>', \my $err);
+$in .= qq{BEGIN; LOCK TABLE $CDC."changeLog" IN EXCLUSIVE MODE; SELECT 'locked';\n};
+$locker->pump until $out =~ /locked/;
+
+sql(q{BEGIN; UPDATE items SET n = n + 1 WHERE id = 1; UPDATE items SET n = n + 10 WHERE id = 2; COMMIT});
+my $got = 0;
+for (1 .. 300)
+{
+	my $text = -f "$dir/tail.out" ? slurp_file("$dir/tail.out") : '';
+	$got = () = $text =~ /\["commit"/g;
+	last if $got >= 1;
+	usleep(100_000);
+}
+is($got, 1, 'the live subscriber received the transaction while the store waits');
+is(sql(qq{SELECT count(*) FROM $CDC."changeLog" WHERE watermark > '$head'}), '0',
+	'the change log does not hold it yet');
+is(sql(q{SELECT wait_event_type FROM pg_stat_activity WHERE backend_type = 'zero_stream decoder'}), 'Lock',
+	'the decoder is waiting to store it');
+my $ahead = sql(q{SELECT watermark_sent FROM zero_stream.subscribers() WHERE id = 'live'});
+cmp_ok($ahead, 'gt', $head, 'the subscriber is ahead of the stored head');
+my $replica_ahead = 0;
+for (1 .. 300)
+{
+	$replica_ahead = zs_sqlite($app, 'SELECT sum(n) FROM items') eq sql('SELECT sum(n) FROM items') and last;
+	usleep(100_000);
+}
+ok($replica_ahead, 'zero-stream-replica applied them too')
+  or diag(zs_sqlite($app, 'SELECT sum(n) FROM items') . ' ' . sql('SELECT sum(n) FROM items') . "\n"
+	  . sql('SELECT * FROM zero_stream.subscribers()'));
+
+# crash before the store: the transactions are decoded and stored again
+$node->stop('immediate');
+$locker->finish;
+$tail->finish;
+$node->start;
+zs_wait_ready($node);
+zs_wait_streaming($node);
+sql(q{UPDATE items SET n = n + 100 WHERE id = 3});
+zs_wait_catchup($node);
+is(sql(qq{SELECT count(*) FROM $CDC."changeLog" WHERE watermark > '$head' AND change->>'tag' = 'commit'}), '2',
+	'after the crash the log holds the transaction (stored again) and the new one');
+zs_check_log_integrity($node, 'after the crash');
+ok(replica_at(sql('SELECT last_watermark FROM zero_stream.status()')), 'the replica resumed from its own watermark');
+is(zs_sqlite($app, q{SELECT count(*) || ':' || sum(n) FROM items}), digest(),
+	'and equals PostgreSQL: every increment applied exactly once');
+
+# a subscriber from the old head gets each transaction once, in order
+my $after = sql('SELECT last_watermark FROM zero_stream.status()');
+IPC::Run::run([ $TAIL, '--idle', '2', "ws://127.0.0.1:$port/replication/v6/changes?id=again&taskID=t&replicaVersion=$rv&watermark=$head" ],
+	'>', \my $again, '2>', \my $again_err, IPC::Run::timeout(60));
+my @commits = $again =~ /"commit",\{[^}]*\},\{"watermark":"([^"]+)"/g;
+is(scalar(@commits), 2, 'a subscriber from the old head gets two commits');
+is_deeply(\@commits, [ sort @commits ], 'in order');
+is($commits[-1], $after, 'up to the head');
+
+# without the live buffer, a live subscriber waits for the store
+$node->append_conf('postgresql.conf', 'zero_stream.live_buffer = 0');
+$node->restart;
+zs_wait_streaming($node);
+$head = sql('SELECT last_watermark FROM zero_stream.status()');
+unlink "$dir/tail.out";
+$tail = IPC::Run::start(
+	[ $TAIL, '--idle', '30', "ws://127.0.0.1:$port/replication/v6/changes?id=stored&taskID=t&replicaVersion=$rv&watermark=$head" ],
+	'>', "$dir/tail.out", '2>', "$dir/tail.err");
+$node->poll_query_until('postgres', q{SELECT count(*) >= 1 FROM zero_stream.subscribers() WHERE id = 'stored' AND state = 'live'})
+  or die 'the subscriber is not live';
+($in, $out) = ('', '');
+$locker = IPC::Run::start([ 'psql', '-X', '-q', '-A', '-t', '-h', $node->host, '-p', $node->port, '-d', 'postgres' ],
+	'<', \$in, '>', \$out, '2>', \$err);
+$in .= qq{BEGIN; LOCK TABLE $CDC."changeLog" IN EXCLUSIVE MODE; SELECT 'locked';\n};
+$locker->pump until $out =~ /locked/;
+sql(q{UPDATE items SET n = n + 1 WHERE id = 4});
+usleep(2_000_000);
+my $early = () = (-f "$dir/tail.out" ? slurp_file("$dir/tail.out") : '') =~ /\["commit"/g;
+is($early, 0, 'live_buffer = 0: nothing is sent before the store');
+$in .= "ROLLBACK;\n\\q\n";
+$locker->finish;
+my $late = 0;
+for (1 .. 300)
+{
+	$late = () = slurp_file("$dir/tail.out") =~ /\["commit"/g;
+	last if $late >= 1;
+	usleep(100_000);
+}
+is($late, 1, 'and the transaction once it is stored');
+$tail->kill_kill;
+$cli->kill_kill;
+$node->stop;
+done_testing();
