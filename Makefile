@@ -13,6 +13,7 @@ OBJS = \
 	src/codec/http.o \
 	src/codec/websocket.o \
 	src/codec/change_message.o \
+	src/codec/stream_frame.o \
 	src/decoder/decoder_worker.o \
 	src/decoder/lineage.o \
 	src/decoder/output_plugin.o \
@@ -100,7 +101,15 @@ REPLICA_CLIENT_SRCS = src/client/zero_stream_replica.c src/client/ws_client.c sr
 $(REPLICA_CLIENT): $(REPLICA_CLIENT_SRCS) $(wildcard $(srcdir)/src/*/*.h)
 	$(CC) $(CLIENT_CFLAGS) -o $@ $(REPLICA_CLIENT_SRCS) $(CLIENT_LIBS) -lsqlite3
 
-all: $(CLIENT) $(REPLICA_CLIENT)
+# N subscriptions in one process (benchmarks, TAP 027); not installed
+FANOUT_CLIENT = zero-stream-fanout
+FANOUT_CLIENT_SRCS = src/client/zero_stream_fanout.c src/client/ws_client.c src/codec/websocket.c \
+	src/codec/stream_frame.c
+
+$(FANOUT_CLIENT): $(FANOUT_CLIENT_SRCS) $(wildcard $(srcdir)/src/*/*.h)
+	$(CC) $(CLIENT_CFLAGS) -o $@ $(FANOUT_CLIENT_SRCS) $(CLIENT_LIBS)
+
+all: $(CLIENT) $(REPLICA_CLIENT) $(FANOUT_CLIENT)
 install: install-client
 install-client: $(CLIENT) $(REPLICA_CLIENT)
 	$(INSTALL_PROGRAM) $(CLIENT) '$(DESTDIR)$(bindir)/$(CLIENT)'
@@ -115,7 +124,7 @@ PG_PERL_LIB = $(dir $(PGXS))../../src/test/perl
 
 UNIT_TESTS = test/unit/test_watermark test/unit/test_json test/unit/test_pgoutput \
 	test/unit/test_websocket test/unit/test_http test/unit/test_codec \
-	test/unit/test_replica test/unit/test_schema_diff
+	test/unit/test_replica test/unit/test_schema_diff test/unit/test_stream_frame
 UNIT_CFLAGS = -O2 -g -Wall $(ZS_WERROR) -DFRONTEND -I$(srcdir)/src -I$(PG_INCLUDEDIR) \
 	-I$(shell $(PG_CONFIG) --includedir)
 UNIT_LIBS = -L$(PG_LIBDIR) -lpgcommon -lpgport -lcrypto -lm
@@ -144,6 +153,9 @@ test/unit/test_replica: test/unit/test_replica.c src/replica/replica_apply.c src
 test/unit/test_schema_diff: test/unit/test_schema_diff.c src/decoder/schema_diff.c src/codec/json_read.c src/codec/json_out.c src/codec/json_js.c test/unit/unit.h $(wildcard $(srcdir)/src/*/*.h)
 	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_schema_diff.c src/decoder/schema_diff.c src/codec/json_read.c src/codec/json_out.c src/codec/json_js.c $(UNIT_LIBS)
 
+test/unit/test_stream_frame: test/unit/test_stream_frame.c src/codec/stream_frame.c src/codec/change_message.c test/unit/unit.h $(wildcard $(srcdir)/src/*/*.h)
+	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_stream_frame.c src/codec/stream_frame.c src/codec/change_message.c $(UNIT_LIBS)
+
 .PHONY: unitcheck regresscheck tapcheck check-all layoutcheck
 
 # README's Layout section against the tree, and the include layers
@@ -166,4 +178,4 @@ tapcheck:
 
 check-all: unitcheck regresscheck tapcheck
 
-EXTRA_CLEAN = $(CLIENT) $(REPLICA_CLIENT) $(UNIT_TESTS) tmp_check test/results test/tmp_check test/log
+EXTRA_CLEAN = $(CLIENT) $(REPLICA_CLIENT) $(FANOUT_CLIENT) $(UNIT_TESTS) tmp_check test/results test/tmp_check test/log

@@ -3,17 +3,20 @@
  *	  Client side of the subscriber protocol (see ws_client.h).
  *
  * TLS (wss://, https://) uses OpenSSL, which PostgreSQL links too, on the
- * same blocking socket: the server's certificate is verified against
- * --ca-file / ZS_SSL_CA_FILE or the system's CA certificates and must name
- * the URL's host (DNS name or IP address), unless verification is
- * explicitly turned off. A zero_stream server sends no session tickets, so
- * a readable socket always has a record of data, a close_notify or an
- * alert for SSL_read, and a read never blocks on handshake traffic alone.
+ * same socket (blocking; non-blocking after the handshake for a client of
+ * many connections, zs_client_set_nonblocking): the server's certificate
+ * is verified against --ca-file / ZS_SSL_CA_FILE or the system's CA
+ * certificates and must name the URL's host (DNS name or IP address),
+ * unless verification is explicitly turned off. A zero_stream server sends
+ * no session tickets, so a readable socket always has a record of data, a
+ * close_notify or an alert for SSL_read, and a read never blocks on
+ * handshake traffic alone (non-blocking, a partial record is EAGAIN).
  *-------------------------------------------------------------------------
  */
 #include "postgres_fe.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -232,6 +235,7 @@ bool
 zs_client_connect(const ZsUrl *url, ZsClientConn *conn, char *err)
 {
 	conn->ssl = NULL;
+	conn->nonblocking = false;
 	conn->sock = connect_tcp(url, err);
 	if (conn->sock < 0)
 		return false;
@@ -284,7 +288,7 @@ zs_client_read(ZsClientConn *conn, void *buf, size_t len, char *err)
 	{
 		ssize_t		got = recv(conn->sock, buf, len, 0);
 
-		if (got < 0 && errno != EINTR)
+		if (got < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)
 			snprintf(err, ZS_CLIENT_ERR_LEN, "could not read from the server: %m");
 		return got;
 	}
@@ -298,7 +302,8 @@ zs_client_read(ZsClientConn *conn, void *buf, size_t len, char *err)
 	{
 		case SSL_ERROR_WANT_READ:
 		case SSL_ERROR_WANT_WRITE:
-			errno = EINTR;		/* a signal interrupted the read: try again */
+			/* a signal interrupted the read, or nothing yet (non-blocking) */
+			errno = conn->nonblocking ? EAGAIN : EINTR;
 			return -1;
 		case SSL_ERROR_ZERO_RETURN:
 			return 0;
@@ -407,6 +412,62 @@ zs_client_write_all(ZsClientConn *conn, const char *data, size_t len, char *err)
 		len -= n;
 	}
 	return true;
+}
+
+bool
+zs_client_set_nonblocking(ZsClientConn *conn, char *err)
+{
+	int			flags = fcntl(conn->sock, F_GETFL);
+
+	if (flags < 0 || fcntl(conn->sock, F_SETFL, flags | O_NONBLOCK) < 0)
+	{
+		snprintf(err, ZS_CLIENT_ERR_LEN, "could not make the socket non-blocking: %m");
+		return false;
+	}
+	if (conn->ssl != NULL)
+		SSL_set_mode(conn->ssl, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+	conn->nonblocking = true;
+	return true;
+}
+
+ssize_t
+zs_client_write_some(ZsClientConn *conn, const char *data, size_t len, char *err)
+{
+	ssize_t		n;
+
+	if (len == 0)
+		return 0;
+	if (conn->ssl != NULL)
+	{
+		int			ssl_error;
+
+		ERR_clear_error();
+		errno = 0;
+		n = SSL_write(conn->ssl, data, (int) Min(len, (size_t) INT_MAX));
+		if (n > 0)
+			return n;
+		ssl_error = SSL_get_error(conn->ssl, (int) n);
+		if (ssl_error == SSL_ERROR_WANT_READ || ssl_error == SSL_ERROR_WANT_WRITE)
+			return 0;
+		if (ssl_error == SSL_ERROR_SYSCALL && errno != 0)
+			snprintf(err, ZS_CLIENT_ERR_LEN, "connection lost while sending: %m");
+		else
+			snprintf(err, ZS_CLIENT_ERR_LEN, "connection lost while sending: %s", tls_error_text());
+		return -1;
+	}
+	n = send(conn->sock, data, len, MSG_NOSIGNAL);
+	if (n >= 0)
+		return n;
+	if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+		return 0;
+	snprintf(err, ZS_CLIENT_ERR_LEN, "connection lost while sending: %m");
+	return -1;
+}
+
+bool
+zs_client_pending(ZsClientConn *conn)
+{
+	return conn->ssl != NULL && SSL_pending(conn->ssl) > 0;
 }
 
 bool

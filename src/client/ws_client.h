@@ -43,6 +43,7 @@ typedef struct ZsClientConn
 {
 	int			sock;			/* -1 when not connected */
 	struct ssl_st *ssl;
+	bool		nonblocking;	/* zs_client_set_nonblocking was called */
 } ZsClientConn;
 
 /*
@@ -75,6 +76,21 @@ extern ssize_t zs_client_read(ZsClientConn *conn, void *buf, size_t len, char *e
 
 /* Send everything; false if the connection is lost. */
 extern bool zs_client_write_all(ZsClientConn *conn, const char *data, size_t len, char *err);
+
+/*
+ * Non-blocking use, after the handshake (a client that holds many
+ * connections): zs_client_set_nonblocking makes the socket non-blocking;
+ * then zs_client_read returns -1 with errno EAGAIN when nothing can be
+ * read yet, and zs_client_write_some sends what the socket takes (bytes
+ * sent, possibly 0; -1 with err if the connection is lost). A TLS write
+ * that could not finish must be retried with the same bytes first (they
+ * may have moved: the caller's buffer may grow).
+ */
+extern bool zs_client_set_nonblocking(ZsClientConn *conn, char *err);
+extern ssize_t zs_client_write_some(ZsClientConn *conn, const char *data, size_t len, char *err);
+
+/* Decrypted bytes already read from the socket, which poll() does not see */
+extern bool zs_client_pending(ZsClientConn *conn);
 
 /*
  * The WebSocket upgrade for url->target (or target, if not NULL). Bytes

@@ -23,15 +23,19 @@
  * live subscribers first (those whose last page reached the end of the log:
  * they wait only for new commits, a short page) and sends their frames at
  * once. Then catching-up subscribers get pages in turn, round-robin from
- * where the previous round stopped, until CATCHUP_ROUND_MS or
- * CATCHUP_ROUND_BYTES is spent; the loop then goes back to its
- * WaitEventSet, so that a commit stored meanwhile waits for one such share
- * at most, not for every catching-up subscriber's page. While a subscriber
- * is live, a round that read catch-up pages is followed by a pause in
- * catch-up proportional to its length, so that catch-up takes at most
+ * where the previous round stopped, until the round's budget is spent
+ * (while a subscriber is live, a shorter one, also within a page shared by
+ * many subscribers at one position: framing it for 64 of them takes longer
+ * than reading it); the loop then goes back to its WaitEventSet, so that a
+ * commit stored meanwhile waits for one such share at most, not for every
+ * catching-up subscriber's page. While a subscriber is live, every round
+ * of the loop while someone catches up adds a pause in catch-up
+ * proportional to its length, so that catch-up takes at most
  * zero_stream.catchup_share of the worker's time: on a small machine the
  * decoder and the live subscribers need the CPU that a catch-up going
- * flat out would take (live rounds go on during the pause).
+ * flat out would take (live rounds go on during the pause). The rounds
+ * between page reads count too: reading the acks of a round's pages and
+ * writing them to the sockets cost more than reading them.
  * Each page is built in a memory context reset once it is handed out, and
  * the output it adds is bounded by ack pacing and the backlog limit.
  *-------------------------------------------------------------------------
@@ -54,10 +58,17 @@
 /*
  * A round's share of catch-up: pages are read for catching-up subscribers
  * until this much time has passed since the round's first read or this
- * many bytes were queued, whichever comes first.
+ * many bytes were queued, whichever comes first. While a subscriber is
+ * live, the round is short (a commit stored meanwhile waits for it, and for
+ * writing what it queued) and so is a catch-up page (the one page a round
+ * always reads): a round of 10 ms or 2,000-row pages takes 15-30 ms of
+ * wall time on a busy 2-core machine (bench/catchup.sh).
  */
 #define CATCHUP_ROUND_MS	10
 #define CATCHUP_ROUND_BYTES	(4 * 1024 * 1024)
+#define CATCHUP_LIVE_ROUND_MS		2
+#define CATCHUP_LIVE_ROUND_BYTES	(1024 * 1024)
+#define CATCHUP_LIVE_PAGE_ROWS		500
 
 /* where the next round's catch-up starts: the one after the last served */
 static int	catchup_turn = 0;
@@ -142,16 +153,30 @@ page_rows(Size room)
 	return (int) Max(16, Min((double) zs_catchup_page_rows, fit));
 }
 
+/* Is a catch-up round's budget spent? */
+static bool
+round_spent(Size queued, instr_time start)
+{
+	if (live_present)
+		return queued >= CATCHUP_LIVE_ROUND_BYTES || elapsed_ms(start) >= CATCHUP_LIVE_ROUND_MS;
+	return queued >= CATCHUP_ROUND_BYTES || elapsed_ms(start) >= CATCHUP_ROUND_MS;
+}
+
 /*
  * Read the page after c's position and hand it to c and to every other
  * subscriber of the same class at the same position that has room and was
- * not served in this round. The page lives in page_context, reset after
- * it: a round holds one page at a time, however many it reads. Returns the
- * bytes queued.
+ * not served in this round, in turn from first. The page lives in
+ * page_context, reset after it: a round holds one page at a time, however
+ * many it reads. Catching up while a subscriber is live, the round's
+ * budget (queued so far, since start) counts here too: a page shared by
+ * many subscribers costs each of them its framing and its bytes, so
+ * handing it out stops once the budget is spent, and *stopped_at is the
+ * next subscriber to get it (-1 if none was left out; it reads the page
+ * again in the next round). Returns the bytes queued.
  */
 static Size
 serve_position(int first, bool catching_up, const char *head, const char *log_version,
-			   bool *served)
+			   bool *served, Size queued_before, instr_time start, int *stopped_at)
 {
 	char		watermark[ZS_WATERMARK_MAXLEN];
 	int64		pos;
@@ -159,11 +184,15 @@ serve_position(int first, bool catching_up, const char *head, const char *log_ve
 	MemoryContext old;
 	Size		queued = 0;
 	Size		page_bytes = 0;
+	bool		handed = false;
 	int			limit;
 
+	*stopped_at = -1;
 	zs_subscriber_position(zs_conns[first]->sub, watermark, &pos);
 	old = MemoryContextSwitchTo(page_context);
 	limit = page_rows(backlog_limit() - zs_conn_pending(zs_conns[first]));
+	if (catching_up && live_present)
+		limit = Min(limit, CATCHUP_LIVE_PAGE_ROWS);
 	/* the round the decoder is storing, if it continues from here; else the log */
 	page = zs_live_read_page(log_version, watermark, pos, limit);
 	if (page == NULL)
@@ -172,8 +201,9 @@ serve_position(int first, bool catching_up, const char *head, const char *log_ve
 		page_bytes += page->rows[r].message_len;
 	if (page->nrows > 0)
 		row_bytes = (row_bytes * 3 + (double) page_bytes / page->nrows) / 4;
-	for (int i = 0; i < zs_nconns; i++)
+	for (int k = 0; k < zs_nconns; k++)
 	{
+		int			i = (first + k) % zs_nconns;
 		ZsConn	   *c = zs_conns[i];
 		char		w[ZS_WATERMARK_MAXLEN];
 		int64		p;
@@ -184,7 +214,13 @@ serve_position(int first, bool catching_up, const char *head, const char *log_ve
 		zs_subscriber_position(c->sub, w, &p);
 		if (p != pos || strcmp(w, watermark) != 0)
 			continue;
+		if (catching_up && live_present && handed && round_spent(queued_before + queued, start))
+		{
+			*stopped_at = i;
+			break;
+		}
 		served[i] = true;
+		handed = true;
 		len_before = c->out.len;
 		zs_subscriber_consume_page(c->sub, page, log_version, &c->out,
 								   backlog_limit() - zs_conn_pending(c));
@@ -209,12 +245,12 @@ zs_flow_serve_pages(const char *head, const char *replica_version, ZsFlowRound *
 	instr_time	start;
 	Size		queued = 0;
 	int			next_turn = -1;
+	int			stopped_at;
 	TimestampTz now;
 	bool		pausing;
 	char		live_head[ZS_WATERMARK_MAXLEN];
 
 	round->catching_up = false;
-	round->served_catchup = false;
 	round->next_ms = -1;
 	live_present = false;
 	if (replica_version[0] == '\0')
@@ -269,7 +305,7 @@ zs_flow_serve_pages(const char *head, const char *replica_version, ZsFlowRound *
 		ZsConn	   *c = zs_conns[i];
 
 		if (!served[i] && wants_page(c, head) && !is_catching_up(c))
-			(void) serve_position(i, false, head, log_version, served);
+			(void) serve_position(i, false, head, log_version, served, 0, start, &stopped_at);
 	}
 
 	/*
@@ -287,21 +323,24 @@ zs_flow_serve_pages(const char *head, const char *replica_version, ZsFlowRound *
 
 		if (served[i] || !wants_page(c, head) || !is_catching_up(c))
 			continue;
-		if (next_turn >= 0 &&
-			(queued >= CATCHUP_ROUND_BYTES || elapsed_ms(start) >= CATCHUP_ROUND_MS))
+		if (next_turn >= 0 && round_spent(queued, start))
 		{
 			round->next_ms = 0;
 			next_turn = i;
 			break;
 		}
-		queued += serve_position(i, true, head, log_version, served);
+		queued += serve_position(i, true, head, log_version, served, queued, start, &stopped_at);
+		if (stopped_at >= 0)
+		{
+			/* the page's other subscribers come first in the next round */
+			round->next_ms = 0;
+			next_turn = stopped_at;
+			break;
+		}
 		next_turn = (i + 1) % zs_nconns;
 	}
 	if (next_turn >= 0)
-	{
 		catchup_turn = next_turn;
-		round->served_catchup = true;
-	}
 	/*
 	 * One that was served but has room for more (its page was cut to its
 	 * room, and the socket took it) need not wait for an ack or the tick.
@@ -343,9 +382,14 @@ zs_flow_send_lag_reports(void)
 void
 zs_flow_pace_catchup(int64 round_us)
 {
+	TimestampTz now;
+
 	if (!live_present || zs_catchup_share >= 100)
 		return;
-	catchup_resume_at = GetCurrentTimestamp() + round_us * (100 - zs_catchup_share) / zs_catchup_share;
+	/* rounds during a pause (acks, writes) lengthen it */
+	now = GetCurrentTimestamp();
+	catchup_resume_at = Max(catchup_resume_at, now) +
+		round_us * (100 - zs_catchup_share) / zs_catchup_share;
 }
 
 /*

@@ -11,7 +11,6 @@
 typedef struct ZsFlowRound
 {
 	bool		catching_up;	/* some subscriber is catching up */
-	bool		served_catchup; /* catch-up pages were read in this round */
 	long		next_ms;		/* catch-up has pages left: the next round
 								 * within this many ms (0: at once); -1 if not */
 } ZsFlowRound;
@@ -27,9 +26,10 @@ extern void zs_flow_serve_pages(const char *head, const char *replica_version,
 								ZsFlowRound *round);
 
 /*
- * A round that read catch-up pages took round_us: while a subscriber is
- * live, pause catch-up so that it takes at most zero_stream.catchup_share
- * of the worker's time.
+ * A round of the loop took round_us while some subscriber was catching up
+ * (reading pages for it, or the acks and socket writes its pages cause):
+ * while a subscriber is live, pause catch-up so that it takes at most
+ * zero_stream.catchup_share of the worker's time.
  */
 extern void zs_flow_pace_catchup(int64 round_us);
 

@@ -122,6 +122,32 @@ handle_upstream_message(ZsSubscriber **sub, int protocol, ZsUpstream *up, const 
 	return true;
 }
 
+/*
+ * {"ack":n} exactly as subscribers send it (JSON.stringify of an integer
+ * id): taken without a JSON parse, since a v6 subscriber sends one per
+ * message. Anything else (spaces, other members, other numbers) goes
+ * through cJSON as before.
+ */
+static bool
+plain_ack(const char *text, int len, int64 *id)
+{
+	int64		v = 0;
+	int			i;
+
+	if (len < 9 || len > 7 + 18 + 1 || memcmp(text, "{\"ack\":", 7) != 0 || text[len - 1] != '}')
+		return false;
+	if (text[7] == '0' && len != 9)
+		return false;			/* a leading zero: let cJSON judge */
+	for (i = 7; i < len - 1; i++)
+	{
+		if (text[i] < '0' || text[i] > '9')
+			return false;
+		v = v * 10 + (text[i] - '0');
+	}
+	*id = v;
+	return true;
+}
+
 /* {"ack":n} and nothing else; false with *error otherwise */
 static bool
 parse_ack(const cJSON *json, int64 *id, char **error)
@@ -141,13 +167,16 @@ bool
 zs_upstream_receive(ZsSubscriber **sub, int protocol, ZsUpstream *up,
 					const char *text, int len, StringInfo out, char **error)
 {
-	cJSON	   *json = cJSON_ParseWithLength(text, len);
+	cJSON	   *json;
 	const cJSON *id;
 	const cJSON *msg;
 	const cJSON *batch;
 	bool		ok = true;
 	int64		ack_id;
 
+	if (*sub != NULL && plain_ack(text, len, &ack_id))
+		return zs_subscriber_ack(*sub, ack_id, error);
+	json = cJSON_ParseWithLength(text, len);
 	if (json == NULL || !cJSON_IsObject(json))
 	{
 		cJSON_Delete(json);
@@ -213,10 +242,14 @@ zs_upstream_receive(ZsSubscriber **sub, int protocol, ZsUpstream *up,
 bool
 zs_upstream_receive_ack(ZsSubscriber *sub, const char *text, int len, char **error)
 {
-	cJSON	   *json = cJSON_ParseWithLength(text, len);
+	cJSON	   *json;
 	int64		id;
-	bool		ok = parse_ack(json, &id, error) && zs_subscriber_ack(sub, id, error);
+	bool		ok;
 
+	if (plain_ack(text, len, &id))
+		return zs_subscriber_ack(sub, id, error);
+	json = cJSON_ParseWithLength(text, len);
+	ok = parse_ack(json, &id, error) && zs_subscriber_ack(sub, id, error);
 	cJSON_Delete(json);
 	return ok;
 }
