@@ -18,7 +18,9 @@
 # With more than 200,000 bulk rows, the 200 k / 20 k run is printed first
 # (ZS_BENCH_SMALL=0 skips it). Also printed: the decoder's CPU per stored
 # row and the decoder's and server's private memory (RssAnon), and what the
-# figures depend on (machine, load, settings).
+# figures depend on (machine, load, settings). ZS_BENCH_CONF adds
+# postgresql.conf lines (e.g. zero_stream.replica_file = '' for no backup
+# replica).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,7 +35,8 @@ trap 'run "$BIN/pg_ctl" -D "$DIR/data" stop -m immediate >/dev/null 2>&1 || true
 init_cluster "$DIR" "$PORT" "zero_stream.port = $SPORT
 shared_buffers = 512MB
 max_wal_size = 8GB
-checkpoint_timeout = 30min"
+checkpoint_timeout = 30min
+${ZS_BENCH_CONF:-}"
 set_database bench
 run "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w start >/dev/null
 sql -d postgres -c "CREATE DATABASE bench"
@@ -105,7 +108,8 @@ measure() {
 	local dpid spid rpid; dpid=$(worker_pid decoder); spid=$(worker_pid server); rpid=$(worker_pid replicator)
 	local dcpu drss srss; dcpu=$(cpu_ms "$dpid"); drss=$(rss_kb "$dpid"); srss=$(rss_kb "$spid")
 	wait
-	local scpu rcpu; scpu=$(cpu_ms "$spid"); rcpu=$(cpu_ms "$rpid")
+	local scpu rcpu=0; scpu=$(cpu_ms "$spid")
+	[ -n "$rpid" ] && rcpu=$(cpu_ms "$rpid")
 	wait
 	python3 - "$name" "$rows" "$msgs" "$wal_mb" "$t0" "$t1" "$tr" "$t2" "$t3" "$DIR/e2e.out" \
 		"$dcpu" "$drss" "$srss" "$scpu" "$rcpu" "$DIR/e2e.time" <<'PY'
@@ -147,7 +151,7 @@ echo "zero_stream benchmark: $(sql -d bench -c 'SELECT version()' | cut -d' ' -f
 echo "depends on: load average before the run $(cut -d' ' -f1-3 /proc/loadavg) (run it alone);" \
 	"shared_buffers $(setting shared_buffers), wal_buffers $(setting wal_buffers)," \
 	"commit_batch_size $(setting zero_stream.commit_batch_size), changelog_batch_size $(setting zero_stream.changelog_batch_size)," \
-	"backup replica '$(setting zero_stream.replica_file)' (its replicator applies every change on the other core)," \
+	"backup replica '$(setting zero_stream.replica_file)' (if set, its replicator applies every change on the other core)," \
 	"purge_interval $(setting zero_stream.purge_interval), collation of changeLog.watermark" \
 	"'$(sql -d bench -c "SELECT coalesce(collname, 'default') FROM pg_attribute a LEFT JOIN pg_collation c ON c.oid = a.attcollation WHERE attrelid = '\"zero_0/cdc\".\"changeLog\"'::regclass AND attname = 'watermark'")'," \
 	"WAL segments recycled (warm-up above)"
