@@ -151,6 +151,7 @@ static MemoryContext message_context;
 static ResourceOwner decoding_owner;
 static DecodePosition position;
 static bool decoding = false;	/* in the decode loop (decode_and_store) */
+static bool round_stored = false;	/* the last round stored transactions */
 
 /* the published schema at the current point of the stream (TopMemoryContext) */
 static char *schema_baseline = NULL;
@@ -630,6 +631,7 @@ decode_and_store(LogicalDecodingContext *ctx)
 	error_context_stack = callback.previous;
 	switch_catalog_view(round_start);
 
+	round_stored = batch.ntxns > 0;
 	if (batch.ntxns > 0)
 	{
 		publish_round();
@@ -1078,7 +1080,11 @@ run_decoder(MemoryContext worker_context)
 		/* a backfill's messages, between rounds (decoder/backfill.c) */
 		if (zs_backfill_step(stored_head, ctx->reader->EndRecPtr))
 			busy = true;
-		if (zs_purge_step(purge_gate, busy))
+		/*
+		 * The purge yields to rounds that stored something, not to WAL
+		 * read: its own deletes are WAL the decoder reads (and skips).
+		 */
+		if (zs_purge_step(purge_gate, busy && round_stored))
 			busy = true;
 		zs_lag_report_step();
 
