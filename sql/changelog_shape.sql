@@ -5,8 +5,10 @@ SELECT c.collname AS watermark_collation
   FROM pg_attribute a JOIN pg_collation c ON c.oid = a.attcollation
  WHERE a.attrelid = '"zero_0/cdc"."changeLog"'::regclass AND a.attname = 'watermark';
 
-CREATE TABLE shape (id integer PRIMARY KEY, v text);
+-- everything before is stored: the table's creation and its rows come after
+SELECT zero_stream.wait_for_catchup();
 SELECT last_watermark AS start FROM zero_stream.status() \gset
+CREATE TABLE shape (id integer PRIMARY KEY, v text);
 
 -- as created: multi-insert (TOASTed values and all)
 INSERT INTO shape SELECT g, repeat('x', 10 * g) FROM generate_series(1, 300) g;
