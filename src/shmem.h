@@ -199,7 +199,6 @@ typedef struct ZsLiveRound
 	char		after_watermark[ZS_WATERMARK_MAXLEN];	/* the last stored row */
 	int64		after_pos;
 	char		last_watermark[ZS_WATERMARK_MAXLEN];	/* the round's last row */
-	int64		last_pos;
 	int			nrows;
 	Size		used;
 	char		data[FLEXIBLE_ARRAY_MEMBER];

@@ -89,6 +89,10 @@ typedef struct ZsChangeLogPage
 	ZsChangeLogRow  *rows;
 } ZsChangeLogPage;
 
+/* A page's row: its key, and its wire message built once from the change. */
+extern void zs_changelog_row_set(ZsChangeLogRow *row, const char *watermark, int64 pos,
+								 const char *change, int change_len);
+
 /*
  * Read a page of at most limit committed rows after (after_watermark,
  * after_pos).

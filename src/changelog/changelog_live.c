@@ -37,7 +37,6 @@
 
 #include "changelog/changelog.h"
 #include "changelog/changelog_live.h"
-#include "codec/change_message.h"
 #include "shmem.h"
 
 typedef struct RoundRow
@@ -106,7 +105,6 @@ zs_live_add(const char *watermark, int64 pos, const char *change, int change_len
 	zs_live->used += ROW_SIZE(change_len);
 	zs_live->nrows++;
 	strlcpy(zs_live->last_watermark, watermark, sizeof(zs_live->last_watermark));
-	zs_live->last_pos = pos;
 	return true;
 }
 
@@ -193,16 +191,9 @@ zs_live_read_page(const char *replica_version, const char *after_watermark, int6
 	for (int i = 0; i < page->nrows; i++)
 	{
 		RoundRow   *row = row_at(offset);
-		ZsChangeLogRow *out = &page->rows[i];
-		StringInfoData msg;
 
-		strlcpy(out->watermark, row->watermark, sizeof(out->watermark));
-		out->pos = row->pos;
-		initStringInfo(&msg);
-		out->is_commit = zs_append_change_message(&msg, row->watermark, row_change(row),
-												  row->change_len) == ZS_MSG_COMMIT;
-		out->message = msg.data;
-		out->message_len = msg.len;
+		zs_changelog_row_set(&page->rows[i], row->watermark, row->pos, row_change(row),
+							 row->change_len);
 		offset += ROW_SIZE(row->change_len);
 	}
 done:

@@ -23,15 +23,18 @@
 
 static SPIPlanPtr page_plan = NULL;
 
-/* The wire message of a stored change: built once per row of a page. */
-static char *
-build_message(const char *watermark, const char *change, int change_len, bool *is_commit)
+void
+zs_changelog_row_set(ZsChangeLogRow *row, const char *watermark, int64 pos,
+					 const char *change, int change_len)
 {
 	StringInfoData msg;
 
+	strlcpy(row->watermark, watermark, sizeof(row->watermark));
+	row->pos = pos;
 	initStringInfo(&msg);
-	*is_commit = zs_append_change_message(&msg, watermark, change, change_len) == ZS_MSG_COMMIT;
-	return msg.data;
+	row->is_commit = zs_append_change_message(&msg, watermark, change, change_len) == ZS_MSG_COMMIT;
+	row->message = msg.data;
+	row->message_len = msg.len;
 }
 
 static void
@@ -82,16 +85,13 @@ zs_changelog_read_page(const char *after_watermark, int64 after_pos, int limit)
 	{
 		HeapTuple	tuple = SPI_tuptable->vals[i];
 		TupleDesc	desc = SPI_tuptable->tupdesc;
-		ZsChangeLogRow  *row = &page->rows[i];
 		bool		isnull;
 		text	   *change = DatumGetTextPP(SPI_getbinval(tuple, desc, 3, &isnull));
 
-		strlcpy(row->watermark, TextDatumGetCString(SPI_getbinval(tuple, desc, 1, &isnull)),
-				sizeof(row->watermark));
-		row->pos = DatumGetInt64(SPI_getbinval(tuple, desc, 2, &isnull));
-		row->message = build_message(row->watermark, VARDATA_ANY(change),
-									 VARSIZE_ANY_EXHDR(change), &row->is_commit);
-		row->message_len = (int) strlen(row->message);
+		zs_changelog_row_set(&page->rows[i],
+							 TextDatumGetCString(SPI_getbinval(tuple, desc, 1, &isnull)),
+							 DatumGetInt64(SPI_getbinval(tuple, desc, 2, &isnull)),
+							 VARDATA_ANY(change), VARSIZE_ANY_EXHDR(change));
 	}
 	/* a round reads many pages in one transaction: keep only the messages */
 	SPI_freetuptable(SPI_tuptable);
