@@ -663,7 +663,7 @@ settle_confirmation(bool force)
 		return -1;
 	if (unflushed_store != InvalidXLogRecPtr && GetFlushRecPtr(NULL) < unflushed_store)
 	{
-		waited = (long) ((GetCurrentTimestamp() - pending_since) / 1000);
+		waited = TimestampDifferenceMilliseconds(pending_since, GetCurrentTimestamp());
 		if (!force)
 			return Max(1, CONFIRM_FLUSH_MS - waited);
 		if (waited < CONFIRM_FLUSH_MS)

@@ -31,6 +31,7 @@
 #include "utils/timestamp.h"
 
 #include "codec/json_read.h"
+#include "decoder/change_encode.h"
 #include "decoder/lag_report.h"
 #include "guc.h"
 #include "shmem.h"
@@ -41,12 +42,11 @@ static int64 expected_send_ms = 0;
 static int64 next_send_ms = 0;
 static int64 last_id = 0;
 
+/* Unix epoch milliseconds, as JavaScript's Date.now() */
 static int64
 now_ms(void)
 {
-	/* Unix epoch milliseconds, as JavaScript's Date.now() */
-	return (int64) (GetCurrentTimestamp() / 1000) +
-		(int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY * 1000;
+	return ((int64) GetCurrentTimestamp() + ZS_UNIX_EPOCH_OFFSET_US) / 1000;
 }
 
 const char *

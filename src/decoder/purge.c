@@ -93,12 +93,6 @@ adapt_batch_rows(int64 rows, long ms)
 	batch_rows = (int) Max(PURGE_BATCH_MIN_ROWS, Min(PURGE_BATCH_MAX_ROWS, next));
 }
 
-static long
-ms_between(TimestampTz from, TimestampTz to)
-{
-	return to > from ? (long) ((to - from) / 1000) : 0;
-}
-
 bool
 zs_purge_step(const char *gate, bool decoding)
 {
@@ -131,7 +125,8 @@ zs_purge_step(const char *gate, bool decoding)
 
 	if (decoding)
 	{
-		credit_ms += (double) ms_between(last_step_end, start) * PURGE_BUSY_SHARE / (100 - PURGE_BUSY_SHARE);
+		credit_ms += (double) TimestampDifferenceMilliseconds(last_step_end, start) *
+			PURGE_BUSY_SHARE / (100 - PURGE_BUSY_SHARE);
 		credit_ms = Min(credit_ms, PURGE_STEP_MS);
 		if (credit_ms < PURGE_BATCH_MS)
 		{
@@ -151,7 +146,7 @@ zs_purge_step(const char *gate, bool decoding)
 		result = zs_changelog_purge_batch(floor_watermark, batch_rows, after_watermark, &after_pos,
 										  &rows, &bytes);
 		zs_spi_xact_commit();
-		adapt_batch_rows(rows, ms_between(batch_start, GetCurrentTimestamp()));
+		adapt_batch_rows(rows, TimestampDifferenceMilliseconds(batch_start, GetCurrentTimestamp()));
 		run_rows += rows;
 		run_bytes += bytes;
 		if (rows > 0)
@@ -167,7 +162,7 @@ zs_purge_step(const char *gate, bool decoding)
 
 	last_step_end = GetCurrentTimestamp();
 	if (decoding)
-		credit_ms -= ms_between(start, last_step_end);
+		credit_ms -= TimestampDifferenceMilliseconds(start, last_step_end);
 	if (result == ZS_PURGE_MORE)
 		return true;			/* the next iteration goes on */
 
