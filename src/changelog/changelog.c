@@ -260,16 +260,13 @@ zs_changelog_claim_ownership(const char *address)
 				 errmsg("change log %s has no replicationState row", zs_cdc_schema_name())));
 }
 
-/* One text column of the single replicationState row, or NULL. */
+/* The text column just selected from the single replicationState row, or NULL. */
 static char *
-read_state_column(const char *column, bool for_update)
+state_row_value(void)
 {
 	bool		isnull;
 	Datum		d;
 
-	exec_sql(psprintf("SELECT %s FROM %s.\"replicationState\"%s", quote_identifier(column),
-					  quoted_schema(), for_update ? " FOR UPDATE" : ""),
-			 SPI_OK_SELECT);
 	if (SPI_processed != 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
@@ -280,10 +277,20 @@ read_state_column(const char *column, bool for_update)
 	return isnull ? NULL : TextDatumGetCString(d);
 }
 
+/* One text column of the single replicationState row, or NULL. */
+static char *
+read_state_column(const char *column)
+{
+	exec_sql(psprintf("SELECT %s FROM %s.\"replicationState\"", quote_identifier(column),
+					  quoted_schema()),
+			 SPI_OK_SELECT);
+	return state_row_value();
+}
+
 void
 zs_changelog_read_head(char *last_watermark)
 {
-	strlcpy(last_watermark, read_state_column("lastWatermark", false), ZS_WATERMARK_MAXLEN);
+	strlcpy(last_watermark, read_state_column("lastWatermark"), ZS_WATERMARK_MAXLEN);
 }
 
 /* A statement the writer runs in every store, planned once. */
@@ -402,12 +409,11 @@ zs_changelog_begin(void)
 	prepare_writer();
 	writer.multi_insert = zs_changelog_insert_open(zs_cdc_schema_name());
 	/* the row stays locked until our commit: no takeover can interleave */
-	if (SPI_execute_plan(writer.owner_plan, NULL, NULL, false, 0) != SPI_OK_SELECT ||
-		SPI_processed != 1)
+	if (SPI_execute_plan(writer.owner_plan, NULL, NULL, false, 0) != SPI_OK_SELECT)
 		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("change log %s has no replicationState row", zs_cdc_schema_name())));
-	owner = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg_internal("could not read the change log's owner")));
+	owner = state_row_value();
 	if (owner == NULL || strcmp(owner, zs_owner_identity()) != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

@@ -459,6 +459,8 @@ static XLogRecPtr unflushed_store = InvalidXLogRecPtr;	/* its commit's end */
 static XLogRecPtr pending_confirm = InvalidXLogRecPtr;
 static TimestampTz pending_since = 0;
 
+static long settle_confirmation(bool force);
+
 /*
  * Before storing a round, publish it to live subscribers
  * (changelog/changelog_live.c): as much of it as fits, from the last row
@@ -535,7 +537,6 @@ store_batch(void)
 	zs_publish_stored(stored_head, batch.ntxns, batch.nchanges, batch.last_commit_time);
 }
 
-
 static void
 confirm_position(XLogRecPtr lsn)
 {
@@ -565,8 +566,6 @@ confirm_position(XLogRecPtr lsn)
  * transaction start. Checked at both switches, after taking the queued
  * messages.
  */
-static long settle_confirmation(bool force);
-
 static uint64 seen_inval_counter = 0;
 static XLogRecPtr catalog_change_lsn = InvalidXLogRecPtr;
 
@@ -632,7 +631,7 @@ decode_and_store(LogicalDecodingContext *ctx)
 	switch_catalog_view(round_start);
 
 	round_stored = batch.ntxns > 0;
-	if (batch.ntxns > 0)
+	if (round_stored)
 	{
 		publish_round();
 		store_batch();
