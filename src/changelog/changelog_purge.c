@@ -10,7 +10,7 @@
  *      there); a held lock means no purge now;
  *   2. at most `limit` rows below the floor are deleted, in (watermark,
  *      pos) order, never the newest stored transaction (the catch-up
- *      boundary);
+ *      boundary), found through the primary key and deleted by TID;
  *   3. ownership is checked after the delete, in the same transaction
  *      (FOR SHARE on the state row): a log another streamer has taken over
  *      is not purged by us.
@@ -102,42 +102,39 @@ zs_changelog_purge_batch(const char *floor, int limit, char *after_watermark, in
 	values[3] = Int64GetDatum(*after_pos);
 
 	/*
-	 * The batch's last row: the limit-th after the previous batch's last
+	 * The batch: the first `limit` rows after the previous batch's last
 	 * (keyset continuation, so no batch walks again over the index entries
 	 * of rows deleted but not yet vacuumed), below the floor and never in
-	 * the newest stored transaction. Read from the index alone.
+	 * the newest stored transaction, in key order; each is deleted by its
+	 * TID. Both plans hold whatever the table's statistics say: an ordered
+	 * LIMIT reads the primary key, a TID list is a TID scan. (A delete of
+	 * the key range instead was planned as a sequential scan of the whole
+	 * log when the table had never been analyzed, as after a bulk load of
+	 * ten million rows: one batch a minute.)
 	 */
-	run(psprintf("SELECT \"watermark\", \"pos\", n FROM ("
-				 "  SELECT \"watermark\", \"pos\", count(*) OVER () AS n FROM ("
-				 "    SELECT \"watermark\", \"pos\" FROM %1$s.\"changeLog\" "
-				 "     WHERE (\"watermark\", \"pos\") > ($3, $4) AND \"watermark\" < $1 "
-				 "       AND \"watermark\" < (SELECT max(\"watermark\") FROM %1$s.\"changeLog\") "
-				 "     ORDER BY \"watermark\", \"pos\" LIMIT $2) b) c "
-				 " ORDER BY \"watermark\" DESC, \"pos\" DESC LIMIT 1", s),
+	run(psprintf("WITH batch AS MATERIALIZED ("
+				 "  SELECT ctid AS t, \"watermark\" AS w, \"pos\" AS p FROM %1$s.\"changeLog\" "
+				 "   WHERE (\"watermark\", \"pos\") > ($3, $4) AND \"watermark\" < $1 "
+				 "     AND \"watermark\" < (SELECT max(\"watermark\") FROM %1$s.\"changeLog\") "
+				 "   ORDER BY \"watermark\", \"pos\" LIMIT $2), "
+				 "gone AS ("
+				 "  DELETE FROM %1$s.\"changeLog\" WHERE ctid = ANY (ARRAY(SELECT t FROM batch)) "
+				 "  RETURNING pg_column_size(\"changeLog\".*) AS size) "
+				 "SELECT last.w, last.p, (SELECT count(*) FROM batch), "
+				 "       (SELECT count(*) FROM gone)::int8, (SELECT coalesce(sum(size), 0) FROM gone)::int8 "
+				 "  FROM (SELECT w, p FROM batch ORDER BY w DESC, p DESC LIMIT 1) last", s),
 		4, types, values, SPI_OK_SELECT);
 	if (SPI_processed == 1)
 	{
-		Oid			range_types[4] = {TEXTOID, INT8OID, TEXTOID, INT8OID};
-		Datum		range[4];
+		HeapTuple	tuple = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
 
-		found = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
-		range[0] = values[2];
-		range[1] = values[3];
-		range[2] = PointerGetDatum(DatumGetTextPCopy(SPI_getbinval(SPI_tuptable->vals[0],
-																	 SPI_tuptable->tupdesc, 1, &isnull)));
-		range[3] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
-
-		/* one range scan of the primary key deletes the whole batch */
-		run(psprintf("WITH gone AS ("
-					 "  DELETE FROM %s.\"changeLog\" "
-					 "   WHERE (\"watermark\", \"pos\") > ($1, $2) AND (\"watermark\", \"pos\") <= ($3, $4) "
-					 "  RETURNING pg_column_size(\"changeLog\".*) AS size) "
-					 "SELECT count(*)::int8, coalesce(sum(size), 0)::int8 FROM gone", s),
-			4, range_types, range, SPI_OK_SELECT);
-		*rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-		*bytes = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
-		strlcpy(after_watermark, TextDatumGetCString(range[2]), ZS_WATERMARK_MAXLEN);
-		*after_pos = DatumGetInt64(range[3]);
+		strlcpy(after_watermark, TextDatumGetCString(SPI_getbinval(tuple, desc, 1, &isnull)),
+				ZS_WATERMARK_MAXLEN);
+		*after_pos = DatumGetInt64(SPI_getbinval(tuple, desc, 2, &isnull));
+		found = DatumGetInt64(SPI_getbinval(tuple, desc, 3, &isnull));
+		*rows = DatumGetInt64(SPI_getbinval(tuple, desc, 4, &isnull));
+		*bytes = DatumGetInt64(SPI_getbinval(tuple, desc, 5, &isnull));
 	}
 	check_ownership();
 	return found < limit ? ZS_PURGE_DONE : ZS_PURGE_MORE;
