@@ -433,6 +433,47 @@ zs_json_append_double_no_bigint(StringInfo out, double value)
 	append_double(out, value, true);
 }
 
+/*
+ * Below 2^42 the doubles are less than 2^-11 apart, closer than the
+ * microsecond grid's 0.001 ms: the decimal of a whole number of
+ * microseconds, when its nearest double is the one computed, is the only
+ * decimal of that many digits or fewer that reads back as that double, so
+ * it is what JavaScript prints. The nearest double of millis.sub is one
+ * correctly rounded division of an exact integer.
+ */
+#define MILLIS_EXACT_LIMIT	(INT64CONST(1) << 42)
+#define MAX_SAFE_INTEGER	INT64CONST(9007199254740991)
+
+void
+zs_json_append_millis(StringInfo out, int64 millis, int sub_us)
+{
+	double		value = (double) millis + (double) (sub_us * 1000) * 1e-6;
+	char		buf[48];
+	int			len;
+
+	if (sub_us == 0 && millis >= -MAX_SAFE_INTEGER && millis <= MAX_SAFE_INTEGER)
+	{
+		/* a whole number of milliseconds: exact, printed as an integer */
+		len = snprintf(buf, sizeof(buf), INT64_FORMAT, millis);
+		appendBinaryStringInfo(out, buf, len);
+		return;
+	}
+	if (millis > -MILLIS_EXACT_LIMIT && millis < MILLIS_EXACT_LIMIT &&
+		value == (double) (millis * 1000 + sub_us) / 1000.0)
+	{
+		int64		whole = millis < 0 ? -millis : millis;
+		int			frac = sub_us < 0 ? -sub_us : sub_us;
+
+		len = snprintf(buf, sizeof(buf), "%s" INT64_FORMAT ".%03d",
+					   (millis < 0 || sub_us < 0) ? "-" : "", whole, frac);
+		while (buf[len - 1] == '0')
+			len--;
+		appendBinaryStringInfo(out, buf, len);
+		return;
+	}
+	append_double(out, value, true);
+}
+
 void
 zs_append_utf8(StringInfo out, unsigned int cp)
 {

@@ -56,4 +56,12 @@ extern void zs_json_append_double(StringInfo out, double value);
  */
 extern void zs_json_append_double_no_bigint(StringInfo out, double value);
 
+/*
+ * Append millis + sub_us / 1000 milliseconds (sub_us in (-1000, 1000), of
+ * the sign of millis) as zero-cache computes and prints it: the double
+ * millis + sub_us * 1000 * 1e-6, like zs_json_append_double_no_bigint, but
+ * without a shortest-digits search where the decimal itself is the answer.
+ */
+extern void zs_json_append_millis(StringInfo out, int64 millis, int sub_us);
+
 #endif							/* ZS_JSON_OUT_H */

@@ -278,7 +278,7 @@ append_timestamp(StringInfo out, const char *text, int len)
 				 millis < 0 ? -millis : millis, (int) (rem_us < 0 ? -rem_us : rem_us));
 		return zs_json_append_exact_decimal_no_bigint(out, buf, strlen(buf));
 	}
-	zs_json_append_double_no_bigint(out, (double) millis + (double) (rem_us * 1000) * 1e-6);
+	zs_json_append_millis(out, millis, (int) rem_us);
 	return true;
 }
 
@@ -298,7 +298,7 @@ append_date(StringInfo out, const char *text, int len)
 	}
 	if (!parse_date_part(&p, end, &year, &month, &day) || !parse_bc_suffix(&p, end, &year))
 		return false;
-	zs_json_append_double_no_bigint(out, (double) (days_from_civil(year, month, day) * MS_PER_DAY));
+	zs_json_append_millis(out, days_from_civil(year, month, day) * MS_PER_DAY, 0);
 	return true;
 }
 

@@ -395,6 +395,82 @@ test_timestamp_range(void)
 	check_value(ZS_KIND_DATE, "5874897-12-31", "1.85331706992e+17");
 }
 
+/*
+ * Milliseconds with a microsecond part (timestamps, dates): the decimal
+ * fast path must print exactly what the double path prints for the double
+ * zero-cache computes, millis + sub_us * 1000 * 1e-6, on every range:
+ * around the epoch, today, up to and beyond 2^42 ms (where the fast path
+ * stops), before the epoch, and whole milliseconds up to 2^53.
+ */
+static uint64
+next_random(uint64 *state)
+{
+	*state ^= *state << 13;
+	*state ^= *state >> 7;
+	*state ^= *state << 17;
+	return *state;
+}
+
+static void
+check_millis(int64 millis, int sub_us, const char *expected)
+{
+	resetStringInfo(&out);
+	zs_json_append_millis(&out, millis, sub_us);
+	CHECK_STR(out.data, expected);
+}
+
+static void
+test_millis(void)
+{
+	static const int64 spans[] = {1000, INT64CONST(1) << 32, INT64CONST(1) << 41,
+		INT64CONST(1) << 42, INT64CONST(1) << 44, INT64CONST(8640000000000000)};
+	uint64		state = UINT64CONST(0x9e3779b97f4a7c15);
+	StringInfoData via_double;
+
+	check_millis(0, 0, "0");
+	check_millis(0, 1, "0.001");
+	check_millis(0, -1, "-0.001");
+	check_millis(1, 500, "1.5");
+	check_millis(-1, -500, "-1.5");
+	check_millis(INT64CONST(1796000000000), 123, "1796000000000.123");
+	check_millis(INT64CONST(1796000000000), 120, "1796000000000.12");
+	check_millis(INT64CONST(8640000000000000), 0, "8640000000000000");
+	/* 2^53 + 2 ms: beyond the safe integers, as the double path writes it */
+	check_millis(INT64CONST(9007199254740994), 0, "9.007199254740994e+15");
+
+	initStringInfo(&via_double);
+	for (int s = 0; s < (int) lengthof(spans); s++)
+	{
+		int			mismatches = 0;
+		char		first[200] = "";
+
+		for (int i = 0; i < 200000; i++)
+		{
+			int64		millis = (int64) (next_random(&state) % (uint64) spans[s]);
+			int			sub_us = (int) (next_random(&state) % 1000);
+
+			if (i % 4 == 1)
+				sub_us = 0;
+			if (i % 2 == 1)
+			{
+				millis = -millis;
+				sub_us = -sub_us;
+			}
+			resetStringInfo(&out);
+			zs_json_append_millis(&out, millis, sub_us);
+			resetStringInfo(&via_double);
+			zs_json_append_double_no_bigint(&via_double,
+											(double) millis + (double) (sub_us * 1000) * 1e-6);
+			if (strcmp(out.data, via_double.data) != 0 && mismatches++ == 0)
+				snprintf(first, sizeof(first), INT64_FORMAT " ms + %d us: <%s>, the double gives <%s>",
+						 millis, sub_us, out.data, via_double.data);
+		}
+		CHECK(mismatches == 0, "span " INT64_FORMAT ": %d of 200000 differ, first %s",
+			  spans[s], mismatches, first);
+	}
+	pfree(via_double.data);
+}
+
 int
 main(void)
 {
@@ -408,5 +484,6 @@ main(void)
 	test_large_doubles();
 	test_js_elements();
 	test_timestamp_range();
+	test_millis();
 	return unit_report("test_json");
 }
