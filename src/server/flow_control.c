@@ -26,10 +26,9 @@
  * where the previous round stopped, until the round's budget is spent
  * (while a subscriber is live, a shorter one, also within a page shared by
  * many subscribers at one position: framing it for 64 of them takes longer
- * than reading it), or, while a subscriber is live, as soon as the decoder
- * signals a new round; the loop then goes back to its WaitEventSet, so that
- * a commit decoded meanwhile waits for one catch-up page at most, not for
- * every catching-up subscriber's page. While a subscriber is live, every round
+ * than reading it); the loop then goes back to its WaitEventSet, so that a
+ * commit stored meanwhile waits for one such share at most, not for every
+ * catching-up subscriber's page. While a subscriber is live, every round
  * of the loop while someone catches up adds a pause in catch-up
  * proportional to its length, so that catch-up takes at most
  * zero_stream.catchup_share of the worker's time: on a small machine the
@@ -43,9 +42,7 @@
  */
 #include "postgres.h"
 
-#include "miscadmin.h"
 #include "portability/instr_time.h"
-#include "storage/latch.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
@@ -156,22 +153,12 @@ page_rows(Size room)
 	return (int) Max(16, Min((double) zs_catchup_page_rows, fit));
 }
 
-/*
- * Is a catch-up round's budget spent? While a subscriber is live, the round
- * also ends as soon as the worker's latch is set: the decoder sets it when
- * it has published a round or stored a commit (and so do lag reports and
- * reservations), and a live subscriber then waits for one catch-up page at
- * most, not for the rest of the round's budget.
- */
+/* Is a catch-up round's budget spent? */
 static bool
 round_spent(Size queued, instr_time start)
 {
 	if (live_present)
-	{
-		pg_memory_barrier();
-		return MyLatch->is_set ||
-			queued >= CATCHUP_LIVE_ROUND_BYTES || elapsed_ms(start) >= CATCHUP_LIVE_ROUND_MS;
-	}
+		return queued >= CATCHUP_LIVE_ROUND_BYTES || elapsed_ms(start) >= CATCHUP_LIVE_ROUND_MS;
 	return queued >= CATCHUP_ROUND_BYTES || elapsed_ms(start) >= CATCHUP_ROUND_MS;
 }
 
