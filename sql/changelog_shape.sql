@@ -5,6 +5,9 @@ SELECT c.collname AS watermark_collation
   FROM pg_attribute a JOIN pg_collation c ON c.oid = a.attcollation
  WHERE a.attrelid = '"zero_0/cdc"."changeLog"'::regclass AND a.attname = 'watermark';
 
+-- purged in bulk from its start: autovacuum reclaims the space unthrottled
+SELECT reloptions FROM pg_class WHERE oid = '"zero_0/cdc"."changeLog"'::regclass;
+
 -- everything before is stored: the table's creation and its rows come after
 SELECT zero_stream.wait_for_catchup();
 SELECT last_watermark AS start FROM zero_stream.status() \gset
