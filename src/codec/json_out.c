@@ -444,6 +444,15 @@ zs_json_append_double_no_bigint(StringInfo out, double value)
 #define MILLIS_EXACT_LIMIT	(INT64CONST(1) << 42)
 #define MAX_SAFE_INTEGER	INT64CONST(9007199254740991)
 
+/* "[-]millis.sss": millis + sub_us / 1000 as an exact decimal */
+static int
+millis_text(char *buf, size_t size, int64 millis, int sub_us)
+{
+	return snprintf(buf, size, "%s" INT64_FORMAT ".%03d",
+					(millis < 0 || sub_us < 0) ? "-" : "",
+					millis < 0 ? -millis : millis, sub_us < 0 ? -sub_us : sub_us);
+}
+
 void
 zs_json_append_millis(StringInfo out, int64 millis, int sub_us)
 {
@@ -461,17 +470,22 @@ zs_json_append_millis(StringInfo out, int64 millis, int sub_us)
 	if (millis > -MILLIS_EXACT_LIMIT && millis < MILLIS_EXACT_LIMIT &&
 		value == (double) (millis * 1000 + sub_us) / 1000.0)
 	{
-		int64		whole = millis < 0 ? -millis : millis;
-		int			frac = sub_us < 0 ? -sub_us : sub_us;
-
-		len = snprintf(buf, sizeof(buf), "%s" INT64_FORMAT ".%03d",
-					   (millis < 0 || sub_us < 0) ? "-" : "", whole, frac);
+		len = millis_text(buf, sizeof(buf), millis, sub_us);
 		while (buf[len - 1] == '0')
 			len--;
 		appendBinaryStringInfo(out, buf, len);
 		return;
 	}
 	append_double(out, value, true);
+}
+
+bool
+zs_json_append_exact_millis(StringInfo out, int64 millis, int sub_us)
+{
+	char		buf[48];
+	int			len = millis_text(buf, sizeof(buf), millis, sub_us);
+
+	return zs_json_append_exact_decimal_no_bigint(out, buf, len);
 }
 
 void

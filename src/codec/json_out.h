@@ -64,4 +64,10 @@ extern void zs_json_append_double_no_bigint(StringInfo out, double value);
  */
 extern void zs_json_append_millis(StringInfo out, int64 millis, int sub_us);
 
+/*
+ * The same milliseconds as the exact decimal, not the double (values beyond
+ * what JavaScript's Date holds), like zs_json_append_exact_decimal_no_bigint.
+ */
+extern bool zs_json_append_exact_millis(StringInfo out, int64 millis, int sub_us);
+
 #endif							/* ZS_JSON_OUT_H */

@@ -270,14 +270,7 @@ append_timestamp(StringInfo out, const char *text, int len)
 	 * would drop the fraction.
 	 */
 	if (millis > JS_DATE_MAX_MS || millis < -JS_DATE_MAX_MS)
-	{
-		char		buf[64];
-
-		snprintf(buf, sizeof(buf), "%s" INT64_FORMAT ".%03d",
-				 (millis < 0 || rem_us < 0) ? "-" : "",
-				 millis < 0 ? -millis : millis, (int) (rem_us < 0 ? -rem_us : rem_us));
-		return zs_json_append_exact_decimal_no_bigint(out, buf, strlen(buf));
-	}
+		return zs_json_append_exact_millis(out, millis, (int) rem_us);
 	zs_json_append_millis(out, millis, (int) rem_us);
 	return true;
 }
