@@ -151,7 +151,6 @@ static MemoryContext message_context;
 static ResourceOwner decoding_owner;
 static DecodePosition position;
 static bool decoding = false;	/* in the decode loop (decode_and_store) */
-static bool round_stored = false;	/* the last round stored transactions */
 
 /* the published schema at the current point of the stream (TopMemoryContext) */
 static char *schema_baseline = NULL;
@@ -585,16 +584,18 @@ switch_catalog_view(XLogRecPtr decoding_from)
 /*
  * One bounded round: decode what is flushed (at most commit_batch_size of
  * staged changes and ROUND_WAL_BYTES of WAL), store it, confirm. Returns
- * true if WAL was read, so the caller loops again without sleeping.
+ * true if WAL was read, so the caller loops again without sleeping; *stored
+ * says whether the round stored transactions.
  */
 static bool
-decode_and_store(LogicalDecodingContext *ctx)
+decode_and_store(LogicalDecodingContext *ctx, bool *stored)
 {
 	XLogRecPtr	end_of_wal = GetFlushRecPtr(NULL);
 	Size		limit = (Size) zs_commit_batch_kb * 1024;
 	ErrorContextCallback callback;
 	XLogRecPtr	round_start;
 
+	*stored = false;
 	if (ctx->reader->EndRecPtr >= end_of_wal)
 		return false;
 	end_of_wal = Min(end_of_wal, ctx->reader->EndRecPtr + ROUND_WAL_BYTES);
@@ -630,8 +631,8 @@ decode_and_store(LogicalDecodingContext *ctx)
 	error_context_stack = callback.previous;
 	switch_catalog_view(round_start);
 
-	round_stored = batch.ntxns > 0;
-	if (round_stored)
+	*stored = batch.ntxns > 0;
+	if (*stored)
 	{
 		publish_round();
 		store_batch();
@@ -1072,10 +1073,11 @@ run_decoder(MemoryContext worker_context)
 	for (;;)
 	{
 		bool		busy;
+		bool		round_stored;
 		long		sleep_ms;
 
 		CHECK_FOR_INTERRUPTS();
-		busy = decode_and_store(ctx);
+		busy = decode_and_store(ctx, &round_stored);
 		/* a backfill's messages, between rounds (decoder/backfill.c) */
 		if (zs_backfill_step(stored_head, ctx->reader->EndRecPtr))
 			busy = true;
