@@ -25,6 +25,7 @@
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "access/xlogrecovery.h"
+#include "access/xlogutils.h"
 #include "commands/extension.h"
 #include "commands/publicationcmds.h"
 #include "catalog/pg_publication.h"
@@ -89,6 +90,13 @@ PGDLLEXPORT void zs_decoder_main(Datum main_arg);
  * staged, e.g. while re-reading transactions stored before a crash.
  */
 #define ROUND_WAL_BYTES ((XLogRecPtr) 32 * 1024 * 1024)
+
+/*
+ * How often the idle decoder looks again when the next WAL record is only
+ * partly flushed (see read_flushed_wal_page): its rest is in WAL buffers
+ * and on its way to disk, with no commit that would wake us.
+ */
+#define PARTIAL_RECORD_POLL_MS 1
 
 /* the rows of a stored transaction that are not changes: begin and commit */
 #define TXN_ENVELOPE_ROWS 2
@@ -582,21 +590,59 @@ switch_catalog_view(XLogRecPtr decoding_from)
 }
 
 /*
+ * The streaming reader's page_read: read_local_xlog_page, except that WAL
+ * not flushed yet is not waited for. read_local_xlog_page sleeps in 1 ms
+ * steps until it is, and the record at the flush position is often only
+ * partly flushed: the WAL writer flushes asynchronous commits (our own
+ * stores' among them) up to a page boundary. Waiting inside the reader held
+ * every transaction the round had decoded until the rest was flushed, up
+ * to wal_writer_delay (200 ms by default), and kept the loop from its other
+ * duties meanwhile. Here the reader returns no record (XLREAD_WOULDBLOCK),
+ * the round ends with what it decoded, and the next round reads the record
+ * again from its start.
+ */
+static int
+read_flushed_wal_page(XLogReaderState *state, XLogRecPtr targetPagePtr, int reqLen,
+					  XLogRecPtr targetRecPtr, char *cur_page)
+{
+	if (targetPagePtr + reqLen > GetFlushRecPtr(NULL))
+		return XLREAD_WOULDBLOCK;
+	return read_local_xlog_page(state, targetPagePtr, reqLen, targetRecPtr, cur_page);
+}
+
+static XLogReaderRoutine streaming_wal_reader = {
+	.page_read = read_flushed_wal_page,
+	.segment_open = wal_segment_open,
+	.segment_close = wal_segment_close,
+};
+
+/*
+ * Where the last round stopped at a record not all flushed, and the flush
+ * position then: until that moves, trying again reads nothing (and would
+ * only switch the catalog caches back and forth).
+ */
+static XLogRecPtr cut_at = InvalidXLogRecPtr;
+static XLogRecPtr cut_flush = InvalidXLogRecPtr;
+
+/*
  * One bounded round: decode what is flushed (at most commit_batch_size of
- * staged changes and ROUND_WAL_BYTES of WAL), store it, confirm. Returns
- * true if WAL was read, so the caller loops again without sleeping; *stored
- * says whether the round stored transactions.
+ * staged changes and ROUND_WAL_BYTES of WAL), store it, confirm. A round
+ * ends early at a record that is not all flushed yet. Returns true if WAL
+ * was read, so the caller loops again without sleeping; *stored says
+ * whether the round stored transactions.
  */
 static bool
 decode_and_store(LogicalDecodingContext *ctx, bool *stored)
 {
-	XLogRecPtr	end_of_wal = GetFlushRecPtr(NULL);
+	XLogRecPtr	flushed = GetFlushRecPtr(NULL);
+	XLogRecPtr	end_of_wal = flushed;
 	Size		limit = (Size) zs_commit_batch_kb * 1024;
 	ErrorContextCallback callback;
 	XLogRecPtr	round_start;
 
 	*stored = false;
-	if (ctx->reader->EndRecPtr >= end_of_wal)
+	if (ctx->reader->EndRecPtr >= end_of_wal ||
+		(ctx->reader->EndRecPtr == cut_at && flushed == cut_flush))
 		return false;
 	end_of_wal = Min(end_of_wal, ctx->reader->EndRecPtr + ROUND_WAL_BYTES);
 	zs_spool_set_memory_limit(batch.spool, Max(SPOOL_MEMORY_LIMIT, limit + limit / 4));
@@ -621,8 +667,15 @@ decode_and_store(LogicalDecodingContext *ctx, bool *stored)
 			ereport(ERROR,
 					(errcode(ERRCODE_INTERNAL_ERROR),
 					 errmsg("could not read WAL: %s", errm)));
-		if (record != NULL)
-			LogicalDecodingProcessRecord(ctx, ctx->reader);
+		if (record == NULL)
+		{
+			cut_at = ctx->reader->EndRecPtr;
+			cut_flush = flushed;
+			elog(DEBUG1, "decoding round ends at %X/%X: the record there is not all flushed yet",
+				 LSN_FORMAT_ARGS(cut_at));
+			break;
+		}
+		LogicalDecodingProcessRecord(ctx, ctx->reader);
 		/* an aborted replay transaction resets the resource owner */
 		CurrentResourceOwner = decoding_owner;
 		CHECK_FOR_INTERRUPTS();
@@ -630,6 +683,8 @@ decode_and_store(LogicalDecodingContext *ctx, bool *stored)
 	decoding = false;
 	error_context_stack = callback.previous;
 	switch_catalog_view(round_start);
+	if (ctx->reader->EndRecPtr == round_start)
+		return false;			/* its first record was not all flushed */
 
 	*stored = batch.ntxns > 0;
 	if (*stored)
@@ -924,12 +979,13 @@ start_decoding(List *publications)
 	StartTransactionCommand();
 	old = MemoryContextSwitchTo(TopMemoryContext);
 	ctx = CreateDecodingContext(start, plugin_options(publications), false,
-								zs_wal_reader_routine(),
+								&streaming_wal_reader,
 								decoder_prepare_write, decoder_write, NULL);
 	MemoryContextSwitchTo(old);
 	CommitTransactionCommand();
 
 	XLogBeginRead(ctx->reader, MyReplicationSlot->data.restart_lsn);
+	cut_at = cut_flush = InvalidXLogRecPtr;
 	ereport(LOG,
 			(errmsg("zero_stream decoding slot \"%s\" from %X/%X (progress %X/%X), change log head %s",
 					NameStr(MyReplicationSlot->data.name),
@@ -1121,6 +1177,9 @@ run_decoder(MemoryContext worker_context)
 			continue;
 		sleep_ms = settle_confirmation(true);
 		sleep_ms = sleep_ms < 0 ? zs_poll_interval_ms : Min(sleep_ms, zs_poll_interval_ms);
+		/* WAL is flushed past where we stopped: the next record is half flushed */
+		if (ctx->reader->EndRecPtr < GetFlushRecPtr(NULL))
+			sleep_ms = Min(sleep_ms, PARTIAL_RECORD_POLL_MS);
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 sleep_ms, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);

@@ -47,12 +47,6 @@ static XLogReaderRoutine wal_reader_routine = {
 	.segment_close = wal_segment_close,
 };
 
-XLogReaderRoutine *
-zs_wal_reader_routine(void)
-{
-	return &wal_reader_routine;
-}
-
 LogicalDecodingContext *
 zs_create_snapshot_slot(const char *name, XLogRecPtr *consistent)
 {

@@ -10,9 +10,6 @@
 #include "replication/logical.h"
 #include "nodes/pg_list.h"
 
-/* XLogReaderRoutine for decoding the local WAL */
-extern XLogReaderRoutine *zs_wal_reader_routine(void);
-
 /*
  * Acquire the slot, creating it (and starting a new change-log lineage at
  * its consistent point) when it does not exist or the log has no lineage.

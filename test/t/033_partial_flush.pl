@@ -1,0 +1,102 @@
+# A decoding round ends at a WAL record that is only partly flushed (issue
+# 14, read_flushed_wal_page in decoder/decoder_worker.c). The WAL writer
+# flushes asynchronous commits page by page, so the record at the flush
+# position is often cut in two. The decoder stores what it decoded before
+# that record at once (here a transaction committed before a large
+# asynchronous one), instead of waiting inside the WAL reader until the
+# rest is flushed (up to wal_writer_delay, 10 s here), and reads the record
+# again from its start once it is. An asynchronous load of records of every
+# size is then stored whole, once each, in commit order.
+use strict;
+use warnings;
+
+use FindBin;
+use lib $FindBin::RealBin;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time usleep);
+use ZeroStreamTest;
+
+my $CDC = '"zero_0/cdc"';
+my $node = zs_new_node('partial',
+	extra_conf => qq{
+wal_writer_delay = '10s'
+wal_writer_flush_after = 0
+# room for the large transaction: evicting its dirty pages would flush WAL
+shared_buffers = 32MB
+wal_buffers = 4MB
+log_min_messages = debug1
+},
+	before_extension => q{
+CREATE TABLE marks (id int PRIMARY KEY);
+CREATE TABLE bulk (id bigserial PRIMARY KEY, v text);
+});
+sub sql { return $node->safe_psql('postgres', $_[0]); }
+my $message = qr/decoding round ends at [0-9A-F]+\/[0-9A-F]+: the record there is not all flushed yet/;
+
+zs_wait_catchup($node);
+# nothing unflushed from before (the decoder flushes its own last store
+# when idle; that flush would take the mark's commit with it)
+$node->poll_query_until('postgres', q{SELECT pg_current_wal_flush_lsn() = pg_current_wal_insert_lsn()})
+  or die 'WAL is not flushed';
+my $log_from = -s $node->logfile;
+my $head = sql('SELECT last_watermark FROM zero_stream.status()');
+
+# One session, asynchronous commits: the mark, then about 300 kB of WAL in
+# records of about 1 kB. The second commit wakes the WAL writer, which
+# flushes the whole pages (past the mark's commit) and then sleeps for
+# wal_writer_delay, leaving the record across the last page boundary cut.
+my $t0 = time;
+sql(q{SET synchronous_commit = off;
+INSERT INTO marks VALUES (1);
+INSERT INTO bulk (v) SELECT repeat(md5(g::text), 30) FROM generate_series(1, 300) g;});
+my $stored = 0;
+while (time - $t0 < 30)
+{
+	$stored = sql(qq{SELECT count(*) FROM $CDC."changeLog" WHERE watermark > '$head'
+  AND change->>'tag' = 'insert' AND change->'relation'->>'name' = 'marks'});
+	last if $stored;
+	usleep(20_000);
+}
+my $elapsed = time - $t0;
+is($stored, '1', 'the transaction before the cut record is stored');
+cmp_ok($elapsed, '<', 5,
+	'without waiting for the WAL writer to flush the rest (wal_writer_delay is 10 s)');
+diag(sprintf('stored %.2f s after the commit', $elapsed));
+like(slurp_file($node->logfile, $log_from), $message, 'the round ended at the cut record');
+
+zs_wait_catchup($node, '60 s');
+is(sql(qq{SELECT count(*) FROM $CDC."changeLog" WHERE watermark > '$head'
+  AND change->>'tag' = 'insert' AND change->'relation'->>'name' = 'bulk'}), '300',
+	'the large transaction follows whole once its record is flushed');
+
+# Asynchronous commits of every size from four clients: records are cut at
+# the flush position again and again, and each is read again from its start.
+my $script = "$PostgreSQL::Test::Utils::tmp_check/partial_flush.sql";
+open my $fh, '>', $script or die $!;
+print $fh q{SET synchronous_commit = off;
+\set n random(1, 40)
+INSERT INTO bulk (v) SELECT repeat(md5(random()::text), (:n * random())::int + 1) FROM generate_series(1, :n);
+};
+close $fh;
+$log_from = -s $node->logfile;
+my $rows_before = sql('SELECT count(*) FROM bulk');
+$head = sql('SELECT last_watermark FROM zero_stream.status()');
+my $load = zs_start_pgbench($node, 5, 4, $script);
+$load->finish;
+sql('CHECKPOINT');
+zs_wait_catchup($node, '120 s');
+my $rows = sql('SELECT count(*) FROM bulk') - $rows_before;
+cmp_ok($rows, '>', 1000, "the load inserted $rows rows");
+is(sql(qq{SELECT count(*) FROM $CDC."changeLog" WHERE watermark > '$head'
+  AND change->>'tag' = 'insert' AND change->'relation'->>'name' = 'bulk'}), $rows,
+	'every inserted row is in the change log once');
+is(sql(qq{SELECT count(DISTINCT change->'new'->>'id') FROM $CDC."changeLog" WHERE watermark > '$head'
+  AND change->>'tag' = 'insert' AND change->'relation'->>'name' = 'bulk'}), $rows,
+	'each with its own key');
+my $cuts = () = slurp_file($node->logfile, $log_from) =~ /$message/g;
+cmp_ok($cuts, '>', 0, "rounds ended at cut records ($cuts times)");
+zs_check_log_integrity($node, 'after the asynchronous load');
+$node->stop;
+done_testing();
