@@ -444,13 +444,56 @@ zs_json_append_double_no_bigint(StringInfo out, double value)
 #define MILLIS_EXACT_LIMIT	(INT64CONST(1) << 42)
 #define MAX_SAFE_INTEGER	INT64CONST(9007199254740991)
 
-/* "[-]millis.sss": millis + sub_us / 1000 as an exact decimal */
+/*
+ * The decimal digits of value, written backwards from end; returns where
+ * they start. The hot path's integers (timestamps, LSNs' neighbours) cost a
+ * snprintf format parse each otherwise.
+ */
+static char *
+uint64_digits(char *end, uint64 value)
+{
+	do
+	{
+		*--end = (char) ('0' + value % 10);
+		value /= 10;
+	} while (value > 0);
+	return end;
+}
+
+void
+zs_json_append_int64(StringInfo out, int64 value)
+{
+	char		buf[24];
+	char	   *start = uint64_digits(buf + sizeof(buf),
+									  value < 0 ? -(uint64) value : (uint64) value);
+
+	if (value < 0)
+		*--start = '-';
+	appendBinaryStringInfo(out, start, buf + sizeof(buf) - start);
+}
+
+/* "[-]millis.sss" (millis + sub_us / 1000 as an exact decimal) in buf; its length */
 static int
 millis_text(char *buf, size_t size, int64 millis, int sub_us)
 {
-	return snprintf(buf, size, "%s" INT64_FORMAT ".%03d",
-					(millis < 0 || sub_us < 0) ? "-" : "",
-					millis < 0 ? -millis : millis, sub_us < 0 ? -sub_us : sub_us);
+	char		digits[24];
+	char	   *start = uint64_digits(digits + sizeof(digits),
+									  millis < 0 ? -(uint64) millis : (uint64) millis);
+	int			ndigits = digits + sizeof(digits) - start;
+	int			sub = sub_us < 0 ? -sub_us : sub_us;
+	int			len = 0;
+
+	Assert(size >= sizeof(digits) + 5 && sub < 1000);
+	if (millis < 0 || sub_us < 0)
+		buf[len++] = '-';
+	memcpy(buf + len, start, ndigits);
+	len += ndigits;
+	buf[len++] = '.';
+	buf[len++] = (char) ('0' + sub / 100);
+	buf[len++] = (char) ('0' + sub / 10 % 10);
+	buf[len++] = (char) ('0' + sub % 10);
+	buf[len] = '\0';
+	return len;
 }
 
 void
@@ -463,8 +506,7 @@ zs_json_append_millis(StringInfo out, int64 millis, int sub_us)
 	if (sub_us == 0 && millis >= -MAX_SAFE_INTEGER && millis <= MAX_SAFE_INTEGER)
 	{
 		/* a whole number of milliseconds: exact, printed as an integer */
-		len = snprintf(buf, sizeof(buf), INT64_FORMAT, millis);
-		appendBinaryStringInfo(out, buf, len);
+		zs_json_append_int64(out, millis);
 		return;
 	}
 	if (millis > -MILLIS_EXACT_LIMIT && millis < MILLIS_EXACT_LIMIT &&

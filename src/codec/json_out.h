@@ -46,6 +46,9 @@ extern bool zs_json_append_number_text(StringInfo out, const char *s, int len);
  */
 extern bool zs_json_append_number_text_no_bigint(StringInfo out, const char *s, int len);
 
+/* Append an integer in decimal (as INT64_FORMAT prints it). */
+extern void zs_json_append_int64(StringInfo out, int64 value);
+
 /* Append a double as JavaScript prints it; NaN and infinities become null. */
 extern void zs_json_append_double(StringInfo out, double value);
 

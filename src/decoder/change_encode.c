@@ -238,8 +238,11 @@ zs_encode_begin(StringInfo out, const ZsPgoutputMsg *msg)
 	current_commit_lsn = msg->final_lsn;
 	appendStringInfoString(out, "{\"tag\":\"begin\",\"commitLsn\":");
 	append_lsn(out, msg->final_lsn);
-	appendStringInfo(out, ",\"commitTime\":" INT64_FORMAT ",\"xid\":%u,\"json\":\"s\"}",
-					 (int64) msg->commit_time + ZS_UNIX_EPOCH_OFFSET_US, msg->xid);
+	appendStringInfoString(out, ",\"commitTime\":");
+	zs_json_append_int64(out, (int64) msg->commit_time + ZS_UNIX_EPOCH_OFFSET_US);
+	appendStringInfoString(out, ",\"xid\":");
+	zs_json_append_int64(out, msg->xid);
+	appendStringInfoString(out, ",\"json\":\"s\"}");
 }
 
 void
@@ -247,12 +250,17 @@ zs_encode_commit(StringInfo out, const ZsPgoutputMsg *msg)
 {
 	int64		unix_us = (int64) msg->commit_time + ZS_UNIX_EPOCH_OFFSET_US;
 
-	appendStringInfo(out, "{\"tag\":\"commit\",\"flags\":%u,\"commitLsn\":", msg->flags);
+	appendStringInfoString(out, "{\"tag\":\"commit\",\"flags\":");
+	zs_json_append_int64(out, msg->flags);
+	appendStringInfoString(out, ",\"commitLsn\":");
 	append_lsn(out, msg->final_lsn);
 	appendStringInfoString(out, ",\"commitEndLsn\":");
 	append_lsn(out, msg->end_lsn);
-	appendStringInfo(out, ",\"commitTime\":" INT64_FORMAT ",\"commitTimeMs\":" INT64_FORMAT "}",
-					 unix_us, unix_us / 1000);
+	appendStringInfoString(out, ",\"commitTime\":");
+	zs_json_append_int64(out, unix_us);
+	appendStringInfoString(out, ",\"commitTimeMs\":");
+	zs_json_append_int64(out, unix_us / 1000);
+	appendStringInfoChar(out, '}');
 }
 
 /*
@@ -409,7 +417,9 @@ zs_encode_row_values(StringInfo out, const ZsRelation *rel, const ZsTuple *tuple
 static void
 open_row_change(StringInfo out, const char *tag, const ZsRelation *rel)
 {
-	appendStringInfo(out, "{\"tag\":\"%s\",\"relation\":", tag);
+	appendStringInfoString(out, "{\"tag\":\"");
+	appendStringInfoString(out, tag);
+	appendStringInfoString(out, "\",\"relation\":");
 	appendStringInfoString(out, rel->json);
 }
 

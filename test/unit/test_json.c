@@ -471,6 +471,40 @@ test_millis(void)
 	pfree(via_double.data);
 }
 
+/* zs_json_append_int64 writes what INT64_FORMAT does, at the edges and at random */
+static void
+test_int64(void)
+{
+	static const int64 edges[] = {0, 1, -1, 9, 10, -10, 99, 100, PG_INT32_MAX, PG_INT32_MIN,
+		(int64) PG_UINT32_MAX, PG_INT64_MAX, PG_INT64_MIN, PG_INT64_MIN + 1, PG_INT64_MAX - 1};
+	uint64		state = UINT64CONST(0x2545f4914f6cdd1d);
+	char		expected[32];
+	int			mismatches = 0;
+
+	for (int i = 0; i < (int) lengthof(edges); i++)
+	{
+		resetStringInfo(&out);
+		zs_json_append_int64(&out, edges[i]);
+		snprintf(expected, sizeof(expected), INT64_FORMAT, edges[i]);
+		CHECK_STR(out.data, expected);
+	}
+	for (int i = 0; i < 100000; i++)
+	{
+		/* every magnitude: shift a random value right by 0..63 bits */
+		uint64		r = next_random(&state);
+		int64		value = (int64) (r >> (r % 64));
+
+		if (i % 2)
+			value = -value;
+		resetStringInfo(&out);
+		zs_json_append_int64(&out, value);
+		snprintf(expected, sizeof(expected), INT64_FORMAT, value);
+		if (strcmp(out.data, expected) != 0)
+			mismatches++;
+	}
+	CHECK(mismatches == 0, "%d of 100000 random integers differ from INT64_FORMAT", mismatches);
+}
+
 int
 main(void)
 {
@@ -485,5 +519,6 @@ main(void)
 	test_js_elements();
 	test_timestamp_range();
 	test_millis();
+	test_int64();
 	return unit_report("test_json");
 }
