@@ -24,6 +24,7 @@
 
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "access/xlog_internal.h"
 #include "access/xlogrecovery.h"
 #include "access/xlogutils.h"
 #include "commands/extension.h"
@@ -590,6 +591,15 @@ switch_catalog_view(XLogRecPtr decoding_from)
 }
 
 /*
+ * Where the last round stopped at a record not all flushed, and the WAL
+ * position the reader needed there: until the flush reaches it, trying
+ * again reads nothing (and would only switch the catalog caches back and
+ * forth, and assemble a long record again from its start).
+ */
+static XLogRecPtr cut_at = InvalidXLogRecPtr;
+static XLogRecPtr cut_need = InvalidXLogRecPtr;
+
+/*
  * The streaming reader's page_read: read_local_xlog_page, except that WAL
  * not flushed yet is not waited for. read_local_xlog_page sleeps in 1 ms
  * steps until it is, and the record at the flush position is often only
@@ -600,13 +610,28 @@ switch_catalog_view(XLogRecPtr decoding_from)
  * duties meanwhile. Here the reader returns no record (XLREAD_WOULDBLOCK),
  * the round ends with what it decoded, and the next round reads the record
  * again from its start.
+ *
+ * XLogReadRecord (blocking mode) passes XLREAD_WOULDBLOCK from any page
+ * read straight back, before it moves its positions: it returns NULL with
+ * no error and reads the same record next time. (read_local_xlog_page_no_wait
+ * cannot be used: it writes into state->private_data, which is the decoding
+ * context here.) On a segment's first page the reader asks for its data as
+ * if the page header were short and reads the long header's 16 more bytes
+ * without checking for XLREAD_WOULDBLOCK, so they are required here.
  */
 static int
 read_flushed_wal_page(XLogReaderState *state, XLogRecPtr targetPagePtr, int reqLen,
 					  XLogRecPtr targetRecPtr, char *cur_page)
 {
-	if (targetPagePtr + reqLen > GetFlushRecPtr(NULL))
+	XLogRecPtr	need = targetPagePtr + reqLen;
+
+	if (XLogSegmentOffset(targetPagePtr, state->segcxt.ws_segsize) == 0)
+		need = targetPagePtr + Min(reqLen + SizeOfXLogLongPHD - SizeOfXLogShortPHD, XLOG_BLCKSZ);
+	if (need > GetFlushRecPtr(NULL))
+	{
+		cut_need = need;
 		return XLREAD_WOULDBLOCK;
+	}
 	return read_local_xlog_page(state, targetPagePtr, reqLen, targetRecPtr, cur_page);
 }
 
@@ -615,14 +640,6 @@ static XLogReaderRoutine streaming_wal_reader = {
 	.segment_open = wal_segment_open,
 	.segment_close = wal_segment_close,
 };
-
-/*
- * Where the last round stopped at a record not all flushed, and the flush
- * position then: until that moves, trying again reads nothing (and would
- * only switch the catalog caches back and forth).
- */
-static XLogRecPtr cut_at = InvalidXLogRecPtr;
-static XLogRecPtr cut_flush = InvalidXLogRecPtr;
 
 /*
  * One bounded round: decode what is flushed (at most commit_batch_size of
@@ -642,7 +659,7 @@ decode_and_store(LogicalDecodingContext *ctx, bool *stored)
 
 	*stored = false;
 	if (ctx->reader->EndRecPtr >= end_of_wal ||
-		(ctx->reader->EndRecPtr == cut_at && flushed == cut_flush))
+		(ctx->reader->EndRecPtr == cut_at && flushed < cut_need))
 		return false;
 	end_of_wal = Min(end_of_wal, ctx->reader->EndRecPtr + ROUND_WAL_BYTES);
 	zs_spool_set_memory_limit(batch.spool, Max(SPOOL_MEMORY_LIMIT, limit + limit / 4));
@@ -670,7 +687,6 @@ decode_and_store(LogicalDecodingContext *ctx, bool *stored)
 		if (record == NULL)
 		{
 			cut_at = ctx->reader->EndRecPtr;
-			cut_flush = flushed;
 			elog(DEBUG1, "decoding round ends at %X/%X: the record there is not all flushed yet",
 				 LSN_FORMAT_ARGS(cut_at));
 			break;
@@ -985,7 +1001,7 @@ start_decoding(List *publications)
 	CommitTransactionCommand();
 
 	XLogBeginRead(ctx->reader, MyReplicationSlot->data.restart_lsn);
-	cut_at = cut_flush = InvalidXLogRecPtr;
+	cut_at = cut_need = InvalidXLogRecPtr;
 	ereport(LOG,
 			(errmsg("zero_stream decoding slot \"%s\" from %X/%X (progress %X/%X), change log head %s",
 					NameStr(MyReplicationSlot->data.name),
@@ -1177,7 +1193,7 @@ run_decoder(MemoryContext worker_context)
 			continue;
 		sleep_ms = settle_confirmation(true);
 		sleep_ms = sleep_ms < 0 ? zs_poll_interval_ms : Min(sleep_ms, zs_poll_interval_ms);
-		/* WAL is flushed past where we stopped: the next record is half flushed */
+		/* the next record was only partly flushed (or more WAL is, since) */
 		if (ctx->reader->EndRecPtr < GetFlushRecPtr(NULL))
 			sleep_ms = Min(sleep_ms, PARTIAL_RECORD_POLL_MS);
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,

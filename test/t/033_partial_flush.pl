@@ -35,41 +35,49 @@ CREATE TABLE bulk (id bigserial PRIMARY KEY, v text);
 sub sql { return $node->safe_psql('postgres', $_[0]); }
 my $message = qr/decoding round ends at [0-9A-F]+\/[0-9A-F]+: the record there is not all flushed yet/;
 
-zs_wait_catchup($node);
-# nothing unflushed from before (the decoder flushes its own last store
-# when idle; that flush would take the mark's commit with it)
-$node->poll_query_until('postgres', q{SELECT pg_current_wal_flush_lsn() = pg_current_wal_insert_lsn()})
-  or die 'WAL is not flushed';
-my $log_from = -s $node->logfile;
-my $head = sql('SELECT last_watermark FROM zero_stream.status()');
-
-# One session, asynchronous commits: the mark, then about 300 kB of WAL in
+# One session, asynchronous commits: a mark, then about 300 kB of WAL in
 # records of about 1 kB. The second commit wakes the WAL writer, which
 # flushes the whole pages (past the mark's commit) and then sleeps for
 # wal_writer_delay, leaving the record across the last page boundary cut.
-my $t0 = time;
-sql(q{SET synchronous_commit = off;
-INSERT INTO marks VALUES (1);
-INSERT INTO bulk (v) SELECT repeat(md5(g::text), 30) FROM generate_series(1, 300) g;});
-my $stored = 0;
-while (time - $t0 < 30)
+# Twice: a record boundary can fall on that page boundary (rarely).
+sub mark_then_bulk
 {
-	$stored = sql(qq{SELECT count(*) FROM $CDC."changeLog" WHERE watermark > '$head'
-  AND change->>'tag' = 'insert' AND change->'relation'->>'name' = 'marks'});
-	last if $stored;
-	usleep(20_000);
+	my ($id) = @_;
+	zs_wait_catchup($node);
+	# nothing unflushed from before (the decoder flushes its own last store
+	# when idle; that flush would take the mark's commit with it)
+	$node->poll_query_until('postgres', q{SELECT pg_current_wal_flush_lsn() = pg_current_wal_insert_lsn()})
+	  or die 'WAL is not flushed';
+	my $log_from = -s $node->logfile;
+	my $t0 = time;
+	sql(qq{SET synchronous_commit = off;
+INSERT INTO marks VALUES ($id);
+INSERT INTO bulk (v) SELECT repeat(md5(g::text), 30) FROM generate_series(1, 300) g;});
+	my $stored = 0;
+	while (time - $t0 < 30)
+	{
+		$stored = sql(qq{SELECT count(*) FROM $CDC."changeLog" WHERE change->>'tag' = 'insert'
+  AND change->'relation'->>'name' = 'marks' AND change->'new'->>'id' = '$id'});
+		last if $stored;
+		usleep(20_000);
+	}
+	my $elapsed = time - $t0;
+	is($stored, '1', "mark $id: the transaction before the cut record is stored");
+	cmp_ok($elapsed, '<', 5,
+		"mark $id: without waiting for the WAL writer to flush the rest (wal_writer_delay is 10 s)");
+	diag(sprintf('mark %d stored %.2f s after the commit', $id, $elapsed));
+	return slurp_file($node->logfile, $log_from) =~ $message;
 }
-my $elapsed = time - $t0;
-is($stored, '1', 'the transaction before the cut record is stored');
-cmp_ok($elapsed, '<', 5,
-	'without waiting for the WAL writer to flush the rest (wal_writer_delay is 10 s)');
-diag(sprintf('stored %.2f s after the commit', $elapsed));
-like(slurp_file($node->logfile, $log_from), $message, 'the round ended at the cut record');
+
+my $head = sql('SELECT last_watermark FROM zero_stream.status()');
+my $cut = mark_then_bulk(1);
+$cut = mark_then_bulk(2) || $cut;
+ok($cut, 'a round ended at the cut record');
 
 zs_wait_catchup($node, '60 s');
 is(sql(qq{SELECT count(*) FROM $CDC."changeLog" WHERE watermark > '$head'
-  AND change->>'tag' = 'insert' AND change->'relation'->>'name' = 'bulk'}), '300',
-	'the large transaction follows whole once its record is flushed');
+  AND change->>'tag' = 'insert' AND change->'relation'->>'name' = 'bulk'}), '600',
+	'the large transactions follow whole once their records are flushed');
 
 # Asynchronous commits of every size from four clients: records are cut at
 # the flush position again and again, and each is read again from its start.
@@ -80,7 +88,7 @@ print $fh q{SET synchronous_commit = off;
 INSERT INTO bulk (v) SELECT repeat(md5(random()::text), (:n * random())::int + 1) FROM generate_series(1, :n);
 };
 close $fh;
-$log_from = -s $node->logfile;
+my $log_from = -s $node->logfile;
 my $rows_before = sql('SELECT count(*) FROM bulk');
 $head = sql('SELECT last_watermark FROM zero_stream.status()');
 my $load = zs_start_pgbench($node, 5, 4, $script);
