@@ -591,12 +591,12 @@ switch_catalog_view(XLogRecPtr decoding_from)
 }
 
 /*
- * Where the last round stopped at a record not all flushed, and the WAL
- * position the reader needed there: until the flush reaches it, trying
- * again reads nothing (and would only switch the catalog caches back and
- * forth, and assemble a long record again from its start).
+ * The WAL position the reader needed when the last round stopped at a
+ * record not all flushed: until the flush reaches it, trying again reads
+ * nothing (and would only switch the catalog caches back and forth, and
+ * assemble a long record again from its start). The flush position only
+ * grows, so once reached this never holds a round back again.
  */
-static XLogRecPtr cut_at = InvalidXLogRecPtr;
 static XLogRecPtr cut_need = InvalidXLogRecPtr;
 
 /*
@@ -651,15 +651,13 @@ static XLogReaderRoutine streaming_wal_reader = {
 static bool
 decode_and_store(LogicalDecodingContext *ctx, bool *stored)
 {
-	XLogRecPtr	flushed = GetFlushRecPtr(NULL);
-	XLogRecPtr	end_of_wal = flushed;
+	XLogRecPtr	end_of_wal = GetFlushRecPtr(NULL);
 	Size		limit = (Size) zs_commit_batch_kb * 1024;
 	ErrorContextCallback callback;
 	XLogRecPtr	round_start;
 
 	*stored = false;
-	if (ctx->reader->EndRecPtr >= end_of_wal ||
-		(ctx->reader->EndRecPtr == cut_at && flushed < cut_need))
+	if (ctx->reader->EndRecPtr >= end_of_wal || end_of_wal < cut_need)
 		return false;
 	end_of_wal = Min(end_of_wal, ctx->reader->EndRecPtr + ROUND_WAL_BYTES);
 	zs_spool_set_memory_limit(batch.spool, Max(SPOOL_MEMORY_LIMIT, limit + limit / 4));
@@ -686,9 +684,8 @@ decode_and_store(LogicalDecodingContext *ctx, bool *stored)
 					 errmsg("could not read WAL: %s", errm)));
 		if (record == NULL)
 		{
-			cut_at = ctx->reader->EndRecPtr;
 			elog(DEBUG1, "decoding round ends at %X/%X: the record there is not all flushed yet",
-				 LSN_FORMAT_ARGS(cut_at));
+				 LSN_FORMAT_ARGS(ctx->reader->EndRecPtr));
 			break;
 		}
 		LogicalDecodingProcessRecord(ctx, ctx->reader);
@@ -1001,7 +998,7 @@ start_decoding(List *publications)
 	CommitTransactionCommand();
 
 	XLogBeginRead(ctx->reader, MyReplicationSlot->data.restart_lsn);
-	cut_at = cut_need = InvalidXLogRecPtr;
+	cut_need = InvalidXLogRecPtr;
 	ereport(LOG,
 			(errmsg("zero_stream decoding slot \"%s\" from %X/%X (progress %X/%X), change log head %s",
 					NameStr(MyReplicationSlot->data.name),
