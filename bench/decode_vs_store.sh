@@ -14,12 +14,13 @@
 #      the decoder having stored everything (zero_stream.wait_for_catchup,
 #      waiting inside the server so that no polling takes CPU).
 #   4. end to end: a subscriber (zero-stream-tail) follows the stream during
-#      step 3; time from "streaming" to its receiving the last transaction.
+#      step 3; time from "streaming" to its receiving the last commit.
 # ratio = raw time / zero_stream time (1.0 = as fast as decoding alone).
 # With more than 200,000 bulk rows, the 200 k / 20 k run is printed first
 # (ZS_BENCH_SMALL=0 skips it). Also printed: the decoder's CPU per stored
 # row and the decoder's and server's private memory (RssAnon), and what the
-# figures depend on (machine, load, settings). ZS_BENCH_CONF adds
+# figures depend on (machine, load, settings). ZS_BENCH_ONLY=huge (or bulk,
+# single) measures that workload alone. ZS_BENCH_CONF adds
 # postgresql.conf lines (e.g. zero_stream.replica_file = '' for no backup
 # replica).
 set -euo pipefail
@@ -78,6 +79,7 @@ worker_pid() { sql -d bench -c "SELECT pid FROM zero_stream.workers() WHERE work
 
 measure() {
 	local name=$1 call=$2 rows=$3
+	[ -z "${ZS_BENCH_ONLY:-}" ] || [ "$ZS_BENCH_ONLY" = "$name" ] || return 0
 	# hold the decoder back while the workload writes WAL; the raw slot starts
 	# where the workload starts (not at our own change-log writes of the last phase)
 	local from; from=$(sql -d bench -c "SELECT last_watermark FROM zero_stream.status()")
@@ -121,10 +123,12 @@ import sys
 name, rows, msgs, wal = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 t0, t1, tr, t2, t3 = map(float, sys.argv[5:10])
 dcpu, drss, srss, scpu, rcpu = map(int, sys.argv[11:16])
+# the last commit received (status frames, e.g. a lag report, come later)
 last = None
 for line in open(sys.argv[10]):
     recv, frame = line.split(' ', 1)
-    last = int(recv) / 1e6
+    if '["commit",' in frame:
+        last = int(recv) / 1e6
 try:
     user, system = open(sys.argv[16]).read().split()[-1].split('_')
     tcpu = f"{float(user) + float(system):.2f} s"

@@ -9,6 +9,7 @@
 
 #include "access/xlogdefs.h"
 #include "datatype/timestamp.h"
+#include "storage/fileset.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
 
@@ -187,8 +188,9 @@ extern ZsSharedState *zs_shared;
 
 /*
  * The decoder's latest round of decoded rows, published before it is
- * stored, for live subscribers; zero_stream.live_buffer bytes of records
- * (their format is changelog/changelog_live.c's). NULL when disabled.
+ * stored, for live subscribers; zero_stream.live_buffer bytes of records,
+ * the rest of a larger round in a temporary file (their format is
+ * changelog/changelog_live.c's). NULL when disabled.
  */
 typedef struct ZsLiveRound
 {
@@ -199,8 +201,17 @@ typedef struct ZsLiveRound
 	char		after_watermark[ZS_WATERMARK_MAXLEN];	/* the last stored row */
 	int64		after_pos;
 	char		last_watermark[ZS_WATERMARK_MAXLEN];	/* the round's last row */
+	int64		last_pos;		/* (published so far) */
 	int			nrows;
 	Size		used;
+	uint64		round;			/* bumped by each round published */
+	/* the rows that did not fit in data[]: file "round.<round>" of fileset */
+	FileSet		fileset;		/* the running decoder's */
+	bool		fileset_ready;
+	bool		fileset_used;	/* a file was created in it since it was cleared */
+	bool		has_rest;		/* this round continues in its file */
+	off_t		rest_bytes;		/* bytes of the file written so far */
+	int64		rest_rows;		/* records in them */
 	char		data[FLEXIBLE_ARRAY_MEMBER];
 } ZsLiveRound;
 

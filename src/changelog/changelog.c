@@ -300,6 +300,25 @@ zs_changelog_read_head(char *last_watermark)
 	strlcpy(last_watermark, read_state_column("lastWatermark"), ZS_WATERMARK_MAXLEN);
 }
 
+void
+zs_changelog_read_last_row(void)
+{
+	bool		isnull;
+	Datum		pos;
+
+	/* a backward scan of the primary key; purge keeps the newest transaction */
+	exec_sql(psprintf("SELECT watermark, pos FROM %s.\"changeLog\" "
+					  "ORDER BY watermark DESC, pos DESC LIMIT 1", quoted_schema()),
+			 SPI_OK_SELECT);
+	last_row_known = SPI_processed == 1;
+	if (!last_row_known)
+		return;
+	strlcpy(last_row_watermark, SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1),
+			sizeof(last_row_watermark));
+	pos = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
+	last_row_pos = DatumGetInt64(pos);
+}
+
 /* A statement the writer runs in every store, planned once. */
 static SPIPlanPtr
 keep_plan(const char *sql, int nargs, Oid *types)

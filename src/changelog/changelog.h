@@ -42,10 +42,14 @@ extern void zs_changelog_add(const char *watermark, int64 pos,
 extern void zs_changelog_finish(const char *last_watermark);
 
 /*
- * The key of the last row this process wrote (by the writer or as a
- * lineage's seed), once its transaction committed; false if none yet.
+ * The key of the log's last row: as read at start (zs_changelog_read_last_row),
+ * then the last this process wrote (by the writer or as a lineage's seed);
+ * false if none is known.
  */
 extern bool zs_changelog_last_row(char *watermark, int64 *pos);
+
+/* Read the key of the log's last row (at start, in a transaction). */
+extern void zs_changelog_read_last_row(void);
 
 /*
  * A schema-change row (create-table, add-column, ...): stored on its own,

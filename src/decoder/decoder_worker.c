@@ -469,11 +469,21 @@ static TimestampTz pending_since = 0;
 
 static long settle_confirmation(bool force);
 
+static void
+wake_server(void)
+{
+	Latch	   *server = zs_worker_latch(ZS_WORKER_SERVER);
+
+	if (server != NULL)
+		SetLatch(server);
+}
+
 /*
  * Before storing a round, publish it to live subscribers
- * (changelog/changelog_live.c): as much of it as fits, from the last row
- * stored on (a round that spilled to a file: its beginning). Not before
- * this process has stored (it then knows that row).
+ * (changelog/changelog_live.c), from the last row stored on: as much of it
+ * as fits in the live buffer, sent at once, and the rest through a file
+ * (a transaction larger than the buffer), sent as it is written. Not
+ * before this process has stored (it then knows that row).
  */
 static void
 publish_round(void)
@@ -482,7 +492,8 @@ publish_round(void)
 	int64		after_pos;
 	ZsSpoolRecord header;
 	StringInfoData text;
-	Latch	   *server;
+	bool		in_buffer = true;
+	bool		in_file = false;
 
 	if (!zs_changelog_last_row(after_watermark, &after_pos) ||
 		!zs_live_begin(lineage, after_watermark, after_pos))
@@ -491,14 +502,25 @@ publish_round(void)
 	zs_spool_start_read(batch.spool);
 	while (zs_spool_read(batch.spool, &header, &text))
 	{
-		if (!zs_live_add(header.watermark, header.pos, text.data, text.len))
-			break;
+		if (in_buffer)
+		{
+			if (zs_live_add(header.watermark, header.pos, text.data, text.len))
+				continue;
+			in_buffer = false;
+			zs_live_end();
+			wake_server();
+			in_file = zs_live_rest_begin(zs_spool_bytes(batch.spool));
+			if (!in_file)
+				break;
+		}
+		zs_live_rest_add(header.watermark, header.pos, text.data, text.len);
 	}
-	zs_live_end();
+	if (in_buffer)
+		zs_live_end();
+	if (in_file)
+		zs_live_rest_end();
 	pfree(text.data);
-	server = zs_worker_latch(ZS_WORKER_SERVER);
-	if (server != NULL)
-		SetLatch(server);
+	wake_server();
 }
 
 /* Store the staged transactions in one local transaction. */
@@ -704,6 +726,8 @@ decode_and_store(LogicalDecodingContext *ctx, bool *stored)
 	{
 		publish_round();
 		store_batch();
+		/* the log has the round now: a file of its rest is not needed */
+		zs_live_rest_drop();
 	}
 	if (batch.baseline_changed)
 		zs_backfill_requests_changed();
@@ -907,6 +931,8 @@ prepare_change_log(void)
 {
 	zs_spi_xact_begin(NULL);
 	zs_changelog_ensure_schema();
+	/* the live round's files, in temp_tablespaces as of now */
+	zs_live_prepare_rest();
 	zs_spi_xact_commit();
 }
 
@@ -958,6 +984,8 @@ claim_change_log(void)
 		owner_address = MemoryContextStrdup(TopMemoryContext, owner_address);
 	zs_changelog_claim_ownership(owner_address);
 	zs_changelog_read_head(stored_head);
+	/* where a round published to live subscribers starts */
+	zs_changelog_read_last_row();
 	load_schema_baseline();
 	zs_spi_xact_commit();
 }

@@ -77,6 +77,9 @@ static int	catchup_turn = 0;
 static TimestampTz catchup_resume_at = 0;
 static bool live_present = false;
 
+/* the position of the head's last readable row (see zs_subscriber_wants_rows) */
+static int64 head_pos = PG_INT64_MAX;
+
 /* the average message of recent pages, in bytes (0: none read yet) */
 static double row_bytes = 0;
 
@@ -110,7 +113,7 @@ static bool
 wants_page(ZsConn *c, const char *head)
 {
 	return !c->closed && !c->close_after_flush && c->sub != NULL &&
-		zs_subscriber_wants_rows(c->sub, head) && !backlog_full(c);
+		zs_subscriber_wants_rows(c->sub, head, head_pos) && !backlog_full(c);
 }
 
 /*
@@ -249,6 +252,7 @@ zs_flow_serve_pages(const char *head, const char *replica_version, ZsFlowRound *
 	TimestampTz now;
 	bool		pausing;
 	char		live_head[ZS_WATERMARK_MAXLEN];
+	int64		live_pos;
 
 	round->catching_up = false;
 	round->next_ms = -1;
@@ -256,8 +260,12 @@ zs_flow_serve_pages(const char *head, const char *replica_version, ZsFlowRound *
 	if (replica_version[0] == '\0')
 		return;					/* the decoder has not started the log yet */
 	/* rows of the round being stored count as there to be read */
-	if (zs_live_head(replica_version, live_head) && strcmp(live_head, head) > 0)
+	head_pos = PG_INT64_MAX;
+	if (zs_live_head(replica_version, live_head, &live_pos) && strcmp(live_head, head) > 0)
+	{
 		head = live_head;
+		head_pos = live_pos;
+	}
 
 	for (int i = 0; i < zs_nconns; i++)
 	{

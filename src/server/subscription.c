@@ -191,13 +191,22 @@ zs_subscriber_describe(const ZsSubscriber *sub, const char *head, ZsSubscriberIn
 }
 
 bool
-zs_subscriber_wants_rows(const ZsSubscriber *sub, const char *head)
+zs_subscriber_wants_rows(const ZsSubscriber *sub, const char *head, int64 head_pos)
 {
+	int			cmp;
+
 	if (sub->error_id != 0 || sub->messages_sent - sub->messages_acked >= zs_catchup_page_rows)
 		return false;
-	/* after a short page, rows can only follow once the head moves on */
-	return !sub->validated || sub->last_page_full ||
-		strcmp(sub->cursor_watermark, head) < 0;
+	if (!sub->validated || sub->last_page_full)
+		return true;
+	/*
+	 * After a short page, rows can only follow once the head moves on: to a
+	 * later transaction, or within the one the subscriber is in the middle
+	 * of (a transaction larger than the live buffer, published in parts,
+	 * then stored).
+	 */
+	cmp = strcmp(sub->cursor_watermark, head);
+	return cmp < 0 || (cmp == 0 && sub->mid_transaction && sub->cursor_pos < head_pos);
 }
 
 static void

@@ -50,8 +50,14 @@ typedef struct ZsSubscribeParams
 extern ZsSubscriber *zs_subscriber_start(const ZsSubscribeParams *params, int protocol,
 										 char **error);
 
-/* Does the subscriber have room for another page of messages? */
-extern bool zs_subscriber_wants_rows(const ZsSubscriber *sub, const char *head);
+/*
+ * Does the subscriber have room for another page of messages, and are there
+ * rows after its position? head_pos is the position of head's last row
+ * that can be read: PG_INT64_MAX once head's transaction is stored whole,
+ * less while the rows of a transaction larger than the live buffer are
+ * still being published.
+ */
+extern bool zs_subscriber_wants_rows(const ZsSubscriber *sub, const char *head, int64 head_pos);
 
 /* The key after which the subscriber's next page starts. */
 extern void zs_subscriber_position(const ZsSubscriber *sub, char *watermark, int64 *pos);

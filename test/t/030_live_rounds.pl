@@ -6,7 +6,12 @@
 # decoder stores the same transactions again after the restart, the replica
 # that got ahead of the log resumes from its own watermark, and it equals
 # PostgreSQL with every increment applied exactly once. With
-# zero_stream.live_buffer = 0, a subscriber waits for the store.
+# zero_stream.live_buffer = 0, a subscriber waits for the store. With a
+# live buffer smaller than a transaction, the rest of the round goes
+# through a temporary file: live subscribers get all of it while the store
+# waits, the file is gone once the round is stored, and after a crash
+# before the store no file is left and nothing is lost or sent twice; when
+# temp_file_limit could not hold the file, the rest waits for the store.
 use strict;
 use warnings;
 
@@ -150,6 +155,125 @@ for (1 .. 300)
 }
 is($late, 1, 'and the transaction once it is stored');
 $tail->kill_kill;
+
+# a round larger than the live buffer: the rest goes through a file
+my $datadir = $node->data_dir;
+sub rest_files { my $pid = shift // '*'; return scalar(() = glob("$datadir/base/pgsql_tmp/pgsql_tmp$pid.*.fileset/round.*")); }
+sub inserts_in { my ($f) = @_; return -f $f ? scalar(() = slurp_file($f) =~ /"tag":"insert"/g) : 0; }
+sub commits_in { my ($f) = @_; return -f $f ? scalar(() = slurp_file($f) =~ /\["commit"/g) : 0; }
+sub lock_log
+{
+	($in, $out) = ('', '');
+	$locker = IPC::Run::start([ 'psql', '-X', '-q', '-A', '-t', '-h', $node->host, '-p', $node->port, '-d', 'postgres' ],
+		'<', \$in, '>', \$out, '2>', \$err);
+	$in .= qq{BEGIN; LOCK TABLE $CDC."changeLog" IN EXCLUSIVE MODE; SELECT 'locked';\n};
+	$locker->pump until $out =~ /locked/;
+}
+sub unlock_log { $in .= "ROLLBACK;\n\\q\n"; $locker->finish; }
+sub start_tails
+{
+	my ($from, @ids) = @_;
+	my @tails;
+	for my $id (@ids)
+	{
+		unlink "$dir/$id.out";
+		push @tails, IPC::Run::start(
+			[ $TAIL, '--idle', '120', "ws://127.0.0.1:$port/replication/v6/changes?id=$id&taskID=t&replicaVersion=$rv&watermark=$from" ],
+			'>', "$dir/$id.out", '2>', "$dir/$id.err");
+	}
+	$node->poll_query_until('postgres', 'SELECT count(*) = ' . scalar(@ids)
+		  . " FROM zero_stream.subscribers() WHERE id IN ('" . join("','", @ids) . "') AND state = 'live'")
+	  or die 'the subscribers are not live';
+	return @tails;
+}
+sub wait_commits
+{
+	my ($want, @files) = @_;
+	for (1 .. 600)
+	{
+		return 1 if !grep { commits_in($_) < $want } @files;
+		usleep(100_000);
+	}
+	return 0;
+}
+
+$node->append_conf('postgresql.conf', 'zero_stream.live_buffer = 64kB');
+$node->restart;
+zs_wait_streaming($node);
+# (the decoder's first round since the restart: it read where the log ends)
+$head = sql('SELECT last_watermark FROM zero_stream.status()');
+my @tails = start_tails($head, 'rest1', 'rest2');
+lock_log();
+# about 600 kB of changes: most of the round is in the file
+sql(q{INSERT INTO items SELECT g, 1 FROM generate_series(1001, 6000) g});
+ok(wait_commits(1, "$dir/rest1.out", "$dir/rest2.out"),
+	'live subscribers received the large transaction while the store waits')
+  or diag('rows ' . inserts_in("$dir/rest1.out") . ' ' . inserts_in("$dir/rest2.out") . ', files ' . rest_files() . ': '
+	  . join(' ', glob("$datadir/base/pgsql_tmp/*")) . "\n" . sql('SELECT * FROM zero_stream.subscribers()'));
+is(inserts_in("$dir/rest1.out") . ' ' . inserts_in("$dir/rest2.out"), '5000 5000',
+	'every row of it, through the live buffer and the file');
+is(rest_files(), 1, 'the rest of the round is in a temporary file');
+is(sql(qq{SELECT count(*) FROM $CDC."changeLog" WHERE watermark > '$head'}), '0',
+	'the change log does not hold it yet');
+unlock_log();
+zs_wait_catchup($node);
+ok($node->poll_query_until('postgres', qq{SELECT count(*) = 5002 FROM $CDC."changeLog" WHERE watermark > '$head'}),
+	'then it is stored');
+usleep(500_000);
+is(rest_files(), 0, 'and its file is gone');
+sql(q{UPDATE items SET n = n + 1 WHERE id = 5});
+zs_wait_catchup($node);
+ok(wait_commits(2, "$dir/rest1.out"), 'the subscriber goes on with the next transaction');
+is(inserts_in("$dir/rest1.out") . ' ' . commits_in("$dir/rest1.out"), '5000 2', 'having got each row once');
+IPC::Run::run([ $TAIL, '--idle', '2', "ws://127.0.0.1:$port/replication/v6/changes?id=fromlog&taskID=t&replicaVersion=$rv&watermark=$head" ],
+	'>', "$dir/fromlog.out", '2>', \my $fromlog_err, IPC::Run::timeout(60));
+is(inserts_in("$dir/fromlog.out") . ' ' . commits_in("$dir/fromlog.out"), '5000 2',
+	'a subscriber from the old head reads the same from the log');
+$_->kill_kill for @tails;
+
+# a crash before the store: no file is left, nothing lost or sent twice
+$head = sql('SELECT last_watermark FROM zero_stream.status()');
+@tails = start_tails($head, 'rest3');
+lock_log();
+sql(q{UPDATE items SET n = n + 1 WHERE id > 1000});
+ok(wait_commits(1, "$dir/rest3.out"), 'a subscriber received the next large transaction');
+my $old_decoder = zs_decoder_pid($node);
+is(rest_files($old_decoder), 1, 'through a file');
+$node->stop('immediate');
+$locker->finish;
+$_->kill_kill for @tails;
+$node->start;
+is(rest_files($old_decoder), 0, 'the crash left no file behind');
+zs_wait_ready($node);
+zs_wait_streaming($node);
+zs_wait_catchup($node);
+is(sql(qq{SELECT count(*) FROM $CDC."changeLog" WHERE watermark > '$head' AND change->>'tag' = 'update'}), '5000',
+	'the transaction is stored after the restart');
+zs_check_log_integrity($node, 'after a crash with a round in a file');
+ok(replica_at(sql('SELECT last_watermark FROM zero_stream.status()')), 'the replica follows');
+is(zs_sqlite($app, q{SELECT count(*) || ':' || sum(n) FROM items}), digest(),
+	'and equals PostgreSQL: every row applied once');
+
+# temp_file_limit too small for the file: the rest waits for the store
+$node->append_conf('postgresql.conf', 'temp_file_limit = 256kB');
+$node->reload;
+usleep(500_000);
+$head = sql('SELECT last_watermark FROM zero_stream.status()');
+@tails = start_tails($head, 'rest4');
+lock_log();
+sql(q{UPDATE items SET n = n + 1 WHERE id > 1000});
+usleep(2_000_000);
+my $part = inserts_in("$dir/rest4.out") + scalar(() = slurp_file("$dir/rest4.out") =~ /"tag":"update"/g);
+is(commits_in("$dir/rest4.out") . ' ' . rest_files(), '0 0',
+	'temp_file_limit: no file, the commit waits for the store');
+cmp_ok($part, '>', 0, "the live buffer's part was sent ($part rows)");
+cmp_ok($part, '<', 5000, 'but not the rest');
+unlock_log();
+ok(wait_commits(1, "$dir/rest4.out"), 'the rest comes once stored');
+is(scalar(() = slurp_file("$dir/rest4.out") =~ /"tag":"update"/g), 5000, 'each row once');
+$_->kill_kill for @tails;
+ok(replica_at(sql('SELECT last_watermark FROM zero_stream.status()')), 'the replica follows');
+is(zs_sqlite($app, q{SELECT count(*) || ':' || sum(n) FROM items}), digest(), 'and equals PostgreSQL');
 $cli->kill_kill;
 $node->stop;
 done_testing();
