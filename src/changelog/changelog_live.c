@@ -33,11 +33,13 @@
  * there in chunks, publishing each (its bytes and rows) once written, and
  * deletes the file once the round is stored. So a live subscriber gets the
  * whole round while the decoder stores it, not only its first part. The
- * server reads the file under the round's lock (shared), which the decoder
- * takes exclusively to drop it, and remembers where the pages it read end
- * (a subscriber's next page continues there without reading from the
- * start). The file doubles what the decoder's spool writes for such a
- * round, so it is not written when temp_file_limit could not hold both.
+ * server reads the file without the lock (see read_rest), and remembers
+ * where the pages it read end (a subscriber's next page continues there
+ * without reading from the start). The file doubles what the decoder's
+ * spool writes for such a round (sharing the spool's own file would need
+ * it reopened in every transaction: a file set's files are closed at each
+ * transaction's end), so it is not written when temp_file_limit could not
+ * hold both.
  *
  * Record format in data[]: a header (RoundRow), then the change text, then
  * padding to MAXALIGN. In the file: a header, then the change text.

@@ -41,6 +41,14 @@ sub digest { return sql(q{SELECT count(*) || ':' || sum(n) FROM items}); }
 my $cli = IPC::Run::start([ $CLI, 'sync', '--task-id', 'live', "ws://127.0.0.1:$port", $app ],
 	'>', "$dir/cli.out", '2>>', "$dir/cli.log");
 
+# the replica reaches the head and equals PostgreSQL
+sub replica_equals
+{
+	my ($reached, $equal) = @_;
+	ok(replica_at(sql('SELECT last_watermark FROM zero_stream.status()')), $reached);
+	is(zs_sqlite($app, q{SELECT count(*) || ':' || sum(n) FROM items}), digest(), $equal);
+}
+
 sub replica_at
 {
 	my ($watermark) = @_;
@@ -54,8 +62,7 @@ sub replica_at
 
 sql(q{UPDATE items SET n = n + 1 WHERE id <= 10});
 zs_wait_catchup($node);
-ok(replica_at(sql('SELECT last_watermark FROM zero_stream.status()')), 'the replica follows');
-is(zs_sqlite($app, q{SELECT count(*) || ':' || sum(n) FROM items}), digest(), 'and equals PostgreSQL');
+replica_equals('the replica follows', 'and equals PostgreSQL');
 
 # a live subscriber from the head
 my $rv = sql('SELECT replica_version FROM zero_stream.status()');
@@ -111,9 +118,7 @@ zs_wait_catchup($node);
 is(sql(qq{SELECT count(*) FROM $CDC."changeLog" WHERE watermark > '$head' AND change->>'tag' = 'commit'}), '2',
 	'after the crash the log holds the transaction (stored again) and the new one');
 zs_check_log_integrity($node, 'after the crash');
-ok(replica_at(sql('SELECT last_watermark FROM zero_stream.status()')), 'the replica resumed from its own watermark');
-is(zs_sqlite($app, q{SELECT count(*) || ':' || sum(n) FROM items}), digest(),
-	'and equals PostgreSQL: every increment applied exactly once');
+replica_equals('the replica resumed from its own watermark', 'and equals PostgreSQL: every increment applied exactly once');
 
 # a subscriber from the old head gets each transaction once, in order
 my $after = sql('SELECT last_watermark FROM zero_stream.status()');
@@ -250,9 +255,7 @@ zs_wait_catchup($node);
 is(sql(qq{SELECT count(*) FROM $CDC."changeLog" WHERE watermark > '$head' AND change->>'tag' = 'update'}), '5000',
 	'the transaction is stored after the restart');
 zs_check_log_integrity($node, 'after a crash with a round in a file');
-ok(replica_at(sql('SELECT last_watermark FROM zero_stream.status()')), 'the replica follows');
-is(zs_sqlite($app, q{SELECT count(*) || ':' || sum(n) FROM items}), digest(),
-	'and equals PostgreSQL: every row applied once');
+replica_equals('the replica follows', 'and equals PostgreSQL: every row applied once');
 
 # temp_file_limit too small for the file: the rest waits for the store
 $node->append_conf('postgresql.conf', 'temp_file_limit = 256kB');
@@ -272,8 +275,7 @@ unlock_log();
 ok(wait_commits(1, "$dir/rest4.out"), 'the rest comes once stored');
 is(scalar(() = slurp_file("$dir/rest4.out") =~ /"tag":"update"/g), 5000, 'each row once');
 $_->kill_kill for @tails;
-ok(replica_at(sql('SELECT last_watermark FROM zero_stream.status()')), 'the replica follows');
-is(zs_sqlite($app, q{SELECT count(*) || ':' || sum(n) FROM items}), digest(), 'and equals PostgreSQL');
+replica_equals('the replica follows', 'and equals PostgreSQL');
 $cli->kill_kill;
 $node->stop;
 done_testing();
