@@ -296,7 +296,7 @@ zs_define_gucs(void)
 
 	DefineCustomIntVariable("zero_stream.live_buffer",
 							"Shared memory for the decoder's latest round of changes, sent to live subscribers before it is stored.",
-							"Live subscribers get a round as soon as it is decoded, while the decoder stores it; the rest of a round larger than this is sent from a temporary file. 0 sends only stored changes.",
+							"Live subscribers get a round as soon as it is decoded, while the decoder stores it; the rest of a round larger than this is sent from the decoder's spool file. 0 sends only stored changes.",
 							&zs_live_buffer_kb, 16384, 0, 1048576, PGC_POSTMASTER, GUC_UNIT_KB,
 							NULL, NULL, NULL);
 

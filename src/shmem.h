@@ -9,7 +9,6 @@
 
 #include "access/xlogdefs.h"
 #include "datatype/timestamp.h"
-#include "storage/fileset.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
 
@@ -189,7 +188,7 @@ extern ZsSharedState *zs_shared;
 /*
  * The decoder's latest round of decoded rows, published before it is
  * stored, for live subscribers; zero_stream.live_buffer bytes of records,
- * the rest of a larger round in a temporary file (their format is
+ * the rest of a larger round in the decoder's spool file (their format is
  * changelog/changelog_live.c's). NULL when disabled.
  */
 typedef struct ZsLiveRound
@@ -205,13 +204,11 @@ typedef struct ZsLiveRound
 	int			nrows;
 	Size		used;
 	uint64		round;			/* bumped by each round published */
-	/* the rows that did not fit in data[]: file "round.<round>" of fileset */
-	FileSet		fileset;		/* the running decoder's */
-	bool		fileset_ready;
-	bool		fileset_used;	/* a file was created in it since it was cleared */
-	bool		has_rest;		/* this round continues in its file */
-	off_t		rest_bytes;		/* bytes of the file written so far */
-	int64		rest_rows;		/* records in them */
+	/* the rows that did not fit in data[]: in the decoder's spool file */
+	bool		has_rest;
+	char		rest_path[MAXPGPATH];	/* from the data directory */
+	Size		rest_offset;	/* of the first such record in it */
+	int64		rest_rows;
 	char		data[FLEXIBLE_ARRAY_MEMBER];
 } ZsLiveRound;
 

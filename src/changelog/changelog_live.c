@@ -28,33 +28,29 @@
  * not outlive its decoder.
  *
  * A round larger than the buffer (one transaction of a bulk import or a
- * migration) continues in a temporary file, "round.<n>" of a FileSet that
- * the running decoder owns: the decoder writes the rows that did not fit
- * there in chunks, publishing each (its bytes and rows) once written, and
- * deletes the file once the round is stored. So a live subscriber gets the
- * whole round while the decoder stores it, not only its first part. The
- * server reads the file without the lock (see read_rest), and remembers
- * where the pages it read end (a subscriber's next page continues there
- * without reading from the start). The file doubles what the decoder's
- * spool writes for such a round (sharing the spool's own file would need
- * it reopened in every transaction: a file set's files are closed at each
- * transaction's end), so it is not written when temp_file_limit could not
- * hold both.
+ * migration) goes on in the decoder's spool file (decoder/spool.c writes
+ * its records in this module's format, ZsRoundRecord): once the shared part
+ * is published, the decoder publishes the file's path, where the records
+ * that did not fit start in it, how many there are and the last one's key.
+ * So a live subscriber gets the whole round while the decoder stores it,
+ * not only its first part, and nothing is written twice for it. The server
+ * reads the file without the lock (see read_rest), and remembers where the
+ * pages it read end (a subscriber's next page continues there without
+ * reading from the start).
  *
  * Record format in data[]: a header (RoundRow), then the change text, then
- * padding to MAXALIGN. In the file: a header, then the change text.
+ * padding to MAXALIGN. In the spool's file: a ZsRoundRecord, then the
+ * change text.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include <fcntl.h>
+#include <unistd.h>
 
 #include "lib/stringinfo.h"
 #include "storage/fd.h"
-#include "storage/fileset.h"
 #include "storage/lwlock.h"
-#include "utils/guc.h"
-#include "utils/memutils.h"
 #include "utils/wait_event.h"
 
 #include "changelog/changelog.h"
@@ -70,20 +66,8 @@ typedef struct RoundRow
 
 #define ROW_SIZE(change_len) MAXALIGN(MAXALIGN(sizeof(RoundRow)) + (change_len))
 
-/* The rest's file is written, and published, in chunks of this size. */
-#define REST_CHUNK_BYTES	(256 * 1024)
-
-/* The server reads the file in chunks of this size (or one larger record). */
+/* The server reads the rest's file in chunks of this size (or one larger record). */
 #define REST_READ_BYTES		(1024 * 1024)
-
-/* The decoder: the rest of the round it is publishing. */
-static File rest_file = -1;
-static off_t rest_written = 0;
-static int64 rest_rows_written = 0;
-static StringInfoData rest_chunk;
-static int64 rest_chunk_rows = 0;
-static char rest_last_watermark[ZS_WATERMARK_MAXLEN];
-static int64 rest_last_pos;
 
 /*
  * The server: where the pages it read from the rest's file ended, so that
@@ -96,8 +80,8 @@ typedef struct RestCursor
 	uint64		round;			/* 0: unused */
 	char		watermark[ZS_WATERMARK_MAXLEN];
 	int64		pos;
-	off_t		offset;			/* of the record after it */
-	int64		index;			/* that record's number in the file */
+	Size		offset;			/* of the record after it, in the file */
+	int64		index;			/* that record's number in the rest */
 } RestCursor;
 
 #define REST_CURSORS 64
@@ -117,45 +101,9 @@ row_change(const RoundRow *row)
 	return (const char *) row + MAXALIGN(sizeof(RoundRow));
 }
 
-static void
-rest_file_name(char *name, uint64 round)
-{
-	snprintf(name, MAXPGPATH, "round." UINT64_FORMAT, round);
-}
-
-/* The decoder: stop writing the rest (its file is deleted by the caller). */
-static void
-close_rest_writer(void)
-{
-	if (rest_file >= 0)
-		FileClose(rest_file);
-	rest_file = -1;
-}
-
-/*
- * Under the exclusive lock: the round no longer continues in a file.
- * Returns true if it did (the caller deletes the file once the lock is
- * released: no reader has it open then, nor opens it again).
- */
-static bool
-forget_rest_locked(char *name)
-{
-	bool		had = zs_live->has_rest;
-
-	Assert(LWLockHeldByMeInMode(zs_live->lock, LW_EXCLUSIVE));
-	rest_file_name(name, zs_live->round);
-	zs_live->has_rest = false;
-	zs_live->rest_bytes = 0;
-	zs_live->rest_rows = 0;
-	return had;
-}
-
 void
 zs_live_clear(void)
 {
-	FileSet		fileset;
-	bool		delete_files;
-
 	if (zs_live == NULL)
 		return;
 	/* also from an error while a round was being published */
@@ -165,48 +113,16 @@ zs_live_clear(void)
 	zs_live->nrows = 0;
 	zs_live->used = 0;
 	zs_live->has_rest = false;
-	zs_live->rest_bytes = 0;
-	zs_live->rest_rows = 0;
-	/* our files, or those a decoder before us left behind */
-	delete_files = zs_live->fileset_used;
-	fileset = zs_live->fileset;
-	zs_live->fileset_used = false;
-	LWLockRelease(zs_live->lock);
-	close_rest_writer();
-	if (delete_files)
-		FileSetDeleteAll(&fileset);
-}
-
-void
-zs_live_prepare_rest(void)
-{
-	FileSet		fileset;
-
-	if (zs_live == NULL)
-		return;
-	FileSetInit(&fileset);
-	LWLockAcquire(zs_live->lock, LW_EXCLUSIVE);
-	Assert(!zs_live->fileset_used);
-	zs_live->fileset = fileset;
-	zs_live->fileset_ready = true;
 	LWLockRelease(zs_live->lock);
 }
 
 bool
 zs_live_begin(const char *replica_version, const char *after_watermark, int64 after_pos)
 {
-	char		name[MAXPGPATH];
-
 	if (zs_live == NULL)
 		return false;
 	LWLockAcquire(zs_live->lock, LW_EXCLUSIVE);
-	/* a previous round's file is dropped once it is stored; not left here */
-	if (forget_rest_locked(name))
-	{
-		LWLockRelease(zs_live->lock);
-		FileSetDelete(&zs_live->fileset, name, false);
-		LWLockAcquire(zs_live->lock, LW_EXCLUSIVE);
-	}
+	zs_live->has_rest = false;
 	zs_live->round++;
 	zs_live->valid = false;
 	zs_live->nrows = 0;
@@ -245,122 +161,36 @@ zs_live_end(void)
 	LWLockRelease(zs_live->lock);
 }
 
-static void
-wake_server(void)
+void
+zs_live_rest_publish(const char *path, Size offset, int64 rows,
+					 const char *last_watermark, int64 last_pos)
 {
-	Latch	   *server = zs_worker_latch(ZS_WORKER_SERVER);
+	Latch	   *server;
 
-	if (server != NULL)
-		SetLatch(server);
-}
-
-bool
-zs_live_rest_begin(Size round_bytes)
-{
-	char		name[MAXPGPATH];
-
-	Assert(rest_file < 0);
-	if (zs_live == NULL || !zs_live->fileset_ready)
-		return false;
-	/* the spool holds the round too: both must fit in temp_file_limit */
-	if (temp_file_limit >= 0 && (double) round_bytes * 2 > (double) temp_file_limit * 1024)
-		return false;
-	LWLockAcquire(zs_live->lock, LW_EXCLUSIVE);
-	zs_live->fileset_used = true;	/* from here on there is something to delete */
-	rest_file_name(name, zs_live->round);
-	LWLockRelease(zs_live->lock);
-
-	rest_file = FileSetCreate(&zs_live->fileset, name);
-	rest_written = 0;
-	rest_rows_written = 0;
-	if (rest_chunk.data == NULL)
-	{
-		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
-
-		initStringInfo(&rest_chunk);
-		enlargeStringInfo(&rest_chunk, REST_CHUNK_BYTES);
-		MemoryContextSwitchTo(old);
-	}
-	resetStringInfo(&rest_chunk);
-	rest_chunk_rows = 0;
-	return true;
-}
-
-/* Write the chunk, then publish it: readers never see a partial record. */
-static void
-flush_rest_chunk(void)
-{
-	int			written;
-
-	if (rest_chunk.len == 0)
+	if (zs_live == NULL || rows <= 0)
 		return;
-	written = FileWrite(rest_file, rest_chunk.data, rest_chunk.len, rest_written,
-						WAIT_EVENT_BUFFILE_WRITE);
-	if (written != rest_chunk.len)
-	{
-		/* a short write sets no errno: take it as a full disk */
-		if (written >= 0)
-			errno = ENOSPC;
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not write to file \"%s\": %m", FilePathName(rest_file))));
-	}
-	rest_written += rest_chunk.len;
-	rest_rows_written += rest_chunk_rows;
-	resetStringInfo(&rest_chunk);
-	rest_chunk_rows = 0;
-
 	LWLockAcquire(zs_live->lock, LW_EXCLUSIVE);
+	strlcpy(zs_live->rest_path, path, sizeof(zs_live->rest_path));
+	zs_live->rest_offset = offset;
+	zs_live->rest_rows = rows;
 	zs_live->has_rest = true;
 	zs_live->valid = true;		/* also if no row fitted in data[] */
-	zs_live->rest_bytes = rest_written;
-	zs_live->rest_rows = rest_rows_written;
-	strlcpy(zs_live->last_watermark, rest_last_watermark, sizeof(zs_live->last_watermark));
-	zs_live->last_pos = rest_last_pos;
+	strlcpy(zs_live->last_watermark, last_watermark, sizeof(zs_live->last_watermark));
+	zs_live->last_pos = last_pos;
 	LWLockRelease(zs_live->lock);
-	wake_server();
-}
-
-void
-zs_live_rest_add(const char *watermark, int64 pos, const char *change, int change_len)
-{
-	RoundRow	header;
-
-	Assert(rest_file >= 0);
-	memset(&header, 0, sizeof(header));
-	header.change_len = change_len;
-	header.pos = pos;
-	strlcpy(header.watermark, watermark, sizeof(header.watermark));
-	appendBinaryStringInfo(&rest_chunk, (const char *) &header, sizeof(header));
-	appendBinaryStringInfo(&rest_chunk, change, change_len);
-	rest_chunk_rows++;
-	strlcpy(rest_last_watermark, watermark, sizeof(rest_last_watermark));
-	rest_last_pos = pos;
-	if (rest_chunk.len >= REST_CHUNK_BYTES)
-		flush_rest_chunk();
-}
-
-void
-zs_live_rest_end(void)
-{
-	Assert(rest_file >= 0);
-	flush_rest_chunk();
-	close_rest_writer();
+	server = zs_worker_latch(ZS_WORKER_SERVER);
+	if (server != NULL)
+		SetLatch(server);
 }
 
 void
 zs_live_rest_drop(void)
 {
-	char		name[MAXPGPATH];
-	bool		had;
-
 	if (zs_live == NULL)
 		return;
 	LWLockAcquire(zs_live->lock, LW_EXCLUSIVE);
-	had = forget_rest_locked(name);
+	zs_live->has_rest = false;
 	LWLockRelease(zs_live->lock);
-	if (had)
-		FileSetDelete(&zs_live->fileset, name, false);
 }
 
 bool
@@ -406,7 +236,7 @@ find_rest_cursor(uint64 round, const char *watermark, int64 pos)
 }
 
 static void
-remember_rest_cursor(uint64 round, const char *watermark, int64 pos, off_t offset, int64 index)
+remember_rest_cursor(uint64 round, const char *watermark, int64 pos, Size offset, int64 index)
 {
 	RestCursor *c = find_rest_cursor(round, watermark, pos);
 
@@ -422,104 +252,98 @@ remember_rest_cursor(uint64 round, const char *watermark, int64 pos, off_t offse
 	c->index = index;
 }
 
-/* The server's view of the rest's file: its published bytes, read in chunks. */
-typedef struct RestReader
-{
-	File		file;
-	off_t		end;			/* bytes published */
-	char	   *buf;
-	int			buf_size;
-	int			buf_len;
-	off_t		buf_offset;		/* the file's offset of buf[0] */
-} RestReader;
-
-/* Make [offset, offset + len) of the file readable in buf; false past its end. */
-static bool
-rest_load(RestReader *r, off_t offset, Size len)
-{
-	int			want;
-	int			got;
-
-	if (offset >= r->buf_offset && offset + (off_t) len <= r->buf_offset + r->buf_len)
-		return true;
-	if (offset + (off_t) len > r->end)
-		return false;
-	want = (int) Min((off_t) Max(len, REST_READ_BYTES), r->end - offset);
-	if (want > r->buf_size)
-	{
-		r->buf = repalloc(r->buf, want);
-		r->buf_size = want;
-	}
-	got = FileRead(r->file, r->buf, want, offset, WAIT_EVENT_BUFFILE_READ);
-	if (got != want)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not read file \"%s\": read %d of %d bytes",
-						FilePathName(r->file), got, want)));
-	r->buf_offset = offset;
-	r->buf_len = got;
-	return true;
-}
-
-/* The record at offset: false past the published end. */
-static bool
-rest_record(RestReader *r, off_t offset, RoundRow *header, const char **change)
-{
-	if (!rest_load(r, offset, sizeof(RoundRow)))
-		return false;
-	memcpy(header, r->buf + (offset - r->buf_offset), sizeof(RoundRow));
-	/* records are published whole */
-	if (header->change_len < 0 ||
-		!rest_load(r, offset, sizeof(RoundRow) + header->change_len))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("record at offset %lld of file \"%s\" is cut short",
-						(long long) offset, FilePathName(r->file))));
-	*change = r->buf + (offset - r->buf_offset) + sizeof(RoundRow);
-	return true;
-}
-
 /* What the server needs of the rest's state, taken under the lock. */
 typedef struct RestView
 {
-	FileSet		fileset;
 	uint64		round;
-	off_t		bytes;
+	char		path[MAXPGPATH];
+	Size		offset;			/* of its first record in the file */
 	int64		rows;
 } RestView;
+
+/* The server's reader of the rest's file, in chunks. */
+typedef struct RestReader
+{
+	int			fd;
+	const char *path;
+	char	   *buf;
+	Size		buf_size;
+	Size		buf_len;
+	Size		buf_offset;		/* the file's offset of buf[0] */
+} RestReader;
+
+/* The file's bytes [offset, offset + len) in buf; NULL if it ends before. */
+static const char *
+rest_bytes(RestReader *r, Size offset, Size len)
+{
+	ssize_t		got;
+
+	if (offset >= r->buf_offset && offset + len <= r->buf_offset + r->buf_len)
+		return r->buf + (offset - r->buf_offset);
+	if (Max(len, REST_READ_BYTES) > r->buf_size)
+	{
+		r->buf_size = Max(len, REST_READ_BYTES);
+		r->buf = repalloc(r->buf, r->buf_size);
+	}
+	pgstat_report_wait_start(WAIT_EVENT_BUFFILE_READ);
+	got = pg_pread(r->fd, r->buf, r->buf_size, (off_t) offset);
+	pgstat_report_wait_end();
+	if (got < 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not read file \"%s\": %m", r->path)));
+	r->buf_offset = offset;
+	r->buf_len = (Size) got;
+	return len <= r->buf_len ? r->buf : NULL;
+}
+
+/* The record at *offset (moved past it); false if the file ends before. */
+static bool
+rest_record(RestReader *r, Size *offset, ZsRoundRecord *header, const char **change)
+{
+	const char *bytes = rest_bytes(r, *offset, sizeof(ZsRoundRecord));
+
+	if (bytes == NULL)
+		return false;
+	memcpy(header, bytes, sizeof(ZsRoundRecord));
+	*change = rest_bytes(r, *offset + sizeof(ZsRoundRecord), header->len);
+	if (*change == NULL)
+		return false;
+	*offset += sizeof(ZsRoundRecord) + header->len;
+	return true;
+}
 
 /*
  * A page of the round's rest after (after_watermark, after_pos), or from
  * its first record; NULL if the position is not in it, or if the file is
- * gone. Read without the lock: the file of a round is named after it, and
- * what is published of it never changes; once the round is stored the
- * decoder deletes it (a reader that has it open reads on; one that opens it
- * then finds no file and reads the log, which has the round by then).
+ * gone. Read without the lock: the spool's file is complete before the
+ * round's rest is published, and is not written again; once the round is
+ * stored the decoder deletes it (a reader that has it open reads on; one
+ * that opens it then finds no file and reads the log, which has the round
+ * by then). A temporary file's name is not used again.
  */
 static ZsChangeLogPage *
 read_rest(const RestView *view, const char *after_watermark, int64 after_pos, bool from_start,
 		  int limit)
 {
-	FileSet		fileset = view->fileset;
-	uint64		round = view->round;
-	int64		total = view->rows;
-	char		name[MAXPGPATH];
 	RestReader	r;
 	RestCursor *cursor = NULL;
-	off_t		offset = 0;
+	Size		offset = view->offset;
 	int64		index = 0;
-	RoundRow	header;
+	ZsRoundRecord header;
 	const char *change;
-	ZsChangeLogPage *page;
+	ZsChangeLogPage *page = NULL;
 
-	rest_file_name(name, round);
-	r.file = FileSetOpen(&fileset, name, O_RDONLY);
-	if (r.file <= 0)
+	r.fd = OpenTransientFile(view->path, O_RDONLY | PG_BINARY);
+	if (r.fd < 0)
 	{
-		elog(DEBUG1, "the rest of round " UINT64_FORMAT " is gone: reading the change log", round);
-		return NULL;
+		if (errno != ENOENT)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not open file \"%s\": %m", view->path)));
+		return NULL;			/* stored since */
 	}
-	r.end = view->bytes;
+	r.path = view->path;
 	r.buf_size = REST_READ_BYTES;
 	r.buf = palloc(r.buf_size);
 	r.buf_len = 0;
@@ -527,7 +351,7 @@ read_rest(const RestView *view, const char *after_watermark, int64 after_pos, bo
 
 	if (!from_start)
 	{
-		cursor = find_rest_cursor(round, after_watermark, after_pos);
+		cursor = find_rest_cursor(view->round, after_watermark, after_pos);
 		if (cursor != NULL)
 		{
 			offset = cursor->offset;
@@ -538,42 +362,41 @@ read_rest(const RestView *view, const char *after_watermark, int64 after_pos, bo
 			/* not where a page ended: look for it from the start */
 			bool		found = false;
 
-			while (!found && rest_record(&r, offset, &header, &change))
+			while (!found && index < view->rows && rest_record(&r, &offset, &header, &change))
 			{
-				offset += sizeof(RoundRow) + header.change_len;
 				index++;
 				found = key_cmp(header.watermark, header.pos, after_watermark, after_pos) == 0;
 			}
 			if (!found)
-			{
-				FileClose(r.file);
-				pfree(r.buf);
-				return NULL;
-			}
+				goto done;
 		}
 	}
 
 	page = palloc0(sizeof(ZsChangeLogPage));
 	strlcpy(page->after_watermark, after_watermark, sizeof(page->after_watermark));
 	page->after_pos = after_pos;
-	page->rows = palloc(sizeof(ZsChangeLogRow) * Max(1, Min((int64) limit, total - index)));
-	while (page->nrows < limit && index < total && rest_record(&r, offset, &header, &change))
+	page->rows = palloc(sizeof(ZsChangeLogRow) * Max(1, Min((int64) limit, view->rows - index)));
+	while (page->nrows < limit && index < view->rows)
 	{
+		if (!rest_record(&r, &offset, &header, &change))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("file \"%s\" ends before record " INT64_FORMAT " of its round's rest",
+							view->path, index)));
 		zs_changelog_row_set(&page->rows[page->nrows++], header.watermark, header.pos,
-							 change, header.change_len);
-		offset += sizeof(RoundRow) + header.change_len;
+							 change, header.len);
 		index++;
 	}
-	/* not full at what is published so far: the decoder's next chunk wakes us */
-	page->full = index < total;
-	FileClose(r.file);
-	pfree(r.buf);
+	page->full = index < view->rows;
 	if (page->nrows > 0)
 	{
 		ZsChangeLogRow *last = &page->rows[page->nrows - 1];
 
-		remember_rest_cursor(round, last->watermark, last->pos, offset, index);
+		remember_rest_cursor(view->round, last->watermark, last->pos, offset, index);
 	}
+done:
+	CloseTransientFile(r.fd);
+	pfree(r.buf);
 	return page;
 }
 
@@ -592,9 +415,9 @@ zs_live_read_page(const char *replica_version, const char *after_watermark, int6
 	LWLockAcquire(zs_live->lock, LW_SHARED);
 	if (!zs_live->valid || strcmp(zs_live->replica_version, replica_version) != 0)
 		goto done;
-	rest.fileset = zs_live->fileset;
 	rest.round = zs_live->round;
-	rest.bytes = zs_live->rest_bytes;
+	strlcpy(rest.path, zs_live->rest_path, sizeof(rest.path));
+	rest.offset = zs_live->rest_offset;
 	rest.rows = zs_live->rest_rows;
 
 	/*
@@ -606,7 +429,10 @@ zs_live_read_page(const char *replica_version, const char *after_watermark, int6
 	if (key_cmp(after_watermark, after_pos, zs_live->after_watermark, zs_live->after_pos) == 0)
 		first = 0;
 	else if (zs_live->has_rest && find_rest_cursor(rest.round, after_watermark, after_pos) != NULL)
+	{
 		in_rest = true;
+		goto done;
+	}
 	else
 	{
 		for (int i = 0; i < zs_live->nrows; i++)

@@ -8,6 +8,7 @@
 #define ZS_CHANGELOG_LIVE_H
 
 #include "changelog/changelog.h"
+#include "codec/watermark.h"
 
 /* The decoder: no round (at start, a new lineage, a failure). */
 extern void zs_live_clear(void);
@@ -24,18 +25,26 @@ extern bool zs_live_add(const char *watermark, int64 pos, const char *change, in
 extern void zs_live_end(void);
 
 /*
- * The decoder: the rest of a round larger than zero_stream.live_buffer goes
- * to a temporary file, once the round's first part is published (after
- * zs_live_end). prepare_rest sets up the decoder's file set (at start, in a
- * transaction). rest_begin returns false if the file is not to be written
- * (no live buffer, or temp_file_limit could not hold it beside a spool of
- * round_bytes); else add each further row in log order, then end. Once the
- * round is stored, rest_drop deletes its file.
+ * A round's record, as the decoder's spool stages it; the server reads the
+ * rest of a large round from the spool's file.
  */
-extern void zs_live_prepare_rest(void);
-extern bool zs_live_rest_begin(Size round_bytes);
-extern void zs_live_rest_add(const char *watermark, int64 pos, const char *change, int change_len);
-extern void zs_live_rest_end(void);
+typedef struct ZsRoundRecord
+{
+	char		watermark[ZS_LSN_WATERMARK_MAXLEN];
+	int64		pos;
+	uint32		len;			/* of the change text that follows */
+	bool		is_commit;
+	bool		is_schema;		/* a schema change (create-table, add-column, ...) */
+} ZsRoundRecord;
+
+/*
+ * The decoder, after zs_live_end when a row did not fit: the round's other
+ * rows are the rows ZsRoundRecords from offset on in the file at path (from
+ * the data directory), the last with the key (last_watermark, last_pos).
+ * rest_drop, once the round is stored, before the file is deleted.
+ */
+extern void zs_live_rest_publish(const char *path, Size offset, int64 rows,
+								 const char *last_watermark, int64 last_pos);
 extern void zs_live_rest_drop(void);
 
 /*

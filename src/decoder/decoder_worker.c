@@ -481,9 +481,9 @@ wake_server(void)
 /*
  * Before storing a round, publish it to live subscribers
  * (changelog/changelog_live.c), from the last row stored on: as much of it
- * as fits in the live buffer, sent at once, and the rest through a file
- * (a transaction larger than the buffer), sent as it is written. Not
- * before this process has stored (it then knows that row).
+ * as fits in the live buffer, then, for a transaction larger than that,
+ * where the rest is in the spool's file. Not before this process knows
+ * that row (at start, it reads it from the log).
  */
 static void
 publish_round(void)
@@ -492,35 +492,39 @@ publish_round(void)
 	int64		after_pos;
 	ZsSpoolRecord header;
 	StringInfoData text;
-	bool		in_buffer = true;
-	bool		in_file = false;
+	int64		published = 0;
+	Size		rest_offset = 0;
+	bool		cut = false;
 
 	if (!zs_changelog_last_row(after_watermark, &after_pos) ||
 		!zs_live_begin(lineage, after_watermark, after_pos))
 		return;
 	initStringInfo(&text);
 	zs_spool_start_read(batch.spool);
-	while (zs_spool_read(batch.spool, &header, &text))
+	for (;;)
 	{
-		if (in_buffer)
+		rest_offset = zs_spool_read_offset(batch.spool);
+		if (!zs_spool_read(batch.spool, &header, &text))
+			break;
+		if (!zs_live_add(header.watermark, header.pos, text.data, text.len))
 		{
-			if (zs_live_add(header.watermark, header.pos, text.data, text.len))
-				continue;
-			in_buffer = false;
-			zs_live_end();
-			wake_server();
-			in_file = zs_live_rest_begin(zs_spool_bytes(batch.spool));
-			if (!in_file)
-				break;
+			cut = true;
+			break;
 		}
-		zs_live_rest_add(header.watermark, header.pos, text.data, text.len);
+		published++;
 	}
-	if (in_buffer)
-		zs_live_end();
-	if (in_file)
-		zs_live_rest_end();
+	zs_live_end();
 	pfree(text.data);
 	wake_server();
+	if (cut)
+	{
+		ZsSpoolRecord last;
+		int64		records = zs_spool_records(batch.spool, &last);
+		const char *path = zs_spool_export(batch.spool);
+
+		/* (wakes the server again) */
+		zs_live_rest_publish(path, rest_offset, records - published, last.watermark, last.pos);
+	}
 }
 
 /* Store the staged transactions in one local transaction. */
@@ -726,7 +730,7 @@ decode_and_store(LogicalDecodingContext *ctx, bool *stored)
 	{
 		publish_round();
 		store_batch();
-		/* the log has the round now: a file of its rest is not needed */
+		/* the log has the round now: the spool's file is not to be read */
 		zs_live_rest_drop();
 	}
 	if (batch.baseline_changed)
@@ -931,8 +935,6 @@ prepare_change_log(void)
 {
 	zs_spi_xact_begin(NULL);
 	zs_changelog_ensure_schema();
-	/* the live round's files, in temp_tablespaces as of now */
-	zs_live_prepare_rest();
 	zs_spi_xact_commit();
 }
 

@@ -13,16 +13,10 @@
 
 #include "lib/stringinfo.h"
 
-#include "codec/watermark.h"
+#include "changelog/changelog_live.h"
 
-typedef struct ZsSpoolRecord
-{
-	char		watermark[ZS_LSN_WATERMARK_MAXLEN];
-	int64		pos;
-	uint32		len;
-	bool		is_commit;
-	bool		is_schema;		/* a schema change (create-table, add-column, ...) */
-} ZsSpoolRecord;
+/* the live round's record format: the server reads an exported spool's file */
+typedef ZsRoundRecord ZsSpoolRecord;
 
 typedef struct ZsSpool ZsSpool;
 
@@ -31,8 +25,18 @@ extern void zs_spool_append(ZsSpool *spool, const ZsSpoolRecord *header, const c
 /* records beyond memory_limit bytes go to the file (from the next append on) */
 extern void zs_spool_set_memory_limit(ZsSpool *spool, Size memory_limit);
 extern Size zs_spool_bytes(ZsSpool *spool);
+/* records appended, and the last one's header */
+extern int64 zs_spool_records(ZsSpool *spool, ZsSpoolRecord *last);
+/*
+ * Once every record is appended: the path (from the data directory) of a
+ * file that holds them all, for other processes to read until the spool is
+ * cleared (a spool still in memory is written to a file first).
+ */
+extern const char *zs_spool_export(ZsSpool *spool);
 extern void zs_spool_start_read(ZsSpool *spool);
 extern bool zs_spool_read(ZsSpool *spool, ZsSpoolRecord *header, StringInfo data);
+/* the offset of the record the next zs_spool_read returns */
+extern Size zs_spool_read_offset(ZsSpool *spool);
 extern void zs_spool_clear(ZsSpool *spool);
 
 #endif							/* ZS_SPOOL_H */
