@@ -49,7 +49,7 @@ int			zs_catchup_page_rows = 2000;
 int			zs_catchup_share = 10;
 int			zs_slow_subscriber_grace_ms = 30000;
 int			zs_backlog_limit_kb = 16384;
-int			zs_live_buffer_kb = 16384;
+int			zs_live_buffer_kb = 24576;
 int			zs_lag_report_interval_ms = 30000;
 char	   *zs_replica_file = NULL;
 
@@ -296,8 +296,8 @@ zs_define_gucs(void)
 
 	DefineCustomIntVariable("zero_stream.live_buffer",
 							"Shared memory for the decoder's latest round of changes, sent to live subscribers before it is stored.",
-							"Live subscribers get a round as soon as it is decoded, while the decoder stores it; the rest of a round larger than this is sent from the decoder's spool file. 0 sends only stored changes.",
-							&zs_live_buffer_kb, 16384, 0, 1048576, PGC_POSTMASTER, GUC_UNIT_KB,
+							"Live subscribers get a round as soon as it is decoded, while the decoder stores it; the rest of a round larger than this is sent from the decoder's spool file if the round spilled there, else once stored (keep it above 1.25 x commit_batch_size). 0 sends only stored changes.",
+							&zs_live_buffer_kb, 24576, 0, 1048576, PGC_POSTMASTER, GUC_UNIT_KB,
 							NULL, NULL, NULL);
 
 	DefineCustomIntVariable("zero_stream.lag_report_interval",

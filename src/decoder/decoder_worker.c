@@ -481,9 +481,12 @@ wake_server(void)
 /*
  * Before storing a round, publish it to live subscribers
  * (changelog/changelog_live.c), from the last row stored on: as much of it
- * as fits in the live buffer, then, for a transaction larger than that,
- * where the rest is in the spool's file. Not before this process knows
- * that row (at start, it reads it from the log).
+ * as fits in the live buffer, then, if the round spilled to the spool's
+ * file (a transaction larger than the spool's memory), where the rest is
+ * in that file. A round in memory that does not fit (live_buffer below the
+ * spool's memory, 1.25 x commit_batch_size) is sent in part, the rest once
+ * stored. Not before this process knows that row (at start, it reads it
+ * from the log).
  */
 static void
 publish_round(void)
@@ -495,6 +498,7 @@ publish_round(void)
 	int64		published = 0;
 	Size		rest_offset = 0;
 	bool		cut = false;
+	const char *path;
 
 	if (!zs_changelog_last_row(after_watermark, &after_pos) ||
 		!zs_live_begin(lineage, after_watermark, after_pos))
@@ -516,11 +520,10 @@ publish_round(void)
 	zs_live_end();
 	pfree(text.data);
 	wake_server();
-	if (cut)
+	if (cut && (path = zs_spool_file(batch.spool)) != NULL)
 	{
 		ZsSpoolRecord last;
 		int64		records = zs_spool_records(batch.spool, &last);
-		const char *path = zs_spool_export(batch.spool);
 
 		/* (wakes the server again) */
 		zs_live_rest_publish(path, rest_offset, records - published, last.watermark, last.pos);

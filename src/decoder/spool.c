@@ -8,7 +8,7 @@
  * inside the reorder buffer's replay transaction, which is always aborted,
  * and a transaction-scoped file would vanish with it. Writes are buffered
  * here and reads go through a buffer of their own, so that the file can be
- * handed to another process once every record is written (zs_spool_export:
+ * handed to another process once every record is written (zs_spool_file:
  * the server reads the rest of a large round from it,
  * changelog/changelog_live.c). Records are in that module's format,
  * ZsRoundRecord headers followed by their change, at the same offsets in
@@ -140,10 +140,10 @@ zs_spool_records(ZsSpool *spool, ZsSpoolRecord *last)
 }
 
 const char *
-zs_spool_export(ZsSpool *spool)
+zs_spool_file(ZsSpool *spool)
 {
 	if (spool->file < 0)
-		spill_to_file(spool);
+		return NULL;
 	flush_pending(spool);
 	return FilePathName(spool->file);
 }

@@ -28,11 +28,11 @@ extern Size zs_spool_bytes(ZsSpool *spool);
 /* records appended, and the last one's header */
 extern int64 zs_spool_records(ZsSpool *spool, ZsSpoolRecord *last);
 /*
- * Once every record is appended: the path (from the data directory) of a
+ * Once every record is appended: the path (from the data directory) of the
  * file that holds them all, for other processes to read until the spool is
- * cleared (a spool still in memory is written to a file first).
+ * cleared; NULL if the spool is in memory.
  */
-extern const char *zs_spool_export(ZsSpool *spool);
+extern const char *zs_spool_file(ZsSpool *spool);
 extern void zs_spool_start_read(ZsSpool *spool);
 extern bool zs_spool_read(ZsSpool *spool, ZsSpoolRecord *header, StringInfo data);
 /* the offset of the record the next zs_spool_read returns */

@@ -7,12 +7,11 @@
 # that got ahead of the log resumes from its own watermark, and it equals
 # PostgreSQL with every increment applied exactly once. With
 # zero_stream.live_buffer = 0, a subscriber waits for the store. With a
-# live buffer smaller than a transaction, the rest of the round is read
-# from the decoder's spool file: live subscribers get all of it while the
-# store waits (a round spooled in memory is written to a file first; a
-# larger one was spilled there while it was decoded), the file is gone once
-# the round is stored, and after a crash before the store no file is left
-# and nothing is lost or sent twice.
+# live buffer smaller than a transaction: a round in the spool's memory is
+# sent in part, the rest once stored (each row once); a round that spilled
+# to the decoder's spool file is sent whole from there while the store
+# waits, the file is gone once the round is stored, and after a crash
+# before the store no file is left and nothing is lost or sent twice.
 use strict;
 use warnings;
 
@@ -206,45 +205,68 @@ sub wait_commits
 $node->append_conf('postgresql.conf', 'zero_stream.live_buffer = 64kB');
 $node->restart;
 zs_wait_streaming($node);
+
+# a round larger than the live buffer, in the spool's memory: part first
 # (the decoder's first round since the restart: it read where the log ends)
 $head = sql('SELECT last_watermark FROM zero_stream.status()');
-my @tails = start_tails($head, 'rest1', 'rest2');
+my @tails = start_tails($head, 'part');
 lock_log();
-# about 600 kB of changes: most of the round is in the file
 sql(q{INSERT INTO items SELECT g, 1 FROM generate_series(1001, 6000) g});
+my $part = 0;
+for (1 .. 100)
+{
+	$part = inserts_in("$dir/part.out");
+	last if $part > 0;
+	usleep(100_000);
+}
+usleep(1_000_000);
+$part = inserts_in("$dir/part.out");
+cmp_ok($part, '>', 0, "a round in memory: the live buffer's part is sent while the store waits ($part rows)");
+cmp_ok($part, '<', 5000, 'but not the rest');
+is(commits_in("$dir/part.out") . ' ' . rest_files(zs_decoder_pid($node)), '0 0', 'nor its commit; no file');
+unlock_log();
+ok(wait_commits(1, "$dir/part.out"), 'the rest comes once stored');
+is(inserts_in("$dir/part.out") . ' ' . commits_in("$dir/part.out"), '5000 1', 'each row once');
+IPC::Run::run([ $TAIL, '--idle', '2', "ws://127.0.0.1:$port/replication/v6/changes?id=fromlog&taskID=t&replicaVersion=$rv&watermark=$head" ],
+	'>', "$dir/fromlog.out", '2>', \my $fromlog_err, IPC::Run::timeout(60));
+is(inserts_in("$dir/fromlog.out") . ' ' . commits_in("$dir/fromlog.out"), '5000 1',
+	'a subscriber from the old head reads the same from the log');
+$_->kill_kill for @tails;
+
+# a round larger than the spool's memory (16 MB) spilled to its file while
+# it was decoded: live subscribers get all of it from there
+$head = sql('SELECT last_watermark FROM zero_stream.status()');
+@tails = start_tails($head, 'rest1', 'rest2');
+lock_log();
+sql(q{INSERT INTO items SELECT g, 2 FROM generate_series(100001, 220000) g});
 ok(wait_commits(1, "$dir/rest1.out", "$dir/rest2.out"),
-	'live subscribers received the large transaction while the store waits')
-  or diag('rows ' . inserts_in("$dir/rest1.out") . ' ' . inserts_in("$dir/rest2.out") . ', files ' . rest_files() . ': '
-	  . join(' ', glob("$datadir/base/pgsql_tmp/*")) . "\n" . sql('SELECT * FROM zero_stream.subscribers()'));
-is(inserts_in("$dir/rest1.out") . ' ' . inserts_in("$dir/rest2.out"), '5000 5000',
-	'every row of it, through the live buffer and the file');
-is(rest_files(zs_decoder_pid($node)), 1, "the rest of the round is in the decoder's spool file");
+	'live subscribers received a 120,000-row transaction while the store waits');
+is(inserts_in("$dir/rest1.out") . ' ' . inserts_in("$dir/rest2.out"), '120000 120000',
+	"every row of it, through the live buffer and the decoder's spool file");
+is(rest_files(zs_decoder_pid($node)), 1, 'which is there while the store waits');
 is(sql(qq{SELECT count(*) FROM $CDC."changeLog" WHERE watermark > '$head'}), '0',
 	'the change log does not hold it yet');
 unlock_log();
 zs_wait_catchup($node);
-ok($node->poll_query_until('postgres', qq{SELECT count(*) = 5002 FROM $CDC."changeLog" WHERE watermark > '$head'}),
+ok($node->poll_query_until('postgres', qq{SELECT count(*) = 120002 FROM $CDC."changeLog" WHERE watermark > '$head'}),
 	'then it is stored');
 usleep(500_000);
-is(rest_files(), 0, 'and its file is gone');
+is(rest_files(), 0, 'and the file is gone');
 sql(q{UPDATE items SET n = n + 1 WHERE id = 5});
 zs_wait_catchup($node);
 ok(wait_commits(2, "$dir/rest1.out"), 'the subscriber goes on with the next transaction');
-is(inserts_in("$dir/rest1.out") . ' ' . commits_in("$dir/rest1.out"), '5000 2', 'having got each row once');
-IPC::Run::run([ $TAIL, '--idle', '2', "ws://127.0.0.1:$port/replication/v6/changes?id=fromlog&taskID=t&replicaVersion=$rv&watermark=$head" ],
-	'>', "$dir/fromlog.out", '2>', \my $fromlog_err, IPC::Run::timeout(60));
-is(inserts_in("$dir/fromlog.out") . ' ' . commits_in("$dir/fromlog.out"), '5000 2',
-	'a subscriber from the old head reads the same from the log');
+is(inserts_in("$dir/rest1.out") . ' ' . commits_in("$dir/rest1.out"), '120000 2', 'having got each row once');
 $_->kill_kill for @tails;
+replica_equals('the replica follows', 'and equals PostgreSQL');
 
 # a crash before the store: no file is left, nothing lost or sent twice
 $head = sql('SELECT last_watermark FROM zero_stream.status()');
 @tails = start_tails($head, 'rest3');
 lock_log();
-sql(q{UPDATE items SET n = n + 1 WHERE id > 1000});
+sql(q{UPDATE items SET n = n + 1 WHERE id > 100000});
 ok(wait_commits(1, "$dir/rest3.out"), 'a subscriber received the next large transaction');
 my $old_decoder = zs_decoder_pid($node);
-is(rest_files($old_decoder), 1, 'through a file');
+is(rest_files($old_decoder), 1, 'from the file');
 $node->stop('immediate');
 $locker->finish;
 $_->kill_kill for @tails;
@@ -253,27 +275,10 @@ is(rest_files($old_decoder), 0, 'the crash left no file behind');
 zs_wait_ready($node);
 zs_wait_streaming($node);
 zs_wait_catchup($node);
-is(sql(qq{SELECT count(*) FROM $CDC."changeLog" WHERE watermark > '$head' AND change->>'tag' = 'update'}), '5000',
+is(sql(qq{SELECT count(*) FROM $CDC."changeLog" WHERE watermark > '$head' AND change->>'tag' = 'update'}), '120000',
 	'the transaction is stored after the restart');
 zs_check_log_integrity($node, 'after a crash with a round in a file');
 replica_equals('the replica follows', 'and equals PostgreSQL: every row applied once');
-
-# a round larger than the spool's memory (16 MB): spilled while decoded
-$head = sql('SELECT last_watermark FROM zero_stream.status()');
-@tails = start_tails($head, 'rest4');
-lock_log();
-sql(q{INSERT INTO items SELECT g, 2 FROM generate_series(100001, 220000) g});
-ok(wait_commits(1, "$dir/rest4.out"), 'a subscriber received a 120,000-row transaction while the store waits');
-is(inserts_in("$dir/rest4.out"), 120000, 'every row of it');
-is(sql(qq{SELECT count(*) FROM $CDC."changeLog" WHERE watermark > '$head'}), '0',
-	'the change log does not hold it yet');
-unlock_log();
-zs_wait_catchup($node);
-usleep(500_000);
-is(rest_files(), 0, 'once stored, its spool file is gone');
-is(inserts_in("$dir/rest4.out") . ' ' . commits_in("$dir/rest4.out"), '120000 1', 'and no row came twice');
-$_->kill_kill for @tails;
-replica_equals('the replica follows', 'and equals PostgreSQL');
 $cli->kill_kill;
 $node->stop;
 done_testing();
