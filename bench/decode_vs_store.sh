@@ -160,7 +160,7 @@ echo "depends on: load average before the run $(cut -d' ' -f1-3 /proc/loadavg) (
 	"shared_buffers $(setting shared_buffers), wal_buffers $(setting wal_buffers)," \
 	"commit_batch_size $(setting zero_stream.commit_batch_size), changelog_batch_size $(setting zero_stream.changelog_batch_size)," \
 	"backup replica '$(setting zero_stream.replica_file)' (if set, its replicator applies every change on the other core)," \
-	"purge_interval $(setting zero_stream.purge_interval), collation of changeLog.watermark" \
+	"purge_interval $(setting zero_stream.purge_interval), live_buffer $(setting zero_stream.live_buffer), collation of changeLog.watermark" \
 	"'$(sql -d bench -c "SELECT coalesce(collname, 'default') FROM pg_attribute a LEFT JOIN pg_collation c ON c.oid = a.attcollation WHERE attrelid = '\"zero_0/cdc\".\"changeLog\"'::regclass AND attname = 'watermark'")'," \
 	"WAL segments recycled (warm-up above)"
 echo "targets (issue 14), ratios to raw decoding: bulk store >= 0.35, bulk end-to-end >= 0.35 (goal 0.5), single-row store >= 0.6, single-row end-to-end >= 0.5, huge (one transaction) end-to-end >= 0.5"

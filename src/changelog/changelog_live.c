@@ -49,6 +49,7 @@
 #include <unistd.h>
 
 #include "lib/stringinfo.h"
+#include "miscadmin.h"
 #include "storage/fd.h"
 #include "storage/lwlock.h"
 #include "utils/wait_event.h"
@@ -57,11 +58,12 @@
 #include "changelog/changelog_live.h"
 #include "shmem.h"
 
+/* (a round's rows are the decoder's, with LSN watermarks, as in its spool) */
 typedef struct RoundRow
 {
 	int32		change_len;
 	int64		pos;
-	char		watermark[ZS_WATERMARK_MAXLEN];
+	char		watermark[ZS_LSN_WATERMARK_MAXLEN];
 } RoundRow;
 
 #define ROW_SIZE(change_len) MAXALIGN(MAXALIGN(sizeof(RoundRow)) + (change_len))
@@ -72,8 +74,9 @@ typedef struct RoundRow
 /*
  * The server: where the pages it read from the rest's file ended, so that
  * the next page of a subscriber there continues at that offset. A position
- * not found here (a subscriber that reconnected inside the round) is looked
- * up by reading the file from its start.
+ * not found here (a subscriber whose page was cut by its backlog room, or
+ * one that reconnected inside the round) is looked for from the nearest
+ * cursor before it.
  */
 typedef struct RestCursor
 {
@@ -235,6 +238,23 @@ find_rest_cursor(uint64 round, const char *watermark, int64 pos)
 	return NULL;
 }
 
+/* The cursor of this round with the greatest key below (watermark, pos). */
+static RestCursor *
+rest_cursor_before(uint64 round, const char *watermark, int64 pos)
+{
+	RestCursor *best = NULL;
+
+	for (int i = 0; i < REST_CURSORS; i++)
+	{
+		RestCursor *c = &rest_cursors[i];
+
+		if (c->round == round && key_cmp(c->watermark, c->pos, watermark, pos) < 0 &&
+			(best == NULL || key_cmp(c->watermark, c->pos, best->watermark, best->pos) > 0))
+			best = c;
+	}
+	return best;
+}
+
 static void
 remember_rest_cursor(uint64 round, const char *watermark, int64 pos, Size offset, int64 index)
 {
@@ -266,13 +286,15 @@ typedef struct RestReader
 {
 	int			fd;
 	const char *path;
+	off_t		size;			/* of the file */
 	char	   *buf;
 	Size		buf_size;
 	Size		buf_len;
 	Size		buf_offset;		/* the file's offset of buf[0] */
+	bool		failed;			/* a read failed (errno says why) */
 } RestReader;
 
-/* The file's bytes [offset, offset + len) in buf; NULL if it ends before. */
+/* The file's bytes [offset, offset + len) in buf; NULL past its end or on a read error. */
 static const char *
 rest_bytes(RestReader *r, Size offset, Size len)
 {
@@ -280,6 +302,8 @@ rest_bytes(RestReader *r, Size offset, Size len)
 
 	if (offset >= r->buf_offset && offset + len <= r->buf_offset + r->buf_len)
 		return r->buf + (offset - r->buf_offset);
+	if ((off_t) (offset + len) > r->size)
+		return NULL;
 	if (Max(len, REST_READ_BYTES) > r->buf_size)
 	{
 		r->buf_size = Max(len, REST_READ_BYTES);
@@ -288,13 +312,16 @@ rest_bytes(RestReader *r, Size offset, Size len)
 	pgstat_report_wait_start(WAIT_EVENT_BUFFILE_READ);
 	got = pg_pread(r->fd, r->buf, r->buf_size, (off_t) offset);
 	pgstat_report_wait_end();
-	if (got < 0)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not read file \"%s\": %m", r->path)));
+	if (got < (ssize_t) len)
+	{
+		r->failed = true;
+		if (got >= 0)
+			errno = EIO;		/* shorter than its size said */
+		return NULL;
+	}
 	r->buf_offset = offset;
 	r->buf_len = (Size) got;
-	return len <= r->buf_len ? r->buf : NULL;
+	return r->buf;
 }
 
 /* The record at *offset (moved past it); false if the file ends before. */
@@ -320,11 +347,11 @@ rest_record(RestReader *r, Size *offset, ZsRoundRecord *header, const char **cha
  * round's rest is published, and is not written again; once the round is
  * stored the decoder deletes it (a reader that has it open reads on; one
  * that opens it then finds no file and reads the log, which has the round
- * by then). A temporary file's name is not used again.
+ * by then). A temporary file's name is not used again within a decoder's
+ * lifetime, and a new decoder clears the round before it spools anything.
  */
 static ZsChangeLogPage *
-read_rest(const RestView *view, const char *after_watermark, int64 after_pos, bool from_start,
-		  int limit)
+read_rest(const RestView *view, const char *after_watermark, int64 after_pos, int limit)
 {
 	RestReader	r;
 	RestCursor *cursor = NULL;
@@ -333,42 +360,61 @@ read_rest(const RestView *view, const char *after_watermark, int64 after_pos, bo
 	ZsRoundRecord header;
 	const char *change;
 	ZsChangeLogPage *page = NULL;
+	bool		trouble = false;
 
 	r.fd = OpenTransientFile(view->path, O_RDONLY | PG_BINARY);
 	if (r.fd < 0)
 	{
 		if (errno != ENOENT)
-			ereport(ERROR,
+			ereport(WARNING,
 					(errcode_for_file_access(),
-					 errmsg("could not open file \"%s\": %m", view->path)));
-		return NULL;			/* stored since */
+					 errmsg("could not open file \"%s\": %m", view->path),
+					 errdetail("The round's rows are sent from the change log once stored.")));
+		return NULL;			/* (ENOENT: stored since) */
 	}
 	r.path = view->path;
+	r.size = lseek(r.fd, 0, SEEK_END);
 	r.buf_size = REST_READ_BYTES;
 	r.buf = palloc(r.buf_size);
 	r.buf_len = 0;
 	r.buf_offset = 0;
+	r.failed = false;
 
-	if (!from_start)
+	cursor = find_rest_cursor(view->round, after_watermark, after_pos);
+	if (cursor != NULL)
 	{
-		cursor = find_rest_cursor(view->round, after_watermark, after_pos);
-		if (cursor != NULL)
-		{
-			offset = cursor->offset;
-			index = cursor->index;
-		}
-		else
-		{
-			/* not where a page ended: look for it from the start */
-			bool		found = false;
+		offset = cursor->offset;
+		index = cursor->index;
+	}
+	else
+	{
+		/*
+		 * Not where a page ended: the first record after the position, read
+		 * on from the nearest such place before it (or the rest's start).
+		 */
+		RestCursor *before = rest_cursor_before(view->round, after_watermark, after_pos);
 
-			while (!found && index < view->rows && rest_record(&r, &offset, &header, &change))
+		if (before != NULL)
+		{
+			offset = before->offset;
+			index = before->index;
+		}
+		for (;;)
+		{
+			Size		at = offset;
+
+			if (index >= view->rows || !rest_record(&r, &offset, &header, &change))
 			{
-				index++;
-				found = key_cmp(header.watermark, header.pos, after_watermark, after_pos) == 0;
-			}
-			if (!found)
+				trouble = true; /* the position is before the round's last row */
 				goto done;
+			}
+			if (key_cmp(header.watermark, header.pos, after_watermark, after_pos) > 0)
+			{
+				offset = at;
+				break;
+			}
+			index++;
+			CHECK_FOR_INTERRUPTS();
 		}
 	}
 
@@ -379,10 +425,11 @@ read_rest(const RestView *view, const char *after_watermark, int64 after_pos, bo
 	while (page->nrows < limit && index < view->rows)
 	{
 		if (!rest_record(&r, &offset, &header, &change))
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("file \"%s\" ends before record " INT64_FORMAT " of its round's rest",
-							view->path, index)));
+		{
+			page = NULL;		/* cut short: the log, once stored */
+			trouble = true;
+			goto done;
+		}
 		zs_changelog_row_set(&page->rows[page->nrows++], header.watermark, header.pos,
 							 change, header.len);
 		index++;
@@ -395,6 +442,18 @@ read_rest(const RestView *view, const char *after_watermark, int64 after_pos, bo
 		remember_rest_cursor(view->round, last->watermark, last->pos, offset, index);
 	}
 done:
+	/* the file is only a shortcut: its trouble is a warning, the log has the rows */
+	if (r.failed)
+		ereport(WARNING,
+				(errcode_for_file_access(),
+				 errmsg("could not read file \"%s\": %m", view->path),
+				 errdetail("The round's rows are sent from the change log once stored.")));
+	else if (trouble)
+		ereport(WARNING,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("file \"%s\" ends before the %lld rows of its round's rest",
+						view->path, (long long) view->rows),
+				 errdetail("The round's rows are sent from the change log once stored.")));
 	CloseTransientFile(r.fd);
 	pfree(r.buf);
 	return page;
@@ -407,6 +466,7 @@ zs_live_read_page(const char *replica_version, const char *after_watermark, int6
 	ZsChangeLogPage *page = NULL;
 	Size		offset = 0;
 	int			first = -1;
+	int			cmp;
 	bool		in_rest = false;
 	RestView	rest;
 
@@ -423,10 +483,15 @@ zs_live_read_page(const char *replica_version, const char *after_watermark, int6
 	/*
 	 * The round serves positions from its start (the last stored row when
 	 * it was published) to its last row but one, in data[] and then in its
-	 * file (where a page read from it ended, or found by reading it);
-	 * anything else is read from the log.
+	 * file (where a page read from it ended, or found by reading on from
+	 * the nearest such place before it); anything else is read from the log
+	 * (catching-up subscribers behind the round cost no search).
 	 */
-	if (key_cmp(after_watermark, after_pos, zs_live->after_watermark, zs_live->after_pos) == 0)
+	cmp = key_cmp(after_watermark, after_pos, zs_live->after_watermark, zs_live->after_pos);
+	if (cmp < 0 ||
+		key_cmp(after_watermark, after_pos, zs_live->last_watermark, zs_live->last_pos) >= 0)
+		goto done;
+	if (cmp == 0)
 		first = 0;
 	else if (zs_live->has_rest && find_rest_cursor(rest.round, after_watermark, after_pos) != NULL)
 	{
@@ -435,28 +500,25 @@ zs_live_read_page(const char *replica_version, const char *after_watermark, int6
 	}
 	else
 	{
+		/* the first row after the position (a subscriber's is a row's key, or (W, -1)) */
 		for (int i = 0; i < zs_live->nrows; i++)
 		{
 			RoundRow   *row = row_at(offset);
 
-			offset += ROW_SIZE(row->change_len);
-			if (key_cmp(row->watermark, row->pos, after_watermark, after_pos) == 0)
+			if (key_cmp(row->watermark, row->pos, after_watermark, after_pos) > 0)
 			{
-				first = i + 1;
+				first = i;
 				break;
 			}
+			offset += ROW_SIZE(row->change_len);
 		}
-		in_rest = first < 0 && zs_live->has_rest;
-		if (first < 0)
-			goto done;
 	}
-	if (first >= zs_live->nrows)
+	if (first < 0 || first >= zs_live->nrows)
 	{
+		/* past data[] (within the round, as checked above): in the file */
 		in_rest = zs_live->has_rest;
 		goto done;
 	}
-	if (first == 0)
-		offset = 0;
 
 	page = palloc0(sizeof(ZsChangeLogPage));
 	strlcpy(page->after_watermark, after_watermark, sizeof(page->after_watermark));
@@ -474,8 +536,7 @@ zs_live_read_page(const char *replica_version, const char *after_watermark, int6
 	}
 done:
 	LWLockRelease(zs_live->lock);
-	/* the file from its start after data[]'s last row, else after the position */
 	if (in_rest)
-		page = read_rest(&rest, after_watermark, after_pos, first >= 0, limit);
+		page = read_rest(&rest, after_watermark, after_pos, limit);
 	return page;
 }

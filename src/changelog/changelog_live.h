@@ -48,8 +48,8 @@ extern void zs_live_rest_publish(const char *path, Size offset, int64 rows,
 extern void zs_live_rest_drop(void);
 
 /*
- * The server: the key of the round's last row published so far (the rest
- * of a large round is published as it is written), if it holds one of
+ * The server: the key of the round's last row published (that of its
+ * rest's last row once the rest is published), if it holds a round of
  * this lineage.
  */
 extern bool zs_live_head(const char *replica_version, char *watermark, int64 *pos);

@@ -246,6 +246,14 @@ is(inserts_in("$dir/rest1.out") . ' ' . inserts_in("$dir/rest2.out"), '120000 12
 is(rest_files(zs_decoder_pid($node)), 1, 'which is there while the store waits');
 is(sql(qq{SELECT count(*) FROM $CDC."changeLog" WHERE watermark > '$head'}), '0',
 	'the change log does not hold it yet');
+# one that got it all reconnects at its watermark while it is being stored
+my ($big) = slurp_file("$dir/rest1.out") =~ /"commit",\{[^}]*\},\{"watermark":"([^"]+)"/;
+unlink "$dir/again.out";
+my $again = IPC::Run::start(
+	[ $TAIL, '--idle', '120', "ws://127.0.0.1:$port/replication/v6/changes?id=again&taskID=t&replicaVersion=$rv&watermark=$big" ],
+	'>', "$dir/again.out", '2>', "$dir/again.err");
+usleep(1_000_000);
+is(inserts_in("$dir/again.out"), 0, 'a subscriber that reconnects at its watermark is not sent it again');
 unlock_log();
 zs_wait_catchup($node);
 ok($node->poll_query_until('postgres', qq{SELECT count(*) = 120002 FROM $CDC."changeLog" WHERE watermark > '$head'}),
@@ -256,6 +264,9 @@ sql(q{UPDATE items SET n = n + 1 WHERE id = 5});
 zs_wait_catchup($node);
 ok(wait_commits(2, "$dir/rest1.out"), 'the subscriber goes on with the next transaction');
 is(inserts_in("$dir/rest1.out") . ' ' . commits_in("$dir/rest1.out"), '120000 2', 'having got each row once');
+ok(wait_commits(1, "$dir/again.out"), 'the one that reconnected gets the next transaction');
+is(inserts_in("$dir/again.out") . ' ' . commits_in("$dir/again.out"), '0 1', 'and nothing else');
+$again->kill_kill;
 $_->kill_kill for @tails;
 replica_equals('the replica follows', 'and equals PostgreSQL');
 
