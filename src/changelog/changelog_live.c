@@ -156,20 +156,29 @@ zs_live_add(const char *watermark, int64 pos, const char *change, int change_len
 	return true;
 }
 
+/* What is published is there to be sent: the server looks at once. */
+static void
+wake_server(void)
+{
+	Latch	   *server = zs_worker_latch(ZS_WORKER_SERVER);
+
+	if (server != NULL)
+		SetLatch(server);
+}
+
 void
 zs_live_end(void)
 {
 	Assert(LWLockHeldByMeInMode(zs_live->lock, LW_EXCLUSIVE));
 	zs_live->valid = zs_live->nrows > 0;
 	LWLockRelease(zs_live->lock);
+	wake_server();
 }
 
 void
 zs_live_rest_publish(const char *path, Size offset, int64 rows,
 					 const char *last_watermark, int64 last_pos)
 {
-	Latch	   *server;
-
 	if (zs_live == NULL || rows <= 0)
 		return;
 	LWLockAcquire(zs_live->lock, LW_EXCLUSIVE);
@@ -181,9 +190,7 @@ zs_live_rest_publish(const char *path, Size offset, int64 rows,
 	strlcpy(zs_live->last_watermark, last_watermark, sizeof(zs_live->last_watermark));
 	zs_live->last_pos = last_pos;
 	LWLockRelease(zs_live->lock);
-	server = zs_worker_latch(ZS_WORKER_SERVER);
-	if (server != NULL)
-		SetLatch(server);
+	wake_server();
 }
 
 void

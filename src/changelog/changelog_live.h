@@ -16,7 +16,8 @@ extern void zs_live_clear(void);
 /*
  * The decoder publishes a round: begin (false when zero_stream.live_buffer
  * is 0; otherwise the round is locked until end), add its rows in log
- * order while they fit (false once one does not: stop there), end.
+ * order while they fit (false once one does not: stop there), end (which
+ * wakes the server, as zs_live_rest_publish does).
  * after_watermark/after_pos is the last row stored so far.
  */
 extern bool zs_live_begin(const char *replica_version, const char *after_watermark,

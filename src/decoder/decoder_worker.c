@@ -469,15 +469,6 @@ static TimestampTz pending_since = 0;
 
 static long settle_confirmation(bool force);
 
-static void
-wake_server(void)
-{
-	Latch	   *server = zs_worker_latch(ZS_WORKER_SERVER);
-
-	if (server != NULL)
-		SetLatch(server);
-}
-
 /*
  * Before storing a round, publish it to live subscribers
  * (changelog/changelog_live.c), from the last row stored on: as much of it
@@ -519,13 +510,11 @@ publish_round(void)
 	}
 	zs_live_end();
 	pfree(text.data);
-	wake_server();
 	if (cut && (path = zs_spool_file(batch.spool)) != NULL)
 	{
 		ZsSpoolRecord last;
 		int64		records = zs_spool_records(batch.spool, &last);
 
-		/* (wakes the server again) */
 		zs_live_rest_publish(path, rest_offset, records - published, last.watermark, last.pos);
 	}
 }
