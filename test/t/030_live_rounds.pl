@@ -249,7 +249,7 @@ is(sql(qq{SELECT count(*) FROM $CDC."changeLog" WHERE watermark > '$head'}), '0'
 # one that got it all reconnects at its watermark while it is being stored
 my ($big) = slurp_file("$dir/rest1.out") =~ /"commit",\{[^}]*\},\{"watermark":"([^"]+)"/;
 unlink "$dir/again.out";
-my $again = IPC::Run::start(
+my $reconnected = IPC::Run::start(
 	[ $TAIL, '--idle', '120', "ws://127.0.0.1:$port/replication/v6/changes?id=again&taskID=t&replicaVersion=$rv&watermark=$big" ],
 	'>', "$dir/again.out", '2>', "$dir/again.err");
 usleep(1_000_000);
@@ -266,7 +266,7 @@ ok(wait_commits(2, "$dir/rest1.out"), 'the subscriber goes on with the next tran
 is(inserts_in("$dir/rest1.out") . ' ' . commits_in("$dir/rest1.out"), '120000 2', 'having got each row once');
 ok(wait_commits(1, "$dir/again.out"), 'the one that reconnected gets the next transaction');
 is(inserts_in("$dir/again.out") . ' ' . commits_in("$dir/again.out"), '0 1', 'and nothing else');
-$again->kill_kill;
+$reconnected->kill_kill;
 $_->kill_kill for @tails;
 replica_equals('the replica follows', 'and equals PostgreSQL');
 
