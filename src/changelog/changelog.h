@@ -105,6 +105,29 @@ extern ZsChangeLogPage *zs_changelog_read_page(const char *after_watermark, int6
 											   int limit);
 
 /*
+ * The same page, row by row, straight from the query's result: nothing is
+ * copied and no wire message is built (the replicator applies the stored
+ * changes themselves). Between begin and end the caller must not run
+ * other SPI queries of its own; change points into the result.
+ */
+typedef struct ZsChangeLogScan
+{
+	struct SPITupleTable *result;
+	uint64		next;
+	bool		full;			/* the page reached its limit: more may follow */
+	/* the current row */
+	char		watermark[ZS_WATERMARK_MAXLEN];
+	int64		pos;
+	const char *change;
+	int			change_len;
+} ZsChangeLogScan;
+
+extern void zs_changelog_scan_begin(ZsChangeLogScan *scan, const char *after_watermark,
+									int64 after_pos, int limit);
+extern bool zs_changelog_scan_next(ZsChangeLogScan *scan);
+extern void zs_changelog_scan_end(ZsChangeLogScan *scan);
+
+/*
  * One purge batch (changelog_purge.c): delete at most limit rows below
  * floor after (after_watermark, after_pos), which it moves to the last row
  * deleted ("" and -1 to start a purge), never the newest transaction;

@@ -31,7 +31,10 @@ zs_changelog_row_set(ZsChangeLogRow *row, const char *watermark, int64 pos,
 
 	strlcpy(row->watermark, watermark, sizeof(row->watermark));
 	row->pos = pos;
-	initStringInfo(&msg);
+	/* sized for the envelope (zs_append_change_message): no 1 kB default per row */
+	msg.maxlen = change_len + ZS_WATERMARK_MAXLEN + 40;
+	msg.data = palloc(msg.maxlen);
+	resetStringInfo(&msg);
 	row->is_commit = zs_append_change_message(&msg, watermark, change, change_len) == ZS_MSG_COMMIT;
 	row->message = msg.data;
 	row->message_len = msg.len;
@@ -59,10 +62,10 @@ prepare_page_plan(void)
 	page_plan = plan;
 }
 
-ZsChangeLogPage *
-zs_changelog_read_page(const char *after_watermark, int64 after_pos, int limit)
+void
+zs_changelog_scan_begin(ZsChangeLogScan *scan, const char *after_watermark, int64 after_pos,
+						int limit)
 {
-	ZsChangeLogPage	   *page = palloc0(sizeof(ZsChangeLogPage));
 	Datum		args[3];
 	int			rc;
 
@@ -75,26 +78,55 @@ zs_changelog_read_page(const char *after_watermark, int64 after_pos, int limit)
 		ereport(ERROR,
 				(errcode(ERRCODE_INTERNAL_ERROR),
 				 errmsg("could not read the change log: %s", SPI_result_code_string(rc))));
+	pfree(DatumGetPointer(args[0]));
+	scan->result = SPI_tuptable;
+	scan->next = 0;
+	scan->full = (SPI_processed == (uint64) limit);
+}
 
+bool
+zs_changelog_scan_next(ZsChangeLogScan *scan)
+{
+	HeapTuple	tuple;
+	TupleDesc	desc = scan->result->tupdesc;
+	bool		isnull;
+	text	   *change;
+
+	if (scan->next >= scan->result->numvals)
+		return false;
+	tuple = scan->result->vals[scan->next++];
+	text_to_cstring_buffer(DatumGetTextPP(SPI_getbinval(tuple, desc, 1, &isnull)),
+						   scan->watermark, sizeof(scan->watermark));
+	scan->pos = DatumGetInt64(SPI_getbinval(tuple, desc, 2, &isnull));
+	change = DatumGetTextPP(SPI_getbinval(tuple, desc, 3, &isnull));
+	scan->change = VARDATA_ANY(change);
+	scan->change_len = VARSIZE_ANY_EXHDR(change);
+	return true;
+}
+
+/* a round reads many pages in one transaction: free each one's result */
+void
+zs_changelog_scan_end(ZsChangeLogScan *scan)
+{
+	SPI_freetuptable(scan->result);
+	scan->result = NULL;
+}
+
+ZsChangeLogPage *
+zs_changelog_read_page(const char *after_watermark, int64 after_pos, int limit)
+{
+	ZsChangeLogPage *page = palloc0(sizeof(ZsChangeLogPage));
+	ZsChangeLogScan scan;
+
+	zs_changelog_scan_begin(&scan, after_watermark, after_pos, limit);
 	strlcpy(page->after_watermark, after_watermark, sizeof(page->after_watermark));
 	page->after_pos = after_pos;
-	page->full = (SPI_processed == (uint64) limit);
-	page->nrows = (int) SPI_processed;
-	page->rows = palloc(sizeof(ZsChangeLogRow) * Max(page->nrows, 1));
-	for (int i = 0; i < page->nrows; i++)
-	{
-		HeapTuple	tuple = SPI_tuptable->vals[i];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull;
-		text	   *change = DatumGetTextPP(SPI_getbinval(tuple, desc, 3, &isnull));
-
-		zs_changelog_row_set(&page->rows[i],
-							 TextDatumGetCString(SPI_getbinval(tuple, desc, 1, &isnull)),
-							 DatumGetInt64(SPI_getbinval(tuple, desc, 2, &isnull)),
-							 VARDATA_ANY(change), VARSIZE_ANY_EXHDR(change));
-	}
-	/* a round reads many pages in one transaction: keep only the messages */
-	SPI_freetuptable(SPI_tuptable);
+	page->full = scan.full;
+	page->rows = palloc(sizeof(ZsChangeLogRow) * Max(scan.result->numvals, 1));
+	while (zs_changelog_scan_next(&scan))
+		zs_changelog_row_set(&page->rows[page->nrows++], scan.watermark, scan.pos,
+							 scan.change, scan.change_len);
+	zs_changelog_scan_end(&scan);
 	return page;
 }
 

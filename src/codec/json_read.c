@@ -178,9 +178,13 @@ read_string(Parser *ps, int *start, int *len)
 		}
 		run = ps->p;
 	}
-	appendBinaryStringInfo(s, run, ps->p - run);
+	/* the last run and the terminator in one step (most strings have no escape) */
+	enlargeStringInfo(s, (int) (ps->p - run) + 1);
+	memcpy(s->data + s->len, run, ps->p - run);
+	s->len += (int) (ps->p - run);
 	*len = s->len - *start;
-	appendStringInfoChar(s, '\0');
+	s->data[s->len++] = '\0';
+	s->data[s->len] = '\0';
 	ps->p++;
 	return true;
 }

@@ -39,6 +39,7 @@
 #include "utils/snapmgr.h"
 
 #include "changelog/changelog.h"
+#include "codec/change_message.h"
 #include "guc.h"
 #include "replica/backup_file.h"
 #include "codec/json_read.h"
@@ -151,7 +152,8 @@ open_replica(Replicator *rep)
 typedef struct ApplyPosition
 {
 	const Replicator *rep;
-	const ZsChangeLogRow *row;
+	const ZsChangeLogScan *row;
+	bool		parsed;			/* rep->doc holds the row's change */
 } ApplyPosition;
 
 static void
@@ -159,14 +161,20 @@ apply_error_context(void *arg)
 {
 	ApplyPosition *at = arg;
 	const ZsJsonDoc *doc = &at->rep->doc;
-	int			change = zs_json_at(doc, 0, 1);
-	int			relation = zs_json_get(doc, change, "relation");
-	const char *tag = zs_json_get_string(doc, change, "tag");
-	const char *schema = zs_json_get_string(doc, relation, "schema");
-	const char *table = zs_json_get_string(doc, relation, "name");
+	const char *tag = NULL;
+	const char *schema = NULL;
+	const char *table = NULL;
 
 	if (at->row == NULL)
 		return;
+	if (at->parsed)
+	{
+		int			relation = zs_json_get(doc, 0, "relation");
+
+		tag = zs_json_get_string(doc, 0, "tag");
+		schema = zs_json_get_string(doc, relation, "schema");
+		table = zs_json_get_string(doc, relation, "name");
+	}
 	if (table != NULL)
 		errcontext("applying change %s/" INT64_FORMAT " (%s of table %s.%s) to the backup replica \"%s\"",
 				   at->row->watermark, at->row->pos, tag ? tag : "?", schema ? schema : "?",
@@ -176,45 +184,72 @@ apply_error_context(void *arg)
 				   at->row->watermark, at->row->pos, tag ? tag : "?", at->rep->path);
 }
 
-/* Apply one page of the change log, as the server would send it; true if it was full. */
+/*
+ * Apply one stored change: begin and commit carry the row's watermark (as
+ * the server's wire messages do), a data change is parsed and applied.
+ */
+static bool
+apply_row(Replicator *rep, ApplyPosition *at)
+{
+	const ZsChangeLogScan *row = at->row;
+
+	switch (zs_change_message_type(row->change, row->change_len))
+	{
+		case ZS_MSG_BEGIN:
+			return zs_replica_begin(rep->replica, row->watermark);
+		case ZS_MSG_COMMIT:
+			return zs_replica_commit(rep->replica, row->watermark);
+		case ZS_MSG_ROLLBACK:
+			return zs_replica_rollback(rep->replica);
+		case ZS_MSG_DATA:
+			break;
+	}
+	if (!zs_json_parse(&rep->doc, row->change, row->change_len))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("change %s/" INT64_FORMAT " is not JSON: %s",
+						row->watermark, row->pos, rep->doc.error)));
+	at->parsed = true;
+	return zs_replica_apply_change(rep->replica, &rep->doc, 0);
+}
+
+/*
+ * Apply one page of the change log, as the server would send it, straight
+ * from the query's result; true if it was full.
+ */
 static bool
 apply_page(Replicator *rep)
 {
-	ZsChangeLogPage *page;
-	ApplyPosition at = {rep, NULL};
+	ZsChangeLogScan scan;
+	ApplyPosition at = {rep, NULL, false};
 	ErrorContextCallback callback;
+	bool		applied = false;
 
 	zs_spi_xact_begin("zero_stream: applying the change log to the backup replica");
-	page = zs_changelog_read_page(rep->watermark, rep->pos, zs_catchup_page_rows);
+	zs_changelog_scan_begin(&scan, rep->watermark, rep->pos, zs_catchup_page_rows);
 	callback.callback = apply_error_context;
 	callback.arg = &at;
 	callback.previous = error_context_stack;
 	error_context_stack = &callback;
-	for (int i = 0; i < page->nrows; i++)
+	while (zs_changelog_scan_next(&scan))
 	{
-		const ZsChangeLogRow *row = &page->rows[i];
-
-		at.row = NULL;			/* the document is not parsed yet */
-		if (!zs_json_parse(&rep->doc, row->message, row->message_len))
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("change %s/" INT64_FORMAT " is not JSON: %s",
-							row->watermark, row->pos, rep->doc.error)));
-		at.row = row;
-		if (zs_replica_apply_message(rep->replica, &rep->doc, 0) != 1)
+		at.row = &scan;
+		at.parsed = false;
+		if (!apply_row(rep, &at))
 			ereport(ERROR,
 					(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
 					 errmsg("could not apply a change to the backup replica: %s",
-							zs_replica_error(rep->replica)[0] ? zs_replica_error(rep->replica)
-							: "not a change message")));
-		strlcpy(rep->watermark, row->watermark, sizeof(rep->watermark));
-		rep->pos = row->pos;
+							zs_replica_error(rep->replica))));
+		strlcpy(rep->watermark, scan.watermark, sizeof(rep->watermark));
+		rep->pos = scan.pos;
+		applied = true;
 	}
 	error_context_stack = callback.previous;
+	zs_changelog_scan_end(&scan);
 	zs_spi_xact_commit();
 
 	/* whole transactions only: a page never ends inside one for long */
-	if (page->nrows > 0 && !zs_replica_in_transaction(rep->replica))
+	if (applied && !zs_replica_in_transaction(rep->replica))
 	{
 		if (!zs_replica_flush(rep->replica))
 			ereport(ERROR,
@@ -226,7 +261,7 @@ apply_page(Replicator *rep)
 		zs_shared->backup_rows_applied = zs_replica_rows_applied(rep->replica);
 		LWLockRelease(zs_shared->lock);
 	}
-	return page->full;
+	return scan.full;
 }
 
 /*
