@@ -90,13 +90,18 @@ zs_replica_strdup(ZsReplica *r, const char *s)
 void
 zs_replica_append_quoted(StringInfo s, const char *text, char quote)
 {
+	const char *run = text;
+	const char *q;
+
 	appendStringInfoChar(s, quote);
-	for (const char *p = text; *p; p++)
+	/* runs up to and including each quote, which is then doubled */
+	while ((q = strchr(run, quote)) != NULL)
 	{
-		if (*p == quote)
-			appendStringInfoChar(s, quote);
-		appendStringInfoChar(s, *p);
+		appendBinaryStringInfo(s, run, q - run + 1);
+		appendStringInfoChar(s, quote);
+		run = q + 1;
 	}
+	appendStringInfoString(s, run);
 	appendStringInfoChar(s, quote);
 }
 

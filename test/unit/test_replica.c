@@ -1224,6 +1224,48 @@ test_foreign_file(void)
 	CHECK(r == NULL && strstr(err, "could not open") != NULL, "unopenable path: %s", err);
 }
 
+/*
+ * Names holding quote characters: every statement built from a row's
+ * member names (insert, update, delete) quotes them, a quote doubled.
+ */
+static void
+test_quoted_names(void)
+{
+	char		err[256];
+	ZsReplica  *r = zs_replica_open(":memory:", ZS_REPLICA_CREATE, err, sizeof(err));
+	ZsReplicaColumn cols[] = {
+		{"i\"d", "int4", true, false, false, -1},
+		{"\"v'al\"\"", "text", false, false, false, -1},
+		{"plain", "text", false, false, false, -1},
+	};
+	const char *keys[] = {"i\"d"};
+	ZsReplicaTable t = {"public", "q\"t", 3, cols, "q\"t_pkey", 1, keys};
+
+#define QT(tag, rest) "{\"tag\":\"" tag "\",\"relation\":{\"tag\":\"relation\",\"relationOid\":7," \
+	"\"schema\":\"public\",\"name\":\"q\\\"t\",\"rowKey\":{\"columns\":[\"i\\\"d\"],\"type\":\"default\"}}," rest "}"
+
+	if (r == NULL)
+	{
+		fprintf(stderr, "open: %s\n", err);
+		exit(1);
+	}
+	CHECK(zs_replica_init(r, "0a", "[\"pub\"]", "{}"), "init: %s", zs_replica_error(r));
+	CHECK(zs_replica_create_table(r, &t), "create q\"t: %s", zs_replica_error(r));
+	CHECK(zs_replica_begin(r, "0b"), "begin: %s", zs_replica_error(r));
+	CHECK(apply(r, QT("insert", "\"new\":{\"i\\\"d\":1,\"\\\"v'al\\\"\\\"\":\"o'ne\",\"plain\":\"p\"}")),
+		  "insert: %s", zs_replica_error(r));
+	CHECK(apply(r, QT("insert", "\"new\":{\"i\\\"d\":2,\"\\\"v'al\\\"\\\"\":\"two\",\"plain\":null}")),
+		  "insert 2: %s", zs_replica_error(r));
+	CHECK(apply(r, QT("update", "\"key\":null,\"new\":{\"i\\\"d\":1,\"\\\"v'al\\\"\\\"\":\"uno\",\"plain\":\"q\"}")),
+		  "update: %s", zs_replica_error(r));
+	CHECK(apply(r, QT("delete", "\"key\":{\"i\\\"d\":2}")), "delete: %s", zs_replica_error(r));
+	CHECK(zs_replica_commit(r, "0b") && zs_replica_flush(r), "commit: %s", zs_replica_error(r));
+	CHECK_STR(query(r, "SELECT group_concat(\"i\"\"d\" || \"\"\"v'al\"\"\"\"\" || plain || _0_version) FROM \"q\"\"t\""),
+			  "1unoq0b");
+#undef QT
+	zs_replica_close(r);
+}
+
 int
 main(void)
 {
@@ -1238,6 +1280,7 @@ main(void)
 	test_schema_change_errors();
 	test_bad_row_keys();
 	test_foreign_file();
+	test_quoted_names();
 	zs_json_doc_free(&doc);
 	return unit_report("replica");
 }
