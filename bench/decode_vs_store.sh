@@ -14,7 +14,9 @@
 #      the decoder having stored everything (zero_stream.wait_for_catchup,
 #      waiting inside the server so that no polling takes CPU).
 #   4. end to end: a subscriber (zero-stream-tail) follows the stream during
-#      step 3; time from "streaming" to its receiving the last commit.
+#      step 3; time from "streaming" to its receiving the last commit;
+#   5. the backup replica (if any): how long after the store its replicator
+#      has applied every row, and its CPU per row.
 # ratio = raw time / zero_stream time (1.0 = as fast as decoding alone).
 # With more than 200,000 bulk rows, the 200 k / 20 k run is printed first
 # (ZS_BENCH_SMALL=0 skips it). Also printed: the decoder's CPU per stored
@@ -112,17 +114,25 @@ measure() {
 	local t2 t3 ok; read -r t2 ok t3 <<< "$times"
 	[ "$ok" = t ] || { echo "the decoder did not catch up" >&2; return 1; }
 	local dpid spid rpid; dpid=$(worker_pid decoder); spid=$(worker_pid server); rpid=$(worker_pid replicator)
-	local dcpu drss srss; dcpu=$(cpu_ms "$dpid"); drss=$(rss_kb "$dpid"); srss=$(rss_kb "$spid")
-	wait
-	local scpu rcpu=0; scpu=$(cpu_ms "$spid")
+	local dcpu drss srss rcpu=0; dcpu=$(cpu_ms "$dpid"); drss=$(rss_kb "$dpid"); srss=$(rss_kb "$spid")
 	[ -n "$rpid" ] && rcpu=$(cpu_ms "$rpid")
+	# the backup replica's replicator applies the same rows behind the store:
+	# when it has them all, and its CPU per row (it started with the decoder)
+	local t4=0 rcpu_all=0
+	if [ -n "$rpid" ]; then
+		t4=$(sql -d bench -c "DO \$\$BEGIN WHILE (SELECT backup_watermark IS DISTINCT FROM last_watermark FROM zero_stream.status()) LOOP PERFORM pg_sleep(0.01); END LOOP; END\$\$" \
+			-c "SELECT extract(epoch FROM clock_timestamp())")
+		rcpu_all=$(cpu_ms "$rpid")
+	fi
 	wait
+	local scpu; scpu=$(cpu_ms "$spid")
 	python3 - "$name" "$rows" "$msgs" "$wal_mb" "$t0" "$t1" "$tr" "$t2" "$t3" "$DIR/e2e.out" \
-		"$dcpu" "$drss" "$srss" "$scpu" "$rcpu" "$DIR/e2e.time" <<'PY'
+		"$dcpu" "$drss" "$srss" "$scpu" "$rcpu" "$DIR/e2e.time" "$t4" "$rcpu_all" <<'PY'
 import sys
 name, rows, msgs, wal = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 t0, t1, tr, t2, t3 = map(float, sys.argv[5:10])
 dcpu, drss, srss, scpu, rcpu = map(int, sys.argv[11:16])
+t4, rcpu_all = float(sys.argv[17]), int(sys.argv[18])
 # the last commit received (status frames, e.g. a lag report, come later)
 last = None
 for line in open(sys.argv[10]):
@@ -142,6 +152,9 @@ print(f"{name:7s} rows={rows:>8d} wal={wal:>5s}MB pgoutput_msgs={msgs:>8d}  "
 print(f"{'':7s} start-up (server up -> streaming) {t2 - tr:.2f} s; CPU: decoder {dcpu/1000:.2f} s "
       f"= {dcpu*1000/rows:.2f} us per stored row, server {scpu/1000:.2f} s, replicator {rcpu/1000:.2f} s, "
       f"subscriber process {tcpu}; RssAnon decoder {drss/1024:.1f} MB, server {srss/1024:.1f} MB")
+if t4 > 0:
+    print(f"{'':7s} backup replica: every row applied {t4 - t3:.2f} s after the store; replicator CPU "
+          f"{rcpu_all/1000:.2f} s = {rcpu_all*1000/rows:.2f} us per row")
 PY
 }
 
