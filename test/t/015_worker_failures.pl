@@ -34,8 +34,31 @@ zs_wait_catchup($node);
 is($node->safe_psql('postgres', q{SELECT count(*) FROM "zero_0/cdc"."changeLog" WHERE change->'new'->>'id' = '1'}),
 	'1', 'the decoder stores transactions while the server fails');
 
-# The backup replica is not a SQLite file: the replicator fails the same way
+# A change the backup replica cannot take (a trigger added behind the
+# replicator's back refuses it): the replicator fails, restarts and says which change
+# of which table it could not apply; the decoder goes on storing
 $node->append_conf('postgresql.conf', "zero_stream.listen_addresses = '127.0.0.1'");
+$node->restart;
+zs_wait_streaming($node);
+$node->poll_query_until('postgres',
+	q{SELECT backup_watermark = last_watermark FROM zero_stream.status()})
+  or die 'the backup replica did not catch up';
+is(zs_sqlite($replica_file, q{CREATE TRIGGER refuse BEFORE INSERT ON t BEGIN SELECT RAISE(ABORT, 'refused by a trigger'); END}),
+	'', 'a trigger on the replica\'s table t refuses rows');
+my $log_offset = -s $node->logfile;
+$node->safe_psql('postgres', 'INSERT INTO t VALUES (2)');
+zs_wait_catchup($node);
+ok($node->poll_query_until('postgres',
+		q{SELECT restarts >= 1 AND last_error LIKE '%could not apply a change to the backup replica: refused by a trigger%' FROM zero_stream.workers() WHERE worker = 'replicator'}),
+	'workers(): the replicator failing on a change says so')
+  or diag $node->safe_psql('postgres', 'SELECT * FROM zero_stream.workers()');
+like(slurp_file($node->logfile, $log_offset),
+	qr/CONTEXT:  applying change \w+\/1 \(insert of table public\.t\) to the backup replica/,
+	'the log names the change and its table');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM "zero_0/cdc"."changeLog" WHERE change->'new'->>'id' = '2'}),
+	'1', 'the decoder stores transactions while the replicator fails');
+
+# The backup replica is not a SQLite file: the replicator fails the same way
 $node->stop;
 ok(-f $replica_file, 'the backup replica exists');
 open(my $fh, '>', $replica_file) or die;
