@@ -100,6 +100,17 @@ read_hex4(Parser *ps, unsigned int *cp)
 	return true;
 }
 
+/* the bytes that end a run of plain string text: quote, backslash, controls */
+static const bool string_stop[256] = {
+	[0x00] = true, [0x01] = true, [0x02] = true, [0x03] = true, [0x04] = true,
+	[0x05] = true, [0x06] = true, [0x07] = true, [0x08] = true, [0x09] = true,
+	[0x0a] = true, [0x0b] = true, [0x0c] = true, [0x0d] = true, [0x0e] = true,
+	[0x0f] = true, [0x10] = true, [0x11] = true, [0x12] = true, [0x13] = true,
+	[0x14] = true, [0x15] = true, [0x16] = true, [0x17] = true, [0x18] = true,
+	[0x19] = true, [0x1a] = true, [0x1b] = true, [0x1c] = true, [0x1d] = true,
+	[0x1e] = true, [0x1f] = true, ['"'] = true, ['\\'] = true,
+};
+
 /* Decode a string at ps->p (the opening quote) into doc->strings. */
 static bool
 read_string(Parser *ps, int *start, int *len)
@@ -114,6 +125,9 @@ read_string(Parser *ps, int *start, int *len)
 	{
 		unsigned char c;
 
+		/* the plain bytes up to a quote, a backslash or a control character */
+		while (ps->p < ps->end && !string_stop[(unsigned char) *ps->p])
+			ps->p++;
 		if (ps->p >= ps->end)
 			return fail(ps, "unterminated string");
 		c = (unsigned char) *ps->p;
@@ -121,11 +135,6 @@ read_string(Parser *ps, int *start, int *len)
 			break;
 		if (c < 0x20)
 			return fail(ps, "control character in string");
-		if (c != '\\')
-		{
-			ps->p++;
-			continue;
-		}
 		appendBinaryStringInfo(s, run, ps->p - run);
 		ps->p++;
 		if (ps->p >= ps->end)
