@@ -105,10 +105,12 @@ extern ZsChangeLogPage *zs_changelog_read_page(const char *after_watermark, int6
 											   int limit);
 
 /*
- * The same page, row by row, straight from the query's result: nothing is
- * copied and no wire message is built (the replicator applies the stored
- * changes themselves). Between begin and end the caller must not run
- * other SPI queries of its own; change points into the result.
+ * The same page, row by row, straight from the query's result: no wire
+ * message is built and nothing is copied (the replicator applies the
+ * stored changes themselves). change points into the result, or into its
+ * detoasted copy for a compressed or TOASTed change; both last until
+ * scan_end. Between begin and end the caller must not run other SPI
+ * queries of its own.
  */
 typedef struct ZsChangeLogScan
 {

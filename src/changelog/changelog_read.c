@@ -1,10 +1,10 @@
 /*-------------------------------------------------------------------------
  * changelog_read.c
  *	  Reading the committed change log: keyset pages in (watermark, pos)
- *	  order with each row's wire message built once, and the oldest
- *	  watermark still stored. Used by the server (catch-up and live pages,
- *	  snapshot reservations) and the replicator. Every function runs inside
- *	  the caller's transaction with SPI connected.
+ *	  order, with each row's wire message built once (the server's catch-up
+ *	  and live pages) or row by row as stored (the replicator), and the
+ *	  oldest watermark still stored (snapshot reservations). Every function
+ *	  runs inside the caller's transaction with SPI connected.
  *
  * A page is read with one prepared keyset query, so a page costs an index
  * range scan wherever it starts; the server shares one page among every

@@ -153,6 +153,7 @@ typedef struct ApplyPosition
 {
 	const Replicator *rep;
 	const ZsChangeLogScan *row;
+	const char *kind;			/* begin, commit, rollback; NULL for data */
 	bool		parsed;			/* rep->doc holds the row's change */
 } ApplyPosition;
 
@@ -161,7 +162,7 @@ apply_error_context(void *arg)
 {
 	ApplyPosition *at = arg;
 	const ZsJsonDoc *doc = &at->rep->doc;
-	const char *tag = NULL;
+	const char *tag = at->kind;
 	const char *schema = NULL;
 	const char *table = NULL;
 
@@ -196,10 +197,13 @@ apply_row(Replicator *rep, ApplyPosition *at)
 	switch (zs_change_message_type(row->change, row->change_len))
 	{
 		case ZS_MSG_BEGIN:
+			at->kind = "begin";
 			return zs_replica_begin(rep->replica, row->watermark);
 		case ZS_MSG_COMMIT:
+			at->kind = "commit";
 			return zs_replica_commit(rep->replica, row->watermark);
 		case ZS_MSG_ROLLBACK:
+			at->kind = "rollback";
 			return zs_replica_rollback(rep->replica);
 		case ZS_MSG_DATA:
 			break;
@@ -221,7 +225,7 @@ static bool
 apply_page(Replicator *rep)
 {
 	ZsChangeLogScan scan;
-	ApplyPosition at = {rep, NULL, false};
+	ApplyPosition at = {rep, NULL, NULL, false};
 	ErrorContextCallback callback;
 	bool		applied = false;
 
@@ -231,9 +235,14 @@ apply_page(Replicator *rep)
 	callback.arg = &at;
 	callback.previous = error_context_stack;
 	error_context_stack = &callback;
-	while (zs_changelog_scan_next(&scan))
+	for (;;)
 	{
+		/* reading the next row is not applying the last one */
+		at.row = NULL;
+		if (!zs_changelog_scan_next(&scan))
+			break;
 		at.row = &scan;
+		at.kind = NULL;
 		at.parsed = false;
 		if (!apply_row(rep, &at))
 			ereport(ERROR,
