@@ -214,6 +214,15 @@ zs_worker_latch(ZsWorkerKind kind)
 }
 
 void
+zs_wake_worker(ZsWorkerKind kind)
+{
+	Latch	   *latch = zs_worker_latch(kind);
+
+	if (latch != NULL)
+		SetLatch(latch);
+}
+
+void
 zs_publish_stored(const char *head, uint64 ntxns, uint64 nchanges,
 				  TimestampTz upstream_commit_time)
 {

@@ -231,6 +231,8 @@ extern void zs_worker_fail(ZsWorkerKind kind, MemoryContext context) pg_attribut
 
 /* The worker's latch, to wake it; NULL if it is not running. */
 extern Latch *zs_worker_latch(ZsWorkerKind kind);
+/* Set a worker's latch, if it is running. */
+extern void zs_wake_worker(ZsWorkerKind kind);
 
 extern void zs_set_decoder_state(ZsDecoderState state);
 extern void zs_set_backup_state(ZsBackupState state, const char *detail, const char *watermark);

@@ -156,23 +156,14 @@ zs_live_add(const char *watermark, int64 pos, const char *change, int change_len
 	return true;
 }
 
-/* What is published is there to be sent: the server looks at once. */
-static void
-wake_server(void)
-{
-	Latch	   *server = zs_worker_latch(ZS_WORKER_SERVER);
-
-	if (server != NULL)
-		SetLatch(server);
-}
-
 void
 zs_live_end(void)
 {
 	Assert(LWLockHeldByMeInMode(zs_live->lock, LW_EXCLUSIVE));
 	zs_live->valid = zs_live->nrows > 0;
 	LWLockRelease(zs_live->lock);
-	wake_server();
+	/* what is published is there to be sent: the server looks at once */
+	zs_wake_worker(ZS_WORKER_SERVER);
 }
 
 void
@@ -190,7 +181,7 @@ zs_live_rest_publish(const char *path, Size offset, int64 rows,
 	strlcpy(zs_live->last_watermark, last_watermark, sizeof(zs_live->last_watermark));
 	zs_live->last_pos = last_pos;
 	LWLockRelease(zs_live->lock);
-	wake_server();
+	zs_wake_worker(ZS_WORKER_SERVER);
 }
 
 void

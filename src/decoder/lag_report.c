@@ -27,7 +27,6 @@
 #include "access/xlog.h"
 #include "replication/message.h"
 #include "replication/origin.h"
-#include "storage/latch.h"
 #include "utils/timestamp.h"
 
 #include "codec/json_read.h"
@@ -105,7 +104,6 @@ zs_lag_report_received(const char *content, int len)
 	int64		now = now_ms();
 	int64		next;
 	char		report[ZS_LAG_REPORT_LEN];
-	Latch	   *server;
 
 	zs_json_doc_init(&doc);
 	if (!zs_json_parse(&doc, content, len) ||
@@ -142,7 +140,5 @@ zs_lag_report_received(const char *content, int len)
 	strlcpy(zs_shared->lag_report, report, sizeof(zs_shared->lag_report));
 	zs_shared->lag_report_generation++;
 	LWLockRelease(zs_shared->lock);
-	server = zs_worker_latch(ZS_WORKER_SERVER);
-	if (server != NULL)
-		SetLatch(server);
+	zs_wake_worker(ZS_WORKER_SERVER);
 }
