@@ -103,8 +103,9 @@ test_json_reader(void)
 	"\"relation\":{\"tag\":\"relation\",\"relationOid\":1,\"schema\":\"public\",\"name\":\"" name "\"," \
 	"\"rowKey\":{\"columns\":" cols ",\"type\":\"" type "\"}}"
 
+/* A new in-memory replica of that replicaVersion and publications, no tables yet. */
 static ZsReplica *
-new_replica(int flags)
+open_memory_replica(int flags, const char *replica_version, const char *publications)
 {
 	char		err[256];
 	ZsReplica  *r = zs_replica_open(":memory:", ZS_REPLICA_CREATE | flags, err, sizeof(err));
@@ -114,7 +115,15 @@ new_replica(int flags)
 		fprintf(stderr, "open: %s\n", err);
 		exit(1);
 	}
-	CHECK(zs_replica_init(r, "0a", "[\"pub\"]", "{}"), "init: %s", zs_replica_error(r));
+	CHECK(zs_replica_init(r, replica_version, publications, "{}"), "init: %s", zs_replica_error(r));
+	return r;
+}
+
+static ZsReplica *
+new_replica(int flags)
+{
+	ZsReplica  *r = open_memory_replica(flags, "0a", "[\"pub\"]");
+
 	CHECK(zs_fixture_create_tables(r, false), "create the fixture tables: %s", zs_replica_error(r));
 	return r;
 }
@@ -281,8 +290,7 @@ test_changes(void)
 static void
 test_keyless(void)
 {
-	char		err[256];
-	ZsReplica  *r = zs_replica_open(":memory:", ZS_REPLICA_CREATE, err, sizeof(err));
+	ZsReplica  *r = open_memory_replica(0, "0a", "[\"pub\"]");
 	ZsReplicaColumn dcols[] = {
 		{"a", "int4", false, false, false, -1},
 		{"b", "text", false, false, false, -1},
@@ -301,12 +309,6 @@ test_keyless(void)
 	};
 	ZsReplicaTable hidden = {"public", "hidden", 3, ocols, NULL, 0, NULL};
 
-	if (r == NULL)
-	{
-		fprintf(stderr, "open: %s\n", err);
-		exit(1);
-	}
-	CHECK(zs_replica_init(r, "0a", "[\"pub\"]", "{}"), "init: %s", zs_replica_error(r));
 	CHECK(zs_replica_create_table(r, &dups), "create dups: %s", zs_replica_error(r));
 	CHECK(zs_replica_create_table(r, &shadow), "create shadow: %s", zs_replica_error(r));
 	CHECK(zs_replica_create_table(r, &hidden), "create hidden: %s", zs_replica_error(r));
@@ -701,8 +703,7 @@ apply1(ZsReplica *r, const char *watermark, const char *change)
 static ZsReplica *
 golden_replica(int flags)
 {
-	char		err[256];
-	ZsReplica  *r = zs_replica_open(":memory:", ZS_REPLICA_CREATE | flags, err, sizeof(err));
+	ZsReplica  *r = open_memory_replica(flags, "61ai84s8", "[\"zc_pub\"]");
 	ZsReplicaColumn fcols[] = {
 		{"id", "int4", true, false, false, -1},
 		{"label", "text", false, false, false, -1},
@@ -719,12 +720,6 @@ golden_replica(int flags)
 	const char *ikeys[] = {"code", "region"};
 	ZsReplicaTable idx = {"public", "idx_ident", 3, icols, "idx_ident_key", 2, ikeys};
 
-	if (r == NULL)
-	{
-		fprintf(stderr, "open: %s\n", err);
-		exit(1);
-	}
-	CHECK(zs_replica_init(r, "61ai84s8", "[\"zc_pub\"]", "{}"), "init: %s", zs_replica_error(r));
 	CHECK(zs_replica_begin(r, "61ai84s8"), "begin copy");
 	CHECK(zs_replica_create_table(r, &full), "create full_ident: %s", zs_replica_error(r));
 	CHECK(zs_replica_create_table(r, &idx), "create idx_ident: %s", zs_replica_error(r));
@@ -1231,8 +1226,7 @@ test_foreign_file(void)
 static void
 test_quoted_names(void)
 {
-	char		err[256];
-	ZsReplica  *r = zs_replica_open(":memory:", ZS_REPLICA_CREATE, err, sizeof(err));
+	ZsReplica  *r = open_memory_replica(0, "0a", "[\"pub\"]");
 	ZsReplicaColumn cols[] = {
 		{"i\"d", "int4", true, false, false, -1},
 		{"\"v'al\"\"", "text", false, false, false, -1},
@@ -1244,12 +1238,6 @@ test_quoted_names(void)
 #define QT(tag, rest) "{\"tag\":\"" tag "\",\"relation\":{\"tag\":\"relation\",\"relationOid\":7," \
 	"\"schema\":\"public\",\"name\":\"q\\\"t\",\"rowKey\":{\"columns\":[\"i\\\"d\"],\"type\":\"default\"}}," rest "}"
 
-	if (r == NULL)
-	{
-		fprintf(stderr, "open: %s\n", err);
-		exit(1);
-	}
-	CHECK(zs_replica_init(r, "0a", "[\"pub\"]", "{}"), "init: %s", zs_replica_error(r));
 	CHECK(zs_replica_create_table(r, &t), "create q\"t: %s", zs_replica_error(r));
 	CHECK(zs_replica_begin(r, "0b"), "begin: %s", zs_replica_error(r));
 	CHECK(apply(r, QT("insert", "\"new\":{\"i\\\"d\":1,\"\\\"v'al\\\"\\\"\":\"o'ne\",\"plain\":\"p\"}")),
