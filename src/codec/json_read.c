@@ -16,6 +16,7 @@
 #include "postgres.h"
 #endif
 
+#include <float.h>
 #include <math.h>
 
 #include "codec/hex.h"
@@ -507,6 +508,18 @@ zs_json_int64(const ZsJsonDoc *doc, int node, int64 *value)
 		neg = true;
 		p++;
 	}
+	/* up to 18 digits cannot leave int64: no overflow check per digit */
+	if (end - p <= 18)
+	{
+		for (; p < end; p++)
+		{
+			if (!isdigit((unsigned char) *p))
+				return false;	/* fraction or exponent */
+			acc = acc * 10 + (*p - '0');
+		}
+		*value = neg ? -(int64) acc : (int64) acc;
+		return true;
+	}
 	limit = neg ? (uint64) PG_INT64_MAX + 1 : (uint64) PG_INT64_MAX;
 	for (; p < end; p++)
 	{
@@ -520,12 +533,88 @@ zs_json_int64(const ZsJsonDoc *doc, int node, int64 *value)
 	return true;
 }
 
+/*
+ * The exact fast path for a number's double (Clinger's): when the number
+ * is m * 10^e with m < 2^53 and |e| <= 22, both m and 10^|e| are exact
+ * doubles and one IEEE multiplication or division rounds correctly, as
+ * strtod does. False when the number is outside that (strtod then), or
+ * when the compiler evaluates doubles in extended precision.
+ */
+static bool
+exact_double(const char *p, const char *end, double *out)
+{
+#if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
+	static const double powers[] = {
+		1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+		1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22
+	};
+	bool		neg = false;
+	uint64		m = 0;
+	int			digits = 0;		/* in m, leading zeros not counted */
+	int			e = 0;
+	double		d;
+
+	if (p < end && *p == '-')
+	{
+		neg = true;
+		p++;
+	}
+	for (; p < end && isdigit((unsigned char) *p); p++)
+	{
+		if (digits > 0 || *p != '0')
+			digits++;
+		m = m * 10 + (*p - '0');
+		if (digits > 16)
+			return false;
+	}
+	if (p < end && *p == '.')
+	{
+		for (p++; p < end && isdigit((unsigned char) *p); p++)
+		{
+			if (digits > 0 || *p != '0')
+				digits++;
+			m = m * 10 + (*p - '0');
+			e--;
+			if (digits > 16)
+				return false;
+		}
+	}
+	if (p < end && (*p == 'e' || *p == 'E'))
+	{
+		bool		eneg = false;
+		int			x = 0;
+
+		p++;
+		if (p < end && (*p == '+' || *p == '-'))
+			eneg = (*p++ == '-');
+		for (; p < end && isdigit((unsigned char) *p); p++)
+		{
+			x = x * 10 + (*p - '0');
+			if (x > 1000)
+				return false;
+		}
+		e += eneg ? -x : x;
+	}
+	if (p != end || m > ((uint64) 1 << 53) || e < -22 || e > 22)
+		return false;
+	d = (double) m;
+	d = e < 0 ? d / powers[-e] : d * powers[e];
+	*out = neg ? -d : d;
+	return true;
+#else
+	return false;
+#endif
+}
+
 double
 zs_json_double(const ZsJsonDoc *doc, int node)
 {
 	char		buf[64];
 	const ZsJsonNode *n = &doc->nodes[node];
+	double		d;
 
+	if (exact_double(doc->text + n->raw_start, doc->text + n->raw_start + n->raw_len, &d))
+		return d;
 	if (n->raw_len < (int) sizeof(buf))
 	{
 		memcpy(buf, doc->text + n->raw_start, n->raw_len);

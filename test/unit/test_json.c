@@ -10,6 +10,7 @@
 
 #include "decoder/value_encode.h"
 #include "codec/json_out.h"
+#include "codec/json_read.h"
 #include "unit.h"
 
 #include "js_reference.h"
@@ -471,6 +472,90 @@ test_millis(void)
 	pfree(via_double.data);
 }
 
+/*
+ * The JSON reader's numbers: zs_json_double gives strtod's double, bit for
+ * bit, on its exact fast path and around it (17+ digits, exponents beyond
+ * 22, 2^53), and zs_json_int64 reads exactly the integers within int64.
+ */
+static void
+check_read_number(ZsJsonDoc *doc, const char *text, int *mismatches, char *first, size_t firstlen)
+{
+	double		got,
+				want = strtod(text, NULL);
+	int64		v;
+	bool		is_int,
+				want_int;
+	char	   *end;
+	long long	ll;
+
+	if (!zs_json_parse(doc, text, strlen(text)) || doc->nodes[0].type != ZS_JSON_NUMBER)
+	{
+		if ((*mismatches)++ == 0)
+			snprintf(first, firstlen, "%s does not parse", text);
+		return;
+	}
+	got = zs_json_double(doc, 0);
+	errno = 0;
+	ll = strtoll(text, &end, 10);
+	want_int = (*end == '\0' && errno == 0);
+	is_int = zs_json_int64(doc, 0, &v);
+	if (memcmp(&got, &want, sizeof(double)) != 0 || is_int != want_int ||
+		(is_int && v != (int64) ll))
+	{
+		if ((*mismatches)++ == 0)
+			snprintf(first, firstlen, "%s: double %.17g (strtod %.17g), int64 %s",
+					 text, got, want, is_int ? "yes" : "no");
+	}
+}
+
+static void
+test_read_numbers(void)
+{
+	static const char *const edges[] = {"0", "-0", "0.0", "-0.0", "1", "-1", "1.25", "0.1", "0.3",
+		"9007199254740992", "9007199254740993", "9007199254740993.0", "9007199254740991.5",
+		"1e22", "1e23", "1.5e-22", "1e-23", "123456789012345678", "-123456789012345678",
+		"999999999999999999", "1000000000000000000", "9223372036854775807", "-9223372036854775808",
+		"9223372036854775808", "-9223372036854775809", "1764583212345.123", "0.000001",
+		"2.2250738585072014e-308", "1.7976931348623157e308", "4.9e-324", "1e400", "1E+2", "1e-0",
+		"0.00000000000000000000001", "12345678901234567890123", "3.14159265358979323846"};
+	uint64		state = UINT64CONST(0x853c49e6748fea9b);
+	ZsJsonDoc	doc;
+	int			mismatches = 0;
+	char		first[200] = "";
+	char		text[80];
+
+	zs_json_doc_init(&doc);
+	for (int i = 0; i < (int) lengthof(edges); i++)
+		check_read_number(&doc, edges[i], &mismatches, first, sizeof(first));
+	for (int i = 0; i < 300000; i++)
+	{
+		uint64		r = next_random(&state);
+		int			ndigits = 1 + (int) (r % 20);
+		int			point = (int) ((r >> 8) % (ndigits + 1));
+		int			len = 0;
+
+		if ((r >> 16) & 1)
+			text[len++] = '-';
+		for (int d = 0; d < ndigits; d++)
+		{
+			int			digit = (int) (next_random(&state) % 10);
+
+			if (d == point && d > 0)
+				text[len++] = '.';
+			/* no leading zero before more digits, as JSON requires */
+			if (d == 0 && digit == 0 && point != 1 && ndigits > 1)
+				digit = 1 + (int) (r % 9);
+			text[len++] = '0' + digit;
+		}
+		if ((r >> 20) % 3 == 0)
+			len += snprintf(text + len, sizeof(text) - len, "e%d", (int) ((r >> 24) % 61) - 30);
+		text[len] = '\0';
+		check_read_number(&doc, text, &mismatches, first, sizeof(first));
+	}
+	CHECK(mismatches == 0, "%d numbers read differently from strtod/strtoll, first %s", mismatches, first);
+	zs_json_doc_free(&doc);
+}
+
 /* zs_json_append_int64 writes what INT64_FORMAT does, at the edges and at random */
 static void
 test_int64(void)
@@ -520,5 +605,6 @@ main(void)
 	test_timestamp_range();
 	test_millis();
 	test_int64();
+	test_read_numbers();
 	return unit_report("test_json");
 }
