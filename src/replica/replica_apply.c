@@ -318,13 +318,34 @@ zs_replica_log_reset(ZsReplica *r, const char *table)
 	return zs_replica_step_done(r, stmt);
 }
 
-/* INSERT OR REPLACE the members of row. */
-static bool
-upsert(ZsReplica *r, const char *table, const ZsJsonDoc *doc, int row)
+/*
+ * The table's cached INSERT OR REPLACE if row has the members of the last
+ * row upserted into it, in the same order; NULL otherwise. A bulk load's
+ * rows all have one shape, so most rows neither build SQL nor look up a
+ * statement by its text.
+ */
+static sqlite3_stmt *
+cached_upsert(const ZsReplica *r, const TableInfo *t, const ZsJsonDoc *doc, int row)
+{
+	int			i = 0;
+
+	if (t->upsert == NULL || t->upsert_generation != r->stmt_generation ||
+		doc->nodes[row].count != t->nshape)
+		return NULL;
+	for (int c = doc->nodes[row].first_child; c >= 0; c = doc->nodes[c].next, i++)
+		if (strcmp(zs_json_key(doc, c), t->shape[i]) != 0)
+			return NULL;
+	return t->upsert;
+}
+
+/* Prepare the INSERT OR REPLACE of row's members and cache it with their shape. */
+static sqlite3_stmt *
+prepare_upsert(ZsReplica *r, const char *table, TableInfo *t, const ZsJsonDoc *doc, int row)
 {
 	StringInfo	s = &r->sql;
 	sqlite3_stmt *stmt;
-	int			idx = 1;
+	int			n = doc->nodes[row].count;
+	int			i = 0;
 
 	resetStringInfo(s);
 	appendStringInfoString(s, "INSERT OR REPLACE INTO ");
@@ -332,10 +353,46 @@ upsert(ZsReplica *r, const char *table, const ZsJsonDoc *doc, int row)
 	appendStringInfoString(s, " (");
 	zs_replica_append_member_names(s, doc, row, ",");
 	appendStringInfoString(s, "\"_0_version\") VALUES (");
-	for (int i = 0; i < doc->nodes[row].count; i++)
+	for (int k = 0; k < n; k++)
 		appendStringInfoString(s, "?,");
 	appendStringInfoString(s, "?)");
 	if ((stmt = zs_replica_statement(r, s->data)) == NULL)
+		return NULL;
+
+	/* the shape names the table's own column strings, which outlive it */
+	t->upsert = NULL;
+	if (n > t->maxshape)
+	{
+		if (t->shape)
+			pfree(t->shape);
+		t->maxshape = Max(n, 16);
+		t->shape = zs_replica_alloc(r, sizeof(char *) * t->maxshape);
+	}
+	for (int c = doc->nodes[row].first_child; c >= 0; c = doc->nodes[c].next, i++)
+	{
+		const char *key = zs_json_key(doc, c);
+
+		t->shape[i] = NULL;
+		for (int k = 0; k < t->ncols && t->shape[i] == NULL; k++)
+			if (strcmp(t->cols[k], key) == 0)
+				t->shape[i] = t->cols[k];
+		if (t->shape[i] == NULL)
+			return stmt;		/* not a known column (cannot be): no cache */
+	}
+	t->nshape = n;
+	t->upsert = stmt;
+	t->upsert_generation = r->stmt_generation;
+	return stmt;
+}
+
+/* INSERT OR REPLACE the members of row (every one a column of t). */
+static bool
+upsert(ZsReplica *r, const char *table, TableInfo *t, const ZsJsonDoc *doc, int row)
+{
+	sqlite3_stmt *stmt = cached_upsert(r, t, doc, row);
+	int			idx = 1;
+
+	if (stmt == NULL && (stmt = prepare_upsert(r, table, t, doc, row)) == NULL)
 		return false;
 	for (int c = doc->nodes[row].first_child; c >= 0; c = doc->nodes[c].next)
 		zs_replica_bind_node(stmt, idx++, doc, c);
@@ -344,6 +401,20 @@ upsert(ZsReplica *r, const char *table, const ZsJsonDoc *doc, int row)
 }
 
 /* ---------------------------------------------------------------- changes */
+
+/*
+ * The table a row goes to, created or given the row's new columns if need
+ * be; a row of the table's last upserted shape has only known columns.
+ */
+static TableInfo *
+row_table(ZsReplica *r, const char *table, const ZsJsonDoc *doc, int row, int relation)
+{
+	TableInfo  *t = zs_replica_table_info(r, table);
+
+	if (t != NULL && cached_upsert(r, t, doc, row) != NULL)
+		return t;
+	return zs_replica_row_table(r, table, doc, row, doc, relation);
+}
 
 static bool
 apply_insert(ZsReplica *r, const ZsJsonDoc *doc, int change, int relation, const char *table)
@@ -354,9 +425,9 @@ apply_insert(ZsReplica *r, const ZsJsonDoc *doc, int change, int relation, const
 
 	if (row < 0 || doc->nodes[row].type != ZS_JSON_OBJECT)
 		return zs_replica_set_error(r, "insert without a \"new\" row");
-	if ((t = zs_replica_row_table(r, table, doc, row, doc, relation)) == NULL)
+	if ((t = row_table(r, table, doc, row, relation)) == NULL)
 		return false;
-	if (!upsert(r, table, doc, row))
+	if (!upsert(r, table, t, doc, row))
 		return false;
 	select_key(t, doc, row, relation, &key);
 	return log_row(r, table, t, doc, &key, "s", row);
@@ -376,7 +447,7 @@ apply_update(ZsReplica *r, const ZsJsonDoc *doc, int change, int relation, const
 
 	if (row < 0 || doc->nodes[row].type != ZS_JSON_OBJECT)
 		return zs_replica_set_error(r, "update without a \"new\" row");
-	if ((t = zs_replica_row_table(r, table, doc, row, doc, relation)) == NULL)
+	if ((t = row_table(r, table, doc, row, relation)) == NULL)
 		return false;
 	if (old < 0 || doc->nodes[old].type != ZS_JSON_OBJECT)
 		old = row;
@@ -400,7 +471,7 @@ apply_update(ZsReplica *r, const ZsJsonDoc *doc, int change, int relation, const
 		zs_replica_bind_node(stmt, idx++, doc, key.nodes[i]);
 	if (!zs_replica_step_done(r, stmt))
 		return false;
-	if (sqlite3_changes(r->db) == 0 && !upsert(r, table, doc, row))
+	if (sqlite3_changes(r->db) == 0 && !upsert(r, table, t, doc, row))
 		return false;
 
 	if (old == row)

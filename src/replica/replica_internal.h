@@ -51,6 +51,17 @@ typedef struct TableInfo
 	char	  **keys;
 	int			nbackfilling;
 	char	  **backfilling;
+
+	/*
+	 * The last upserted row's shape (its members in order, pointing into
+	 * cols) and the INSERT OR REPLACE prepared for it, valid while
+	 * upsert_generation is the statement cache's generation.
+	 */
+	int			nshape;
+	int			maxshape;
+	const char **shape;
+	sqlite3_stmt *upsert;
+	uint32		upsert_generation;
 	struct TableInfo *next;
 } TableInfo;
 
@@ -73,6 +84,7 @@ struct ZsReplica
 
 	CachedStmt	stmts[STMT_CACHE_SIZE];
 	int			nstmts;
+	uint32		stmt_generation;	/* counts zs_replica_forget_statements */
 	TableInfo  *tables;
 
 	StringInfoData sql;			/* scratch */

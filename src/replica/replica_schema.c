@@ -264,6 +264,8 @@ zs_replica_forget_tables(ZsReplica *r)
 			pfree(t->keys);
 		if (t->backfilling)
 			pfree(t->backfilling);
+		if (t->shape)
+			pfree(t->shape);
 		pfree(t->name);
 		pfree(t);
 	}

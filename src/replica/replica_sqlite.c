@@ -144,6 +144,7 @@ zs_replica_forget_statements(ZsReplica *r)
 			r->stmts[j].sql = NULL;
 		}
 	r->nstmts = 0;
+	r->stmt_generation++;
 }
 
 /* A prepared statement for this SQL text, from the cache or new. */

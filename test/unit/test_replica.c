@@ -1254,6 +1254,64 @@ test_quoted_names(void)
 	zs_replica_close(r);
 }
 
+/*
+ * Rows of one table in different shapes: the cached INSERT OR REPLACE of
+ * the last shape must not be used for members in another order, a subset,
+ * a new column, or after a rollback that undid a column it added.
+ */
+static void
+test_row_shapes(void)
+{
+	ZsReplica  *r = open_memory_replica(0, "0a", "[\"pub\"]");
+	const char *rows[] = {
+		"\"new\":{\"k\":1,\"a\":\"x\"}",
+		"\"new\":{\"a\":\"y\",\"k\":2}",
+		"\"new\":{\"k\":3,\"a\":\"z\",\"b\":7}",
+		"\"new\":{\"k\":4,\"a\":\"w\"}",
+		"\"new\":{\"k\":5,\"b\":8}",
+		"\"new\":{\"k\":6,\"a\":\"v\",\"b\":1}",
+		"\"new\":{\"k\":8,\"a\":\"u\",\"b\":2}",
+	};
+
+#define SH(tag, rest) "{\"tag\":\"" tag "\"," REL("shapes", "[\"k\"]", "default") "," rest "}"
+	CHECK(zs_replica_begin(r, "0b"), "begin: %s", zs_replica_error(r));
+	for (int i = 0; i < (int) lengthof(rows); i++)
+	{
+		char		change[512];
+
+		snprintf(change, sizeof(change), SH("insert", "%s"), rows[i]);
+		CHECK(apply(r, change), "insert %d: %s", i, zs_replica_error(r));
+	}
+	CHECK(apply(r, SH("update", "\"key\":null,\"new\":{\"k\":1,\"a\":\"x2\",\"b\":9}")),
+		  "update: %s", zs_replica_error(r));
+	CHECK(apply(r, SH("update", "\"key\":null,\"new\":{\"b\":3,\"k\":8}")),
+		  "update in another order: %s", zs_replica_error(r));
+	CHECK(zs_replica_commit(r, "0b") && zs_replica_flush(r), "commit: %s", zs_replica_error(r));
+	CHECK_STR(query(r, "SELECT group_concat(k || ':' || ifnull(a, '-') || ':' || ifnull(b, '-'), ',') "
+					"FROM (SELECT * FROM shapes ORDER BY k)"),
+			  "1:x2:9,2:y:-,3:z:7,4:w:-,5:-:8,6:v:1,8:u:3");
+
+	/* a rolled-back transaction added column c; the next one adds it again */
+	CHECK(zs_replica_begin(r, "0c"), "begin: %s", zs_replica_error(r));
+	CHECK(apply(r, SH("insert", "\"new\":{\"k\":7,\"a\":\"r\",\"c\":1}")), "insert with c: %s", zs_replica_error(r));
+	CHECK(zs_replica_rollback(r), "rollback: %s", zs_replica_error(r));
+	CHECK_STR(query(r, "SELECT count(*) FROM pragma_table_info('shapes') WHERE name = 'c'"), "0");
+	CHECK(zs_replica_begin(r, "0d"), "begin: %s", zs_replica_error(r));
+	CHECK(apply(r, SH("insert", "\"new\":{\"k\":7,\"a\":\"r\",\"c\":1}")), "insert with c again: %s", zs_replica_error(r));
+	CHECK(apply(r, SH("insert", "\"new\":{\"k\":9,\"a\":\"s\",\"c\":2}")), "same shape: %s", zs_replica_error(r));
+	/* another table's new column drops every prepared statement, the cached one too */
+	CHECK(apply(r, "{\"tag\":\"insert\"," REL("other", "[\"id\"]", "default") ",\"new\":{\"id\":1}}"),
+		  "other table: %s", zs_replica_error(r));
+	CHECK(apply(r, "{\"tag\":\"insert\"," REL("other", "[\"id\"]", "default") ",\"new\":{\"id\":2,\"x\":1}}"),
+		  "other table's new column: %s", zs_replica_error(r));
+	CHECK(apply(r, SH("insert", "\"new\":{\"k\":10,\"a\":\"t\",\"c\":3}")), "same shape after: %s", zs_replica_error(r));
+	CHECK(zs_replica_commit(r, "0d") && zs_replica_flush(r), "commit: %s", zs_replica_error(r));
+	CHECK_STR(query(r, "SELECT group_concat(k || ':' || c || ':' || _0_version, ',') FROM shapes WHERE c IS NOT NULL"),
+			  "7:1:0d,9:2:0d,10:3:0d");
+#undef SH
+	zs_replica_close(r);
+}
+
 int
 main(void)
 {
@@ -1269,6 +1327,7 @@ main(void)
 	test_bad_row_keys();
 	test_foreign_file();
 	test_quoted_names();
+	test_row_shapes();
 	zs_json_doc_free(&doc);
 	return unit_report("replica");
 }
