@@ -29,6 +29,8 @@ typedef struct Parser
 	const char *p;
 	const char *end;
 	int			depth;
+	const char *defer_key;		/* zs_json_parse_deferring's key, or NULL */
+	int			defer_len;
 } Parser;
 
 void
@@ -71,13 +73,11 @@ new_node(Parser *ps, ZsJsonType type)
 		doc->nodes = repalloc(doc->nodes, sizeof(ZsJsonNode) * doc->maxnodes);
 	}
 	n = &doc->nodes[doc->nnodes];
+	/* padding too: a node's bytes depend on the document only */
+	memset(n, 0, sizeof(*n));
 	n->type = type;
 	n->raw_start = (int) (ps->p - doc->text);
-	n->raw_len = 0;
-	n->str_start = n->str_len = 0;
-	n->key_start = n->key_len = 0;
 	n->first_child = n->next = -1;
-	n->count = 0;
 	return doc->nnodes++;
 }
 
@@ -189,7 +189,8 @@ read_string(Parser *ps, int *start, int *len)
 		run = ps->p;
 	}
 	/* the last run and the terminator in one step (most strings have no escape) */
-	enlargeStringInfo(s, (int) (ps->p - run) + 1);
+	if (s->maxlen - s->len <= (int) (ps->p - run) + 1)
+		enlargeStringInfo(s, (int) (ps->p - run) + 1);
 	memcpy(s->data + s->len, run, ps->p - run);
 	s->len += (int) (ps->p - run);
 	*len = s->len - *start;
@@ -343,6 +344,49 @@ top_is_object(Parser *ps)
 }
 
 /*
+ * Step over the container at ps->p to just past its closing bracket,
+ * checking only that strings end and brackets balance (a deferred member's
+ * text is read when it is parsed on its own).
+ */
+static bool
+skip_container(Parser *ps)
+{
+	const char *p = ps->p;
+	int			depth = 0;
+
+	while (p < ps->end)
+	{
+		char		c = *p++;
+
+		if (c == '"')
+		{
+			while (p < ps->end && *p != '"')
+				p += (*p == '\\' && p + 1 < ps->end) ? 2 : 1;
+			if (p >= ps->end)
+				break;
+			p++;
+		}
+		else if (c == '{' || c == '[')
+			depth++;
+		else if ((c == '}' || c == ']') && --depth == 0)
+		{
+			ps->p = p;
+			return true;
+		}
+	}
+	ps->p = p;
+	return fail(ps, "unterminated object");
+}
+
+/* Is the member name just read (in doc->strings) the one to defer? */
+static inline bool
+is_deferred_member(Parser *ps, int key_start, int key_len)
+{
+	return ps->defer_key != NULL && ps->depth == 1 && key_len == ps->defer_len &&
+		memcmp(ps->doc->strings.data + key_start, ps->defer_key, key_len) == 0;
+}
+
+/*
  * Read one value, arrays and objects included, without recursion: open
  * containers are kept on doc->stack, so nesting is limited by memory only
  * (PostgreSQL's own json type accepts any depth its stack allows).
@@ -372,7 +416,17 @@ read_value(Parser *ps, int *out)
 			skip_space(ps);
 		}
 
-		if (ps->p < ps->end && (*ps->p == '[' || *ps->p == '{'))
+		if (ps->p < ps->end && *ps->p == '{' && is_deferred_member(ps, key_start, key_len))
+		{
+			node = new_node(ps, ZS_JSON_OBJECT);
+			ps->doc->nodes[node].deferred = true;
+			link_child(ps, node, key_start, key_len);
+			if (!skip_container(ps))
+				return false;
+			ps->doc->nodes[node].raw_len =
+				(int) (ps->p - ps->doc->text) - ps->doc->nodes[node].raw_start;
+		}
+		else if (ps->p < ps->end && (*ps->p == '[' || *ps->p == '{'))
 		{
 			bool		is_object = (*ps->p == '{');
 
@@ -428,6 +482,12 @@ read_value(Parser *ps, int *out)
 bool
 zs_json_parse(ZsJsonDoc *doc, const char *text, int len)
 {
+	return zs_json_parse_deferring(doc, text, len, NULL);
+}
+
+bool
+zs_json_parse_deferring(ZsJsonDoc *doc, const char *text, int len, const char *key)
+{
 	Parser		ps;
 	int			root;
 
@@ -440,6 +500,8 @@ zs_json_parse(ZsJsonDoc *doc, const char *text, int len)
 	ps.p = text;
 	ps.end = text + len;
 	ps.depth = 0;
+	ps.defer_key = key;
+	ps.defer_len = key ? (int) strlen(key) : 0;
 	skip_space(&ps);
 	if (!read_value(&ps, &root))
 		return false;

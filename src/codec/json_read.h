@@ -40,6 +40,7 @@ typedef struct ZsJsonNode
 	int			first_child;	/* ARRAY/OBJECT: -1 if empty */
 	int			next;			/* next sibling, -1 at the end */
 	int			count;			/* ARRAY/OBJECT: number of children */
+	bool		deferred;		/* OBJECT not read (zs_json_parse_deferring) */
 } ZsJsonNode;
 
 /* An array or object still open while parsing */
@@ -67,6 +68,17 @@ extern void zs_json_doc_free(ZsJsonDoc *doc);
 
 /* Parse text; false with doc->error set if it is not one JSON value. */
 extern bool zs_json_parse(ZsJsonDoc *doc, const char *text, int len);
+
+/*
+ * The same, except that an object that is the value of the root object's
+ * member named key is not read: its node is an OBJECT marked deferred,
+ * with no children, whose source text has balanced brackets and ended
+ * strings but is otherwise unchecked until it is parsed on its own. For a
+ * part of every message that repeats (a change's relation), read once and
+ * kept by the caller.
+ */
+extern bool zs_json_parse_deferring(ZsJsonDoc *doc, const char *text, int len,
+									const char *key);
 
 /* Child of an object by key, or -1. */
 extern int	zs_json_get(const ZsJsonDoc *doc, int node, const char *key);

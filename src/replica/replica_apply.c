@@ -60,6 +60,16 @@ typedef struct RowKey
 	const char *names[ZS_MAX_KEY_COLUMNS];
 } RowKey;
 
+/*
+ * A change's relation object: in the change's own document, or, when that
+ * deferred it, in the replica's cache of the last relation read.
+ */
+typedef struct Relation
+{
+	const ZsJsonDoc *doc;
+	int			node;
+} Relation;
+
 /* ---------------------------------------------------------------- rows */
 
 /* The relation's replica table name, from {"schema":..,"name":..}. */
@@ -84,7 +94,7 @@ relation_table(ZsReplica *r, const ZsJsonDoc *doc, int relation)
  * member.
  */
 static void
-select_key(const TableInfo *t, const ZsJsonDoc *doc, int obj, int relation, RowKey *key)
+select_key(const TableInfo *t, const ZsJsonDoc *doc, int obj, const Relation *rel, RowKey *key)
 {
 	const char *names[ZS_MAX_KEY_COLUMNS];
 	int			n;
@@ -107,7 +117,7 @@ select_key(const TableInfo *t, const ZsJsonDoc *doc, int obj, int relation, RowK
 			return;
 		}
 	}
-	n = zs_replica_relation_key_columns(doc, relation, names);
+	n = zs_replica_relation_key_columns(rel->doc, rel->node, names);
 	for (key->n = 0; key->n < n; key->n++)
 	{
 		key->nodes[key->n] = zs_json_get(doc, obj, names[key->n]);
@@ -407,17 +417,17 @@ upsert(ZsReplica *r, const char *table, TableInfo *t, const ZsJsonDoc *doc, int 
  * be; a row of the table's last upserted shape has only known columns.
  */
 static TableInfo *
-row_table(ZsReplica *r, const char *table, const ZsJsonDoc *doc, int row, int relation)
+row_table(ZsReplica *r, const char *table, const ZsJsonDoc *doc, int row, const Relation *rel)
 {
 	TableInfo  *t = zs_replica_table_info(r, table);
 
 	if (t != NULL && cached_upsert(r, t, doc, row) != NULL)
 		return t;
-	return zs_replica_row_table(r, table, doc, row, doc, relation);
+	return zs_replica_row_table(r, table, doc, row, rel->doc, rel->node);
 }
 
 static bool
-apply_insert(ZsReplica *r, const ZsJsonDoc *doc, int change, int relation, const char *table)
+apply_insert(ZsReplica *r, const ZsJsonDoc *doc, int change, const Relation *rel, const char *table)
 {
 	int			row = zs_json_get(doc, change, "new");
 	TableInfo  *t;
@@ -425,16 +435,16 @@ apply_insert(ZsReplica *r, const ZsJsonDoc *doc, int change, int relation, const
 
 	if (row < 0 || doc->nodes[row].type != ZS_JSON_OBJECT)
 		return zs_replica_set_error(r, "insert without a \"new\" row");
-	if ((t = row_table(r, table, doc, row, relation)) == NULL)
+	if ((t = row_table(r, table, doc, row, rel)) == NULL)
 		return false;
 	if (!upsert(r, table, t, doc, row))
 		return false;
-	select_key(t, doc, row, relation, &key);
+	select_key(t, doc, row, rel, &key);
 	return log_row(r, table, t, doc, &key, "s", row);
 }
 
 static bool
-apply_update(ZsReplica *r, const ZsJsonDoc *doc, int change, int relation, const char *table)
+apply_update(ZsReplica *r, const ZsJsonDoc *doc, int change, const Relation *rel, const char *table)
 {
 	int			row = zs_json_get(doc, change, "new");
 	int			old = zs_json_get(doc, change, "key");
@@ -447,11 +457,11 @@ apply_update(ZsReplica *r, const ZsJsonDoc *doc, int change, int relation, const
 
 	if (row < 0 || doc->nodes[row].type != ZS_JSON_OBJECT)
 		return zs_replica_set_error(r, "update without a \"new\" row");
-	if ((t = row_table(r, table, doc, row, relation)) == NULL)
+	if ((t = row_table(r, table, doc, row, rel)) == NULL)
 		return false;
 	if (old < 0 || doc->nodes[old].type != ZS_JSON_OBJECT)
 		old = row;
-	select_key(t, doc, old, relation, &key);
+	select_key(t, doc, old, rel, &key);
 	if (key.n == 0)
 		return zs_replica_set_error(r, "update of table \"%s\" without a row key", table);
 
@@ -477,14 +487,14 @@ apply_update(ZsReplica *r, const ZsJsonDoc *doc, int change, int relation, const
 	if (old == row)
 		return log_row(r, table, t, doc, &key, "s", row);
 	/* the row moved to a new key: the old one is deleted */
-	select_key(t, doc, row, relation, &new_key);
+	select_key(t, doc, row, rel, &new_key);
 	if (!same_key(doc, &key, &new_key) && !log_row(r, table, t, doc, &key, "d", -1))
 		return false;
 	return log_row(r, table, t, doc, &new_key, "s", row);
 }
 
 static bool
-apply_delete(ZsReplica *r, const ZsJsonDoc *doc, int change, int relation, const char *table)
+apply_delete(ZsReplica *r, const ZsJsonDoc *doc, int change, const Relation *rel, const char *table)
 {
 	int			key = zs_json_get(doc, change, "key");
 	StringInfo	s = &r->sql;
@@ -496,7 +506,7 @@ apply_delete(ZsReplica *r, const ZsJsonDoc *doc, int change, int relation, const
 		return zs_replica_set_error(r, "delete from \"%s\" without a \"key\"", table);
 	if ((t = zs_replica_table_info(r, table)) == NULL)
 		return r->error[0] ? false : true;	/* nothing to delete */
-	select_key(t, doc, key, relation, &rk);
+	select_key(t, doc, key, rel, &rk);
 	if (rk.n == 0)
 		return zs_replica_set_error(r, "delete from \"%s\" with an empty key", table);
 	resetStringInfo(s);
@@ -564,11 +574,43 @@ apply_truncate(ZsReplica *r, const ZsJsonDoc *doc, int change)
 	return true;
 }
 
+/*
+ * The deferred relation object of a row change (zs_json_parse_deferring):
+ * read into relation_doc, with its table's name, unless it is the text of
+ * the last one read. A bulk load's rows all carry the same relation.
+ */
+static bool
+read_relation(ZsReplica *r, const ZsJsonDoc *doc, int node)
+{
+	const char *text = zs_json_raw(doc, node);
+	int			len = doc->nodes[node].raw_len;
+	char	   *table;
+
+	if (r->relation_table != NULL && r->relation_text.len == len &&
+		memcmp(r->relation_text.data, text, len) == 0)
+		return true;
+	if (r->relation_table != NULL)
+	{
+		pfree(r->relation_table);
+		r->relation_table = NULL;
+	}
+	resetStringInfo(&r->relation_text);
+	appendBinaryStringInfo(&r->relation_text, text, len);
+	if (!zs_json_parse(&r->relation_doc, r->relation_text.data, len))
+		return zs_replica_set_error(r, "change's relation is not JSON: %s", r->relation_doc.error);
+	if ((table = relation_table(r, &r->relation_doc, 0)) == NULL)
+		return false;
+	/* kept across calls: in the replica's memory, not the caller's */
+	r->relation_table = zs_replica_strdup(r, table);
+	pfree(table);
+	return true;
+}
+
 bool
 zs_replica_apply_change(ZsReplica *r, const ZsJsonDoc *doc, int change)
 {
 	int			tag = zs_json_get(doc, change, "tag");
-	int			relation;
+	Relation	rel;
 	char	   *table;
 	bool		ok;
 
@@ -583,22 +625,44 @@ zs_replica_apply_change(ZsReplica *r, const ZsJsonDoc *doc, int change)
 	if (!zs_json_str_eq(doc, tag, "insert") && !zs_json_str_eq(doc, tag, "update") &&
 		!zs_json_str_eq(doc, tag, "delete"))
 	{
-		int			rc = zs_replica_apply_schema_change(r, doc, change, tag);
+		int			deferred = zs_json_get(doc, change, "relation");
+		int			rc;
 
+		/* schema changes and backfills read their relation: the whole change, parsed */
+		if (deferred >= 0 && doc->nodes[deferred].deferred)
+		{
+			const ZsJsonNode *c = &doc->nodes[change];
+
+			if (!zs_json_parse(&r->change_doc, doc->text + c->raw_start, c->raw_len))
+				return zs_replica_set_error(r, "change is not JSON: %s", r->change_doc.error);
+			return zs_replica_apply_change(r, &r->change_doc, 0);
+		}
+
+		rc = zs_replica_apply_schema_change(r, doc, change, tag);
 		if (rc == 0)
 			return zs_replica_set_error(r, "unsupported change \"%s\"", zs_json_str(doc, tag));
 		return rc > 0;
 	}
-	relation = zs_json_get(doc, change, "relation");
-	if ((table = relation_table(r, doc, relation)) == NULL)
+	rel.doc = doc;
+	rel.node = zs_json_get(doc, change, "relation");
+	if (rel.node >= 0 && doc->nodes[rel.node].deferred)
+	{
+		if (!read_relation(r, doc, rel.node))
+			return false;
+		rel.doc = &r->relation_doc;
+		rel.node = 0;
+		table = r->relation_table;
+	}
+	else if ((table = relation_table(r, doc, rel.node)) == NULL)
 		return false;
 	if (zs_json_str_eq(doc, tag, "insert"))
-		ok = apply_insert(r, doc, change, relation, table);
+		ok = apply_insert(r, doc, change, &rel, table);
 	else if (zs_json_str_eq(doc, tag, "update"))
-		ok = apply_update(r, doc, change, relation, table);
+		ok = apply_update(r, doc, change, &rel, table);
 	else
-		ok = apply_delete(r, doc, change, relation, table);
-	pfree(table);
+		ok = apply_delete(r, doc, change, &rel, table);
+	if (table != r->relation_table)
+		pfree(table);
 	if (ok)
 		r->rows_applied++;
 	return ok;

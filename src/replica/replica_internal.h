@@ -89,6 +89,12 @@ struct ZsReplica
 
 	StringInfoData sql;			/* scratch */
 	StringInfoData rowkey;		/* scratch */
+
+	/* the last deferred relation read (replica_apply.c), and its table */
+	StringInfoData relation_text;
+	ZsJsonDoc	relation_doc;
+	char	   *relation_table;
+	ZsJsonDoc	change_doc;		/* a deferring change, parsed whole */
 };
 
 /*

@@ -274,6 +274,9 @@ zs_replica_open(const char *path, int flags, char *err, int errlen)
 #endif
 	initStringInfo(&r->sql);
 	initStringInfo(&r->rowkey);
+	initStringInfo(&r->relation_text);
+	zs_json_doc_init(&r->relation_doc);
+	zs_json_doc_init(&r->change_doc);
 	sqlite3_busy_timeout(db, REPLICA_BUSY_TIMEOUT_MS);
 #ifndef FRONTEND
 	MemoryContextSwitchTo(old);
@@ -305,6 +308,11 @@ zs_replica_close(ZsReplica *r)
 #ifdef FRONTEND
 	pfree(r->sql.data);
 	pfree(r->rowkey.data);
+	pfree(r->relation_text.data);
+	zs_json_doc_free(&r->relation_doc);
+	zs_json_doc_free(&r->change_doc);
+	if (r->relation_table)
+		pfree(r->relation_table);
 	pfree(r);
 #else
 	{

@@ -173,8 +173,23 @@ apply_error_context(void *arg)
 		int			relation = zs_json_get(doc, 0, "relation");
 
 		tag = zs_json_get_string(doc, 0, "tag");
-		schema = zs_json_get_string(doc, relation, "schema");
-		table = zs_json_get_string(doc, relation, "name");
+		if (relation >= 0 && doc->nodes[relation].deferred)
+		{
+			/* read here, on the error's path only (its memory goes with the error's) */
+			ZsJsonDoc  *rel = palloc(sizeof(ZsJsonDoc));
+
+			zs_json_doc_init(rel);
+			if (zs_json_parse(rel, zs_json_raw(doc, relation), doc->nodes[relation].raw_len))
+			{
+				schema = zs_json_get_string(rel, 0, "schema");
+				table = zs_json_get_string(rel, 0, "name");
+			}
+		}
+		else
+		{
+			schema = zs_json_get_string(doc, relation, "schema");
+			table = zs_json_get_string(doc, relation, "name");
+		}
 	}
 	if (table != NULL)
 		errcontext("applying change %s/" INT64_FORMAT " (%s of table %s.%s) to the backup replica \"%s\"",
@@ -208,7 +223,8 @@ apply_row(Replicator *rep, ApplyPosition *at)
 		case ZS_MSG_DATA:
 			break;
 	}
-	if (!zs_json_parse(&rep->doc, row->change, row->change_len))
+	/* every row of a table repeats its relation: the replica reads it once */
+	if (!zs_json_parse_deferring(&rep->doc, row->change, row->change_len, "relation"))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("change %s/" INT64_FORMAT " is not JSON: %s",

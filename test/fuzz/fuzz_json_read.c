@@ -192,6 +192,56 @@ check_tree(const ZsJsonDoc *doc)
 	zs_json_doc_free(&part);
 }
 
+/*
+ * zs_json_parse_deferring of the root's first member name (and of
+ * "relation"): what parses whole parses so too, a deferred member has its
+ * whole text and reads alone as the object it is, and the root's other
+ * members are read as they are whole.
+ */
+static void
+check_deferring(const ZsJsonDoc *whole, const char *text, int len)
+{
+	const char *keys[2] = {"relation", NULL};
+	ZsJsonDoc	doc,
+				part;
+
+	if (whole->nodes[0].type != ZS_JSON_OBJECT)
+		return;
+	if (whole->nodes[0].first_child >= 0)
+		keys[1] = zs_json_key(whole, whole->nodes[0].first_child);
+	zs_json_doc_init(&doc);
+	zs_json_doc_init(&part);
+	for (int k = 0; k < 2 && keys[k] != NULL; k++)
+	{
+		int			c,
+					w;
+
+		FUZZ_CHECK(zs_json_parse_deferring(&doc, text, len, keys[k]), "what parses whole parses deferring");
+		FUZZ_CHECK(doc.nodes[0].count == whole->nodes[0].count, "the root keeps its members");
+		for (c = doc.nodes[0].first_child, w = whole->nodes[0].first_child; c >= 0;
+			 c = doc.nodes[c].next, w = whole->nodes[w].next)
+		{
+			const ZsJsonNode *n = &doc.nodes[c];
+			const ZsJsonNode *m = &whole->nodes[w];
+
+			FUZZ_CHECK(n->raw_start == m->raw_start && n->raw_len == m->raw_len &&
+					   n->type == m->type && strcmp(zs_json_key(&doc, c), zs_json_key(whole, w)) == 0,
+					   "a member has the same text deferring or not");
+			/* a key holding \u0000 is not the name up to it */
+			FUZZ_CHECK(n->deferred == (m->type == ZS_JSON_OBJECT && (size_t) m->key_len == strlen(keys[k]) &&
+									   strcmp(zs_json_key(whole, w), keys[k]) == 0),
+					   "exactly the root's objects of that name are deferred");
+			if (n->deferred)
+				FUZZ_CHECK(n->count == 0 && n->first_child == -1 &&
+						   zs_json_parse(&part, zs_json_raw(&doc, c), n->raw_len) &&
+						   part.nodes[0].type == ZS_JSON_OBJECT && part.nodes[0].count == m->count,
+						   "a deferred member reads alone as the object");
+		}
+	}
+	zs_json_doc_free(&doc);
+	zs_json_doc_free(&part);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -222,6 +272,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			   memcmp(fresh.strings.data, reused.strings.data, fresh.strings.len) == 0,
 			   "a reused doc gives the same nodes");
 	check_tree(&fresh);
+	check_deferring(&fresh, text, (int) size);
 
 	initStringInfo(&out1);
 	initStringInfo(&out2);

@@ -53,6 +53,7 @@
 #define OPT_TABLES		0x02
 #define OPT_CONTINUE	0x04
 #define OPT_FLUSH		0x08
+#define OPT_DEFER		0x10	/* changes parsed as the replicator does, relation deferred */
 
 static ZsJsonDoc doc;
 static bool ready = false;
@@ -379,7 +380,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		bool		ok;
 
 		pos += len + 1;
-		if (!zs_json_parse(&doc, line, (int) len))
+		if (!((run.options & OPT_DEFER) ?
+			  zs_json_parse_deferring(&doc, line, (int) len, "relation") :
+			  zs_json_parse(&doc, line, (int) len)))
 			continue;
 		if (doc.nodes[0].type == ZS_JSON_ARRAY)
 			ok = apply_message(&run, 0);
