@@ -465,6 +465,36 @@ header_value(const char *head, const char *name)
 }
 
 /*
+ * A download that failed on the way (the server restarted, the connection
+ * broke, the backup was not ready): with transient_ok, the reason is left
+ * in err and the caller tries again; otherwise it is fatal.
+ */
+static bool
+download_failed(bool transient_ok, ZsClientConn *link, const char *fmt,...) pg_attribute_printf(3, 4);
+
+static bool
+download_failed(bool transient_ok, ZsClientConn *link, const char *fmt,...)
+{
+	va_list		args;
+	char		reason[ZS_CLIENT_ERR_LEN];
+
+	va_start(args, fmt);
+	vsnprintf(reason, sizeof(reason), fmt, args);
+	va_end(args);
+	if (!transient_ok)
+		die_with(2, "%s", reason);
+	strlcpy(err, reason, sizeof(err));
+	if (link != NULL)
+		zs_client_close(link);
+	if (download_tmp != NULL)
+	{
+		remove_replica_files(download_tmp);
+		download_tmp = NULL;
+	}
+	return false;
+}
+
+/*
  * Download the backup replica at url into FILE: written to FILE.tmp (the
  * name litestream restores to, which zero-cache's view-syncer clears before
  * and after each restore), checked, then renamed over FILE. The file must
@@ -474,12 +504,14 @@ header_value(const char *head, const char *name)
  *
  * Returns false, leaving no file behind, when none_ok and the server has no
  * backup to serve (404: no reservation for the task; 503: none ready or no
- * free slot). Any other failure exits (2: the server or the download, 3:
- * the local file) and removes FILE.tmp.
+ * free slot), and with transient_ok when the transfer failed on the way
+ * (no connection, a 5xx answer, a connection lost mid-body), with the
+ * reason in err. Any other failure exits (2: the server or the download,
+ * 3: the local file) and removes FILE.tmp.
  */
 static bool
 download_replica(const ZsUrl *url, const char *expect_rv, const char *min_sv,
-				 bool none_ok, const char *file)
+				 bool none_ok, bool transient_ok, const char *file)
 {
 	/* the URL without its credentials, for messages */
 	char	   *url_text = psprintf("%s://%s:%s%s", url->scheme, url->host, url->port, url->target);
@@ -500,11 +532,11 @@ download_replica(const ZsUrl *url, const char *expect_rv, const char *min_sv,
 	ZsReplica  *check;
 
 	if (!zs_client_connect(url, &link, err))
-		die_with(2, "could not download the backup from %s: %s", url_text, err);
+		return download_failed(transient_ok, NULL, "could not download the backup from %s: %s", url_text, err);
 	initStringInfo(&head);
 	initStringInfo(&body);
 	if (!zs_client_http_get(&link, url, url->target, &http_status, &head, &body, err))
-		die_with(2, "could not download the backup from %s: %s", url_text, err);
+		return download_failed(transient_ok, &link, "could not download the backup from %s: %s", url_text, err);
 	if (http_status == 401)
 		die_with(2, "the server refused the credentials for %s (HTTP 401): check the password", url_text);
 	if ((http_status == 404 || http_status == 503) && none_ok)
@@ -517,6 +549,9 @@ download_replica(const ZsUrl *url, const char *expect_rv, const char *min_sv,
 		zs_client_close(&link);
 		return false;
 	}
+	if (http_status >= 500)
+		return download_failed(transient_ok, &link, "could not download the backup from %s: %s",
+							   url_text, status_line(head.data));
 	if (http_status != 200)
 		die_with(2, "could not download the backup from %s: %s", url_text, status_line(head.data));
 	value = header_value(head.data, "Content-Length");
@@ -553,12 +588,19 @@ download_replica(const ZsUrl *url, const char *expect_rv, const char *min_sv,
 
 			if (got < 0 && errno == EINTR)
 				continue;
-			if (got < 0)
-				die_with(2, "the backup download from %s failed after " INT64_FORMAT " of " INT64_FORMAT " bytes: %s",
-						 url_text, done, length, err);
-			if (got == 0)
-				die_with(2, "the backup download from %s ended after " INT64_FORMAT " of " INT64_FORMAT " bytes",
-						 url_text, done, length);
+			if (got <= 0)
+			{
+				close(fd);
+				pfree(head.data);
+				pfree(body.data);
+				if (got < 0)
+					return download_failed(transient_ok, &link,
+										   "the backup download from %s failed after " INT64_FORMAT " of " INT64_FORMAT " bytes: %s",
+										   url_text, done, length, err);
+				return download_failed(transient_ok, &link,
+									   "the backup download from %s ended after " INT64_FORMAT " of " INT64_FORMAT " bytes",
+									   url_text, done, length);
+			}
 			body.len = (int) got;
 		}
 	}
@@ -596,9 +638,10 @@ download_replica(const ZsUrl *url, const char *expect_rv, const char *min_sv,
 
 /*
  * Restore the reservation's backup into FILE. The backupURL's credentials
- * are those of the server URL.
+ * are those of the server URL. False, with the reason in err, if the
+ * transfer failed on the way (the caller reconnects and tries again).
  */
-static void
+static bool
 restore(const ZsUrl *server, const Reservation *res, const char *file)
 {
 	ZsUrl		url;
@@ -606,7 +649,7 @@ restore(const ZsUrl *server, const Reservation *res, const char *file)
 	if (!zs_url_parse(res->backup_url, &url) || !zs_url_is_http(&url))
 		die_with(2, "unsupported backupURL \"%s\"", res->backup_url);
 	url.userinfo = server->userinfo;
-	(void) download_replica(&url, res->replica_version, res->min_watermark, false, file);
+	return download_replica(&url, res->replica_version, res->min_watermark, false, true, file);
 }
 
 /* ---------------------------------------------------------------- applying */
@@ -720,14 +763,18 @@ follow(Connection *conn, ZsReplica *r, const Options *opt)
 	}
 }
 
-/* The local replica's state; false if FILE does not exist. Exits if it is not a replica. */
+/*
+ * The local replica's state; false if FILE does not exist or is empty (an
+ * empty SQLite file, as opening a missing path with sqlite3 leaves: nothing
+ * to keep). Exits if it is not a replica.
+ */
 static bool
 local_state(const char *file, char *rv, char *sv)
 {
 	struct stat st;
 	ZsReplica  *r;
 
-	if (stat(file, &st) != 0)
+	if (stat(file, &st) != 0 || (S_ISREG(st.st_mode) && st.st_size == 0))
 		return false;
 	r = zs_replica_open(file, 0, err, sizeof(err));
 	if (r == NULL)
@@ -787,7 +834,15 @@ sync_replica(const char *url_text, const char *file, const Options *opt)
 			if (have)
 				note("replacing \"%s\" (replicaVersion %s at %s): the server has replicaVersion %s from %s",
 					 file, rv, sv, res.replica_version, res.min_watermark);
-			restore(&url, &res, file);
+			if (!restore(&url, &res, file))
+			{
+				/* the server went away while we downloaded: as for a lost connection */
+				note("%s; retrying in %d s", err, backoff);
+				disconnect(&conn);
+				sleep(backoff);
+				backoff = Min(backoff * 2, RECONNECT_MAX_S);
+				continue;
+			}
 			force_restore = false;
 			(void) local_state(file, rv, sv);
 		}
@@ -1003,7 +1058,7 @@ restore_command(int argc, char **argv)
 	if (url.userinfo == NULL)
 		url.userinfo = change_streamer_userinfo(&url);
 	/* restored, or no backup to restore (-if-replica-exists): either is success */
-	(void) download_replica(&url, NULL, NULL, if_replica_exists, output);
+	(void) download_replica(&url, NULL, NULL, if_replica_exists, false, output);
 	return 0;
 }
 

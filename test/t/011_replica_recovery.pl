@@ -1,14 +1,18 @@
 # Replicas across failures of the other processes: the replicator worker
 # killed -9 under load (a crash restart of the cluster), the server worker
 # stopped while zero-stream-replica follows, and a new lineage (the slot dropped behind the decoder's back),
-# which replaces the backup replica and makes the CLI restore afresh.
+# which replaces the backup replica and makes the CLI restore afresh; a
+# backup download cut off half-way, which the CLI tries again.
 use strict;
 use warnings;
 
 use FindBin;
 use lib $FindBin::RealBin;
 
+use IO::Select;
+use IO::Socket::INET;
 use IPC::Run;
+use POSIX ();
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -61,7 +65,8 @@ sub wait_file_at_head
 	my $head = $node->safe_psql('postgres', 'SELECT last_watermark FROM zero_stream.status()');
 	for (1 .. 600)
 	{
-		return 1 if zs_sqlite($file, 'SELECT stateVersion FROM "_zero.replicationState"') eq $head;
+		# (sqlite3 would create a missing file)
+		return 1 if -s $file && zs_sqlite($file, 'SELECT stateVersion FROM "_zero.replicationState"') eq $head;
 		usleep(100_000);
 	}
 	diag("$label: " . zs_sqlite($file, 'SELECT stateVersion FROM "_zero.replicationState"') . " vs $head");
@@ -150,6 +155,77 @@ like(slurp_file($node->logfile), qr/resync requested: dropping replication slot 
 
 $cli->signal('INT');
 $cli->finish;
+
+# A TCP proxy in front of the server that cuts the first backup download
+# (GET /replica/...) after 8 kB of its answer, as a server restart or a
+# broken network would. Forked processes leave with POSIX::_exit, so the
+# test's END blocks run in this process only.
+sub cutting_proxy
+{
+	my ($listen_port, $target_port, $marker) = @_;
+	my $listener = IO::Socket::INET->new(
+		LocalAddr => '127.0.0.1',
+		LocalPort => $listen_port,
+		Listen => 16,
+		ReuseAddr => 1) or POSIX::_exit(1);
+	$SIG{CHLD} = 'IGNORE';
+	while (my $client = $listener->accept)
+	{
+		if (fork()) { close $client; next; }
+		my $server = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $target_port)
+		  or POSIX::_exit(0);
+		my ($cut, $sent, $first) = (0, 0, 1);
+		my $select = IO::Select->new($client, $server);
+	  COPY: while (my @ready = $select->can_read)
+		{
+			for my $fh (@ready)
+			{
+				my $n = sysread($fh, my $buf, 65536);
+				last COPY unless $n;
+				if ($fh == $client)
+				{
+					if ($first && $buf =~ m{^GET /replica/} && !-e $marker)
+					{
+						open(my $m, '>', $marker) or POSIX::_exit(1);
+						close $m;
+						$cut = 1;
+					}
+					$first = 0;
+					syswrite($server, $buf);
+					next;
+				}
+				if ($cut && $sent + $n > 8192)
+				{
+					syswrite($client, substr($buf, 0, 8192 - $sent));
+					last COPY;
+				}
+				$sent += $n;
+				syswrite($client, $buf);
+			}
+		}
+		POSIX::_exit(0);
+	}
+	POSIX::_exit(0);
+}
+
+my $proxy_port = PostgreSQL::Test::Cluster::get_free_port();
+my $marker = "$dir/download_cut";
+my $proxy = fork();
+cutting_proxy($proxy_port, $sport, $marker) if $proxy == 0;
+my $cut_app = "$dir/cut.db";
+my $cli2 = IPC::Run::start([ $CLI, 'sync', "ws://127.0.0.1:$proxy_port", $cut_app ],
+	'>', "$dir/cli2.out", '2>', "$dir/cli2.log");
+ok(wait_file_at_head($cut_app, 'after a cut download'), 'a sync whose backup download was cut off restores on the next try');
+ok(-e $marker, 'the proxy cut a download');
+is(zs_sqlite($cut_app, "SELECT count(*) || ':' || sum(n) FROM items"), pg_digest(), 'and its replica equals Postgres');
+like(slurp_file("$dir/cli2.log"),
+	qr/the backup download from \S+ ended after \d+ of \d+ bytes; retrying in 1 s/,
+	'the CLI said why it tries again');
+ok(!-e "$cut_app.tmp", 'no partial download is left behind');
+$cli2->signal('INT');
+$cli2->finish;
+kill 'KILL', $proxy;
+waitpid($proxy, 0);
 
 # A backup replica lost while its slot lives is reported, and resync rebuilds it
 $node->stop;
