@@ -505,8 +505,8 @@ download_failed(bool transient_ok, ZsClientConn *link, const char *fmt,...)
  * Returns false, leaving no file behind, when none_ok and the server has no
  * backup to serve (404: no reservation for the task; 503: none ready or no
  * free slot), and with transient_ok when the transfer failed on the way
- * (no connection, a 5xx answer, a connection lost mid-body), with the
- * reason in err. Any other failure exits (2: the server or the download,
+ * (no connection, a 502, 503 or 504 answer, a connection lost mid-body),
+ * with the reason in err. Any other failure exits (2: the server or the download,
  * 3: the local file) and removes FILE.tmp.
  */
 static bool
@@ -532,11 +532,23 @@ download_replica(const ZsUrl *url, const char *expect_rv, const char *min_sv,
 	ZsReplica  *check;
 
 	if (!zs_client_connect(url, &link, err))
-		return download_failed(transient_ok, NULL, "could not download the backup from %s: %s", url_text, err);
+	{
+		download_failed(transient_ok, NULL, "could not download the backup from %s: %s", url_text, err);
+		pfree(url_text);
+		pfree(tmp);
+		return false;
+	}
 	initStringInfo(&head);
 	initStringInfo(&body);
 	if (!zs_client_http_get(&link, url, url->target, &http_status, &head, &body, err))
-		return download_failed(transient_ok, &link, "could not download the backup from %s: %s", url_text, err);
+	{
+		download_failed(transient_ok, &link, "could not download the backup from %s: %s", url_text, err);
+		pfree(head.data);
+		pfree(body.data);
+		pfree(url_text);
+		pfree(tmp);
+		return false;
+	}
 	if (http_status == 401)
 		die_with(2, "the server refused the credentials for %s (HTTP 401): check the password", url_text);
 	if ((http_status == 404 || http_status == 503) && none_ok)
@@ -549,9 +561,18 @@ download_replica(const ZsUrl *url, const char *expect_rv, const char *min_sv,
 		zs_client_close(&link);
 		return false;
 	}
-	if (http_status >= 500)
-		return download_failed(transient_ok, &link, "could not download the backup from %s: %s",
-							   url_text, status_line(head.data));
+	if (http_status == 502 || http_status == 503 || http_status == 504)
+	{
+		char	   *line = status_line(head.data);
+
+		snprintf(err, sizeof(err), "could not download the backup from %s: %s", url_text, line);
+		pfree(line);
+		pfree(head.data);
+		pfree(body.data);
+		pfree(url_text);
+		pfree(tmp);
+		return download_failed(transient_ok, &link, "%s", err);
+	}
 	if (http_status != 200)
 		die_with(2, "could not download the backup from %s: %s", url_text, status_line(head.data));
 	value = header_value(head.data, "Content-Length");
@@ -591,15 +612,19 @@ download_replica(const ZsUrl *url, const char *expect_rv, const char *min_sv,
 			if (got <= 0)
 			{
 				close(fd);
+				if (got < 0)
+					download_failed(transient_ok, &link,
+									"the backup download from %s failed after " INT64_FORMAT " of " INT64_FORMAT " bytes: %s",
+									url_text, done, length, err);
+				else
+					download_failed(transient_ok, &link,
+									"the backup download from %s ended after " INT64_FORMAT " of " INT64_FORMAT " bytes",
+									url_text, done, length);
 				pfree(head.data);
 				pfree(body.data);
-				if (got < 0)
-					return download_failed(transient_ok, &link,
-										   "the backup download from %s failed after " INT64_FORMAT " of " INT64_FORMAT " bytes: %s",
-										   url_text, done, length, err);
-				return download_failed(transient_ok, &link,
-									   "the backup download from %s ended after " INT64_FORMAT " of " INT64_FORMAT " bytes",
-									   url_text, done, length);
+				pfree(url_text);
+				pfree(tmp);
+				return false;
 			}
 			body.len = (int) got;
 		}
@@ -836,7 +861,14 @@ sync_replica(const char *url_text, const char *file, const Options *opt)
 					 file, rv, sv, res.replica_version, res.min_watermark);
 			if (!restore(&url, &res, file))
 			{
-				/* the server went away while we downloaded: as for a lost connection */
+				/*
+				 * The server went away while we downloaded: as for a lost
+				 * connection, and no longer the first attempt (an unreachable
+				 * server is now worth waiting for).
+				 */
+				if (stop_requested)
+					return 0;
+				first = false;
 				note("%s; retrying in %d s", err, backoff);
 				disconnect(&conn);
 				sleep(backoff);

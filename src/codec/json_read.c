@@ -345,8 +345,9 @@ top_is_object(Parser *ps)
 
 /*
  * Step over the container at ps->p to just past its closing bracket,
- * checking only that strings end and brackets balance (a deferred member's
- * text is read when it is parsed on its own).
+ * checking only that strings end and that as many brackets close as open,
+ * whatever their kind (a deferred member's text is read, and checked, when
+ * it is parsed on its own).
  */
 static bool
 skip_container(Parser *ps)
@@ -382,7 +383,7 @@ skip_container(Parser *ps)
 static inline bool
 is_deferred_member(Parser *ps, int key_start, int key_len)
 {
-	return ps->defer_key != NULL && ps->depth == 1 && key_len == ps->defer_len &&
+	return ps->defer_len > 0 && ps->depth == 1 && top_is_object(ps) && key_len == ps->defer_len &&
 		memcmp(ps->doc->strings.data + key_start, ps->defer_key, key_len) == 0;
 }
 
@@ -597,7 +598,7 @@ zs_json_int64(const ZsJsonDoc *doc, int node, int64 *value)
 
 /*
  * The exact fast path for a number's double (Clinger's): when the number
- * is m * 10^e with m < 2^53 and |e| <= 22, both m and 10^|e| are exact
+ * is m * 10^e with m <= 2^53 and |e| <= 22, both m and 10^|e| are exact
  * doubles and one IEEE multiplication or division rounds correctly, as
  * strtod does. False when the number is outside that (strtod then), or
  * when the compiler evaluates doubles in extended precision.

@@ -64,11 +64,11 @@ typedef struct RowKey
  * A change's relation object: in the change's own document, or, when that
  * deferred it, in the replica's cache of the last relation read.
  */
-typedef struct Relation
+typedef struct ChangeRelation
 {
 	const ZsJsonDoc *doc;
 	int			node;
-} Relation;
+} ChangeRelation;
 
 /* ---------------------------------------------------------------- rows */
 
@@ -94,7 +94,7 @@ relation_table(ZsReplica *r, const ZsJsonDoc *doc, int relation)
  * member.
  */
 static void
-select_key(const TableInfo *t, const ZsJsonDoc *doc, int obj, const Relation *rel, RowKey *key)
+select_key(const TableInfo *t, const ZsJsonDoc *doc, int obj, const ChangeRelation *rel, RowKey *key)
 {
 	const char *names[ZS_MAX_KEY_COLUMNS];
 	int			n;
@@ -417,7 +417,7 @@ upsert(ZsReplica *r, const char *table, TableInfo *t, const ZsJsonDoc *doc, int 
  * be; a row of the table's last upserted shape has only known columns.
  */
 static TableInfo *
-row_table(ZsReplica *r, const char *table, const ZsJsonDoc *doc, int row, const Relation *rel)
+row_table(ZsReplica *r, const char *table, const ZsJsonDoc *doc, int row, const ChangeRelation *rel)
 {
 	TableInfo  *t = zs_replica_table_info(r, table);
 
@@ -427,7 +427,7 @@ row_table(ZsReplica *r, const char *table, const ZsJsonDoc *doc, int row, const 
 }
 
 static bool
-apply_insert(ZsReplica *r, const ZsJsonDoc *doc, int change, const Relation *rel, const char *table)
+apply_insert(ZsReplica *r, const ZsJsonDoc *doc, int change, const ChangeRelation *rel, const char *table)
 {
 	int			row = zs_json_get(doc, change, "new");
 	TableInfo  *t;
@@ -444,7 +444,7 @@ apply_insert(ZsReplica *r, const ZsJsonDoc *doc, int change, const Relation *rel
 }
 
 static bool
-apply_update(ZsReplica *r, const ZsJsonDoc *doc, int change, const Relation *rel, const char *table)
+apply_update(ZsReplica *r, const ZsJsonDoc *doc, int change, const ChangeRelation *rel, const char *table)
 {
 	int			row = zs_json_get(doc, change, "new");
 	int			old = zs_json_get(doc, change, "key");
@@ -494,7 +494,7 @@ apply_update(ZsReplica *r, const ZsJsonDoc *doc, int change, const Relation *rel
 }
 
 static bool
-apply_delete(ZsReplica *r, const ZsJsonDoc *doc, int change, const Relation *rel, const char *table)
+apply_delete(ZsReplica *r, const ZsJsonDoc *doc, int change, const ChangeRelation *rel, const char *table)
 {
 	int			key = zs_json_get(doc, change, "key");
 	StringInfo	s = &r->sql;
@@ -610,7 +610,7 @@ bool
 zs_replica_apply_change(ZsReplica *r, const ZsJsonDoc *doc, int change)
 {
 	int			tag = zs_json_get(doc, change, "tag");
-	Relation	rel;
+	ChangeRelation	rel;
 	char	   *table;
 	bool		ok;
 

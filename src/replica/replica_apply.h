@@ -96,6 +96,11 @@ extern bool zs_replica_create_table(ZsReplica *r, const ZsReplicaTable *table);
 
 /* Upstream transactions. */
 extern bool zs_replica_begin(ZsReplica *r, const char *watermark);
+/*
+ * A change object: doc may come from zs_json_parse_deferring(..., "relation")
+ * (a stored change, as the replicator reads it); the relation is then read
+ * by the replica and kept until a change with another relation's text.
+ */
 extern bool zs_replica_apply_change(ZsReplica *r, const ZsJsonDoc *doc, int change);
 extern bool zs_replica_commit(ZsReplica *r, const char *watermark);
 extern bool zs_replica_rollback(ZsReplica *r);

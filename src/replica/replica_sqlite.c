@@ -9,10 +9,10 @@
  * backend everything the handle allocates lives in its own memory context,
  * which zs_replica_close() deletes.
  *
- * Transactions (their statements prepared once, in the statement cache):
- * zs_replica_begin() opens a SQLite transaction (BEGIN
- * IMMEDIATE) unless one is open, and a SAVEPOINT for the upstream
- * transaction; zs_replica_commit() sets stateVersion and writeTimeMs (and,
+ * Transactions (begin, savepoint, release and commit through the statement
+ * cache; a rollback, rare, through sqlite3_exec): zs_replica_begin() opens
+ * a SQLite transaction (BEGIN IMMEDIATE) unless one is open, and a
+ * SAVEPOINT for the upstream transaction; zs_replica_commit() sets stateVersion and writeTimeMs (and,
  * after a schema change, runs PRAGMA optimize as zero-cache does, with the
  * analysis limit newer SQLite versions set by themselves) and releases the
  * savepoint, zs_replica_rollback() rolls back to it (and
@@ -25,7 +25,9 @@
  * arrays and objects (arrays, bytea, ...) as their compact JSON text.
  *
  * Prepared statements are cached by their SQL text, which is determined
- * by the table and the set of columns.
+ * by the table and its columns in order; each table also keeps the
+ * INSERT OR REPLACE of its last row shape (replica_apply.c), valid while
+ * stmt_generation, which every reset of the cache bumps, is unchanged.
  *-------------------------------------------------------------------------
  */
 #ifdef FRONTEND

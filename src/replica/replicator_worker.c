@@ -175,15 +175,22 @@ apply_error_context(void *arg)
 		tag = zs_json_get_string(doc, 0, "tag");
 		if (relation >= 0 && doc->nodes[relation].deferred)
 		{
-			/* read here, on the error's path only (its memory goes with the error's) */
-			ZsJsonDoc  *rel = palloc(sizeof(ZsJsonDoc));
+			/* the deferred relation, read here on the report's path only */
+			ZsJsonDoc	rel;
 
-			zs_json_doc_init(rel);
-			if (zs_json_parse(rel, zs_json_raw(doc, relation), doc->nodes[relation].raw_len))
+			zs_json_doc_init(&rel);
+			if (zs_json_parse(&rel, zs_json_raw(doc, relation), doc->nodes[relation].raw_len))
 			{
-				schema = zs_json_get_string(rel, 0, "schema");
-				table = zs_json_get_string(rel, 0, "name");
+				schema = zs_json_get_string(&rel, 0, "schema");
+				table = zs_json_get_string(&rel, 0, "name");
 			}
+			if (table != NULL)
+				errcontext("applying change %s/" INT64_FORMAT " (%s of table %s.%s) to the backup replica \"%s\"",
+						   at->row->watermark, at->row->pos, tag ? tag : "?", schema ? schema : "?",
+						   table, at->rep->path);
+			zs_json_doc_free(&rel);
+			if (table != NULL)
+				return;
 		}
 		else
 		{

@@ -227,8 +227,9 @@ check_deferring(const ZsJsonDoc *whole, const char *text, int len)
 			FUZZ_CHECK(n->raw_start == m->raw_start && n->raw_len == m->raw_len &&
 					   n->type == m->type && strcmp(zs_json_key(&doc, c), zs_json_key(whole, w)) == 0,
 					   "a member has the same text deferring or not");
-			/* a key holding \u0000 is not the name up to it */
-			FUZZ_CHECK(n->deferred == (m->type == ZS_JSON_OBJECT && (size_t) m->key_len == strlen(keys[k]) &&
+			/* a key holding \u0000 is not the name up to it; an empty name defers nothing */
+			FUZZ_CHECK(n->deferred == (m->type == ZS_JSON_OBJECT && keys[k][0] != '\0' &&
+									   (size_t) m->key_len == strlen(keys[k]) &&
 									   strcmp(zs_json_key(whole, w), keys[k]) == 0),
 					   "exactly the root's objects of that name are deferred");
 			if (n->deferred)

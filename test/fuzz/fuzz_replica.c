@@ -13,7 +13,9 @@
  *   bit 2  after a failed message, roll back and go on (a client that
  *          reconnects), else stop there, as the replicator and
  *          zero-stream-replica do;
- *   bit 3  flush after every commit, else only at the end.
+ *   bit 3  flush after every commit, else only at the end;
+ *   bit 4  a change (not a message) is parsed as the replicator parses
+ *          stored changes, its relation deferred (zs_json_parse_deferring).
  * A line is either a change as the change log stores it ({"tag":...}:
  * begin, commit and rollback go to zs_replica_begin/commit/rollback, with a
  * "watermark" member if the line has one, else a generated increasing
