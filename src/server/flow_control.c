@@ -62,13 +62,17 @@
  * live, the round is short (a commit stored meanwhile waits for it, and for
  * writing what it queued) and so is a catch-up page (the one page a round
  * always reads): a round of 10 ms or 2,000-row pages takes 15-30 ms of
- * wall time on a busy 2-core machine (bench/catchup.sh).
+ * wall time on a busy 2-core machine (bench/catchup.sh). With a subscriber
+ * live, 1 ms rounds and 250-row pages gave it a p99 of 3.5 ms while 64
+ * caught up, against 4.0-4.1 ms with 2 ms and 500 rows (catch-up took
+ * 120-170 s instead of 101-124 s); 0.5 ms and 128 rows gained nothing more
+ * (3.4-3.7 ms) and took 215-320 s.
  */
 #define CATCHUP_ROUND_MS	10
 #define CATCHUP_ROUND_BYTES	(4 * 1024 * 1024)
-#define CATCHUP_LIVE_ROUND_MS		2
-#define CATCHUP_LIVE_ROUND_BYTES	(1024 * 1024)
-#define CATCHUP_LIVE_PAGE_ROWS		500
+#define CATCHUP_LIVE_ROUND_MS		1
+#define CATCHUP_LIVE_ROUND_BYTES	(512 * 1024)
+#define CATCHUP_LIVE_PAGE_ROWS		250
 
 /* where the next round's catch-up starts: the one after the last served */
 static int	catchup_turn = 0;
