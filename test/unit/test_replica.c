@@ -1352,34 +1352,32 @@ test_row_shapes(void)
 	zs_replica_close(r);
 }
 
+/* The tests that apply changes: run as a subscriber parses them, then as the replicator does. */
+static void
+test_applying(void)
+{
+	test_changes();
+	test_keyless();
+	test_golden_schema_changes();
+	test_backfill_newer_changes();
+	test_schema_change_details();
+	test_schema_change_errors();
+	test_bad_row_keys();
+	test_quoted_names();
+	test_row_shapes();
+}
+
 int
 main(void)
 {
 	zs_json_doc_init(&doc);
 	test_json_reader();
 	test_schema();
-	test_changes();
-	test_keyless();
-	test_golden_schema_changes();
-	test_backfill_newer_changes();
-	test_schema_change_details();
-	test_schema_change_errors();
-	test_bad_row_keys();
 	test_foreign_file();
-	test_quoted_names();
-	test_row_shapes();
-
+	test_applying();
 	/* again, with each change's relation deferred and cached */
 	defer_relation = true;
-	test_changes();
-	test_keyless();
-	test_golden_schema_changes();
-	test_backfill_newer_changes();
-	test_schema_change_details();
-	test_schema_change_errors();
-	test_bad_row_keys();
-	test_quoted_names();
-	test_row_shapes();
+	test_applying();
 	zs_json_doc_free(&doc);
 	return unit_report("replica");
 }
