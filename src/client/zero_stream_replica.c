@@ -531,23 +531,17 @@ download_replica(const ZsUrl *url, const char *expect_rv, const char *min_sv,
 				sv[ZS_WATERMARK_MAXLEN];
 	ZsReplica  *check;
 
+	initStringInfo(&head);
+	initStringInfo(&body);
 	if (!zs_client_connect(url, &link, err))
 	{
 		download_failed(transient_ok, NULL, "could not download the backup from %s: %s", url_text, err);
-		pfree(url_text);
-		pfree(tmp);
-		return false;
+		goto failed_on_the_way;
 	}
-	initStringInfo(&head);
-	initStringInfo(&body);
 	if (!zs_client_http_get(&link, url, url->target, &http_status, &head, &body, err))
 	{
 		download_failed(transient_ok, &link, "could not download the backup from %s: %s", url_text, err);
-		pfree(head.data);
-		pfree(body.data);
-		pfree(url_text);
-		pfree(tmp);
-		return false;
+		goto failed_on_the_way;
 	}
 	if (http_status == 401)
 		die_with(2, "the server refused the credentials for %s (HTTP 401): check the password", url_text);
@@ -565,13 +559,9 @@ download_replica(const ZsUrl *url, const char *expect_rv, const char *min_sv,
 	{
 		char	   *line = status_line(head.data);
 
-		snprintf(err, sizeof(err), "could not download the backup from %s: %s", url_text, line);
+		download_failed(transient_ok, &link, "could not download the backup from %s: %s", url_text, line);
 		pfree(line);
-		pfree(head.data);
-		pfree(body.data);
-		pfree(url_text);
-		pfree(tmp);
-		return download_failed(transient_ok, &link, "%s", err);
+		goto failed_on_the_way;
 	}
 	if (http_status != 200)
 		die_with(2, "could not download the backup from %s: %s", url_text, status_line(head.data));
@@ -620,11 +610,7 @@ download_replica(const ZsUrl *url, const char *expect_rv, const char *min_sv,
 					download_failed(transient_ok, &link,
 									"the backup download from %s ended after " INT64_FORMAT " of " INT64_FORMAT " bytes",
 									url_text, done, length);
-				pfree(head.data);
-				pfree(body.data);
-				pfree(url_text);
-				pfree(tmp);
-				return false;
+				goto failed_on_the_way;
 			}
 			body.len = (int) got;
 		}
@@ -659,6 +645,14 @@ download_replica(const ZsUrl *url, const char *expect_rv, const char *min_sv,
 	pfree(head.data);
 	pfree(body.data);
 	return true;
+
+	/* download_failed has reported it (transient_ok) and cleaned up the transfer */
+failed_on_the_way:
+	pfree(head.data);
+	pfree(body.data);
+	pfree(url_text);
+	pfree(tmp);
+	return false;
 }
 
 /*

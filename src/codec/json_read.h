@@ -71,12 +71,11 @@ extern bool zs_json_parse(ZsJsonDoc *doc, const char *text, int len);
 
 /*
  * The same, except that an object that is the value of the root object's
- * member named key (not empty) is not read: its node is an OBJECT marked deferred,
- * with no children, whose source text has ended strings and as many
- * closing brackets as opening ones but is otherwise unchecked until it is
- * parsed on its own. For a
- * part of every message that repeats (a change's relation), read once and
- * kept by the caller.
+ * member named key (not empty) is not read: its node is an OBJECT marked
+ * deferred, with no children, whose source text has ended strings and as
+ * many closing brackets as opening ones but is otherwise unchecked until
+ * it is parsed on its own. For a part of every message that repeats (a
+ * change's relation), read once and kept by the caller.
  */
 extern bool zs_json_parse_deferring(ZsJsonDoc *doc, const char *text, int len,
 									const char *key);

@@ -165,38 +165,27 @@ apply_error_context(void *arg)
 	const char *tag = at->kind;
 	const char *schema = NULL;
 	const char *table = NULL;
+	ZsJsonDoc	deferred;		/* a deferred relation, read on this path only */
+	bool		read_deferred = false;
 
 	if (at->row == NULL)
 		return;
 	if (at->parsed)
 	{
+		const ZsJsonDoc *rdoc = doc;
 		int			relation = zs_json_get(doc, 0, "relation");
 
 		tag = zs_json_get_string(doc, 0, "tag");
 		if (relation >= 0 && doc->nodes[relation].deferred)
 		{
-			/* the deferred relation, read here on the report's path only */
-			ZsJsonDoc	rel;
-
-			zs_json_doc_init(&rel);
-			if (zs_json_parse(&rel, zs_json_raw(doc, relation), doc->nodes[relation].raw_len))
-			{
-				schema = zs_json_get_string(&rel, 0, "schema");
-				table = zs_json_get_string(&rel, 0, "name");
-			}
-			if (table != NULL)
-				errcontext("applying change %s/" INT64_FORMAT " (%s of table %s.%s) to the backup replica \"%s\"",
-						   at->row->watermark, at->row->pos, tag ? tag : "?", schema ? schema : "?",
-						   table, at->rep->path);
-			zs_json_doc_free(&rel);
-			if (table != NULL)
-				return;
+			zs_json_doc_init(&deferred);
+			read_deferred = true;
+			relation = zs_json_parse(&deferred, zs_json_raw(doc, relation),
+									 doc->nodes[relation].raw_len) ? 0 : -1;
+			rdoc = &deferred;
 		}
-		else
-		{
-			schema = zs_json_get_string(doc, relation, "schema");
-			table = zs_json_get_string(doc, relation, "name");
-		}
+		schema = zs_json_get_string(rdoc, relation, "schema");
+		table = zs_json_get_string(rdoc, relation, "name");
 	}
 	if (table != NULL)
 		errcontext("applying change %s/" INT64_FORMAT " (%s of table %s.%s) to the backup replica \"%s\"",
@@ -205,6 +194,8 @@ apply_error_context(void *arg)
 	else
 		errcontext("applying change %s/" INT64_FORMAT " (%s) to the backup replica \"%s\"",
 				   at->row->watermark, at->row->pos, tag ? tag : "?", at->rep->path);
+	if (read_deferred)
+		zs_json_doc_free(&deferred);
 }
 
 /*
