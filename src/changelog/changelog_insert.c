@@ -37,6 +37,7 @@ typedef struct ChangelogInserter
 {
 	MemoryContext context;		/* the transaction's: all of the below */
 	Relation	rel;
+	TupleDesc	desc;			/* a copy of rel's, not reference-counted */
 	ResultRelInfo *rri;
 	EState	   *estate;
 	BulkInsertState bistate;
@@ -110,6 +111,15 @@ zs_changelog_insert_open(const char *schema)
 											  ALLOCSET_DEFAULT_SIZES);
 	MemoryContextSwitchTo(inserter->context);
 	inserter->rel = rel;
+
+	/*
+	 * The slots share a copy of the descriptor that is not
+	 * reference-counted: a batch's slots each pinning the relation's own
+	 * would register the same pointer thousands of times with the
+	 * transaction's resource owner, whose hash probes linearly past equal
+	 * entries (quadratic in the batch).
+	 */
+	inserter->desc = CreateTupleDescCopy(RelationGetDescr(rel));
 	inserter->estate = CreateExecutorState();
 	rte = makeNode(RangeTblEntry);
 	rte->rtekind = RTE_RELATION;
@@ -143,7 +153,8 @@ zs_changelog_insert_rows(int n, const Datum *watermarks, const Datum *positions,
 			palloc(sizeof(TupleTableSlot *) * n) :
 			repalloc(inserter->slots, sizeof(TupleTableSlot *) * n);
 		while (inserter->nslots < n)
-			inserter->slots[inserter->nslots++] = table_slot_create(inserter->rel, NULL);
+			inserter->slots[inserter->nslots++] =
+				MakeSingleTupleTableSlot(inserter->desc, table_slot_callbacks(inserter->rel));
 	}
 	for (int i = 0; i < n; i++)
 	{

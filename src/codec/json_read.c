@@ -50,6 +50,9 @@ zs_json_doc_free(ZsJsonDoc *doc)
 	pfree(doc->nodes);
 	pfree(doc->stack);
 	pfree(doc->strings.data);
+	if (doc->deferred_last.data != NULL)
+		pfree(doc->deferred_last.data);
+	doc->deferred_last.data = NULL;
 	doc->nodes = NULL;
 }
 
@@ -379,6 +382,39 @@ skip_container(Parser *ps)
 	return fail(ps, "unterminated object");
 }
 
+/*
+ * Step over a deferred member that is the last one's text again (the rows
+ * of a table repeat their relation): skip_container would stop at the same
+ * place, as it accepted those very bytes and ended at their last one.
+ * Otherwise scan it, and keep its text for the next message if it is not
+ * large.
+ */
+#define DEFERRED_KEEP_MAX	8192
+
+static bool
+skip_deferred(Parser *ps)
+{
+	StringInfo	last = &ps->doc->deferred_last;
+	const char *start = ps->p;
+
+	if (last->data != NULL && last->len > 0 && ps->end - ps->p >= last->len &&
+		memcmp(ps->p, last->data, last->len) == 0)
+	{
+		ps->p += last->len;
+		return true;
+	}
+	if (!skip_container(ps))
+		return false;
+	if (ps->p - start <= DEFERRED_KEEP_MAX)
+	{
+		if (last->data == NULL)
+			initStringInfo(last);
+		resetStringInfo(last);
+		appendBinaryStringInfo(last, start, (int) (ps->p - start));
+	}
+	return true;
+}
+
 /* Is the member name just read (in doc->strings) the one to defer? */
 static inline bool
 is_deferred_member(Parser *ps, int key_start, int key_len)
@@ -422,7 +458,7 @@ read_value(Parser *ps, int *out)
 			node = new_node(ps, ZS_JSON_OBJECT);
 			ps->doc->nodes[node].deferred = true;
 			link_child(ps, node, key_start, key_len);
-			if (!skip_container(ps))
+			if (!skip_deferred(ps))
 				return false;
 			ps->doc->nodes[node].raw_len =
 				(int) (ps->p - ps->doc->text) - ps->doc->nodes[node].raw_start;

@@ -33,6 +33,7 @@ typedef struct ZsColumn
 {
 	char	   *name;
 	char	   *json_key;		/* "name": */
+	int			json_key_len;
 	unsigned int typid;
 	bool		is_key;
 	bool		is_array;
@@ -50,6 +51,9 @@ struct ZsRelation
 	int			natts;
 	ZsColumn   *columns;
 	char	   *json;			/* the "relation" object */
+	int			json_len;
+	char	   *insert_open;	/* an insert's JSON up to its row's value */
+	int			insert_open_len;
 	MemoryContext context;		/* holds everything above */
 };
 
@@ -60,6 +64,8 @@ static char *own_schema_name = NULL;
 /* The transaction being encoded, for error reports. */
 static TransactionId current_xid = InvalidTransactionId;
 static XLogRecPtr current_commit_lsn = InvalidXLogRecPtr;
+
+static void open_row_change(StringInfo out, const char *tag, const ZsRelation *rel);
 
 
 void
@@ -168,6 +174,7 @@ zs_relcache_update(const ZsPgoutputMsg *msg)
 		zs_json_append_cstring(&key, col->name);
 		appendStringInfoChar(&key, ':');
 		col->json_key = key.data;
+		col->json_key_len = key.len;
 		resolve_column_type(col);
 	}
 
@@ -182,6 +189,13 @@ zs_relcache_update(const ZsPgoutputMsg *msg)
 	append_key_columns(&json, rel);
 	appendStringInfo(&json, ",\"replicaIdentity\":\"%s\"}", identity);
 	rel->json = json.data;
+	rel->json_len = json.len;
+	/* the same for every insert: '{"tag":"insert","relation":{...},"new":' */
+	initStringInfo(&json);
+	open_row_change(&json, "insert", rel);
+	appendStringInfoString(&json, ",\"new\":");
+	rel->insert_open = json.data;
+	rel->insert_open_len = json.len;
 	rel->valid = true;
 
 	MemoryContextSwitchTo(old);
@@ -357,7 +371,7 @@ encode_row(StringInfo out, const ZsRelation *rel, const ZsTuple *tuple,
 		if (!first)
 			appendStringInfoChar(out, ',');
 		first = false;
-		appendStringInfoString(out, col->json_key);
+		appendBinaryStringInfo(out, col->json_key, col->json_key_len);
 		encode_column_value(out, rel, col, value);
 	}
 	appendStringInfoChar(out, '}');
@@ -420,14 +434,13 @@ open_row_change(StringInfo out, const char *tag, const ZsRelation *rel)
 	appendStringInfoString(out, "{\"tag\":\"");
 	appendStringInfoString(out, tag);
 	appendStringInfoString(out, "\",\"relation\":");
-	appendStringInfoString(out, rel->json);
+	appendBinaryStringInfo(out, rel->json, rel->json_len);
 }
 
 void
 zs_encode_insert(StringInfo out, const ZsRelation *rel, const ZsPgoutputMsg *msg)
 {
-	open_row_change(out, "insert", rel);
-	appendStringInfoString(out, ",\"new\":");
+	appendBinaryStringInfo(out, rel->insert_open, rel->insert_open_len);
 	encode_row(out, rel, msg->new_tuple, NULL, false);
 	appendStringInfoChar(out, '}');
 }

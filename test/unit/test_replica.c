@@ -120,6 +120,45 @@ test_json_reader(void)
 		CHECK(!zs_json_parse_deferring(&doc, change, 30, "relation") && strstr(doc.error, "unterminated") != NULL,
 			  "an unterminated deferred member: %s", doc.error);
 	}
+	{
+		/*
+		 * The doc keeps the last deferred text and steps over the same
+		 * bytes by comparing them: the same relation again, one that starts
+		 * alike and goes on, one cut inside the kept text, one that ends
+		 * right after it, and a row that is no object.
+		 */
+		const char *rel1 = "{\"s\":\"a}\",\"n\":[1]}";
+		const char *cases[][2] = {
+			{"{\"relation\":{\"s\":\"a}\",\"n\":[1]},\"new\":{\"id\":1}}", "{\"s\":\"a}\",\"n\":[1]}"},
+			{"{\"relation\":{\"s\":\"a}\",\"n\":[1]},\"new\":{\"id\":2}}", "{\"s\":\"a}\",\"n\":[1]}"},
+			{"{\"relation\":{\"s\":\"a}\",\"n\":[1],\"m\":{\"k\":[]}},\"new\":{\"id\":3}}", "{\"s\":\"a}\",\"n\":[1],\"m\":{\"k\":[]}}"},
+			{"{\"relation\":{\"s\":\"a}\",\"n\":[1]},\"new\":{\"id\":4}}", "{\"s\":\"a}\",\"n\":[1]}"},
+		};
+
+		for (int i = 0; i < (int) lengthof(cases); i++)
+		{
+			int			rel;
+
+			CHECK(zs_json_parse_deferring(&doc, cases[i][0], strlen(cases[i][0]), "relation"),
+				  "case %d: %s", i, doc.error);
+			rel = zs_json_get(&doc, 0, "relation");
+			CHECK(rel > 0 && doc.nodes[rel].deferred &&
+				  doc.nodes[rel].raw_len == (int) strlen(cases[i][1]) &&
+				  strncmp(zs_json_raw(&doc, rel), cases[i][1], doc.nodes[rel].raw_len) == 0,
+				  "case %d: deferred text <%.*s>", i, rel > 0 ? doc.nodes[rel].raw_len : 0,
+				  rel > 0 ? zs_json_raw(&doc, rel) : "");
+			CHECK(zs_json_get(&doc, zs_json_get(&doc, 0, "new"), "id") > 0, "case %d: the row after it", i);
+		}
+		/* rel1 is kept: cut inside it, and cut right after it */
+		CHECK(!zs_json_parse_deferring(&doc, cases[0][0], 20, "relation") &&
+			  strstr(doc.error, "unterminated") != NULL && strstr(doc.error, "offset ") != NULL &&
+			  atoi(strstr(doc.error, "offset ") + 7) <= 20,
+			  "cut inside the kept text: %s", doc.error);
+		CHECK(!zs_json_parse_deferring(&doc, cases[0][0], 12 + strlen(rel1), "relation") &&
+			  doc.error[0] != '\0', "cut after the kept text: %s", doc.error);
+		CHECK(zs_json_parse_deferring(&doc, "{\"relation\":[1],\"x\":2}", 22, "relation") &&
+			  !doc.nodes[zs_json_get(&doc, 0, "relation")].deferred, "an array is read, not deferred");
+	}
 	/* unpaired surrogates, which PostgreSQL's json accepts, decode to WTF-8 */
 	CHECK(zs_json_parse(&doc, "[\"\\ud800x\",\"\\udc00\"]", 20), "lone surrogates: %s", doc.error);
 	CHECK_STR(zs_json_str(&doc, zs_json_at(&doc, 0, 0)), "\xed\xa0\x80x");
