@@ -95,7 +95,7 @@ $(CLIENT): $(CLIENT_SRCS) $(wildcard $(srcdir)/src/*/*.h)
 
 REPLICA_CLIENT = zero-stream-replica
 REPLICA_CLIENT_SRCS = src/client/zero_stream_replica.c src/client/ws_client.c src/codec/websocket.c \
-	src/codec/json_out.c src/codec/json_read.c src/replica/replica_apply.c \
+	src/codec/json_out.c src/codec/json_read.c src/codec/stream_frame.c src/replica/replica_apply.c \
 	src/replica/replica_ddl.c src/replica/replica_schema.c src/replica/replica_sqlite.c
 
 $(REPLICA_CLIENT): $(REPLICA_CLIENT_SRCS) $(wildcard $(srcdir)/src/*/*.h)

@@ -66,6 +66,7 @@
 
 #include "codec/json_out.h"
 #include "codec/json_read.h"
+#include "codec/stream_frame.h"
 #include "replica/replica_apply.h"
 #include "codec/websocket.h"
 #include "codec/zero_errors.h"
@@ -682,6 +683,11 @@ replica_failed(ZsReplica *r, const char *what)
 /*
  * One downstream frame: {"id":n,"batch":[msg...]} or {"id":n,"msg":msg}.
  * Returns SYNC_RESTORE/SYNC_RECONNECT on an error message, else -1.
+ *
+ * A change's relation, the same in every row of a table, is not parsed
+ * with the frame: the replica reads it once per table (and the parser
+ * steps over the same text again by comparing it). Where the changes are
+ * depends on the frame's kind, read first from its envelope.
  */
 static int
 apply_frame(Connection *conn, ZsReplica *r)
@@ -689,8 +695,16 @@ apply_frame(Connection *conn, ZsReplica *r)
 	int			id,
 				batch,
 				single;
+	ZsStreamFrame frame;
+	bool		parsed;
 
-	if (!zs_json_parse(&doc, conn->msg.payload.data, conn->msg.payload.len))
+	if (zs_stream_frame_parse(conn->msg.payload.data, conn->msg.payload.len, &frame) &&
+		frame.kind != ZS_FRAME_ACK)
+		parsed = zs_json_parse_deferring_at(&doc, conn->msg.payload.data, conn->msg.payload.len,
+											"relation", frame.kind == ZS_FRAME_BATCH ? 4 : 3);
+	else
+		parsed = zs_json_parse(&doc, conn->msg.payload.data, conn->msg.payload.len);
+	if (!parsed)
 		die_with(2, "invalid JSON from the server: %s", doc.error);
 	if (zs_json_get(&doc, 0, "ack") >= 0)
 		return -1;

@@ -31,6 +31,7 @@ typedef struct Parser
 	int			depth;
 	const char *defer_key;		/* zs_json_parse_deferring's key, or NULL */
 	int			defer_len;
+	int			defer_depth;	/* of the objects whose member it is (1: the root) */
 } Parser;
 
 void
@@ -419,7 +420,8 @@ skip_deferred(Parser *ps)
 static inline bool
 is_deferred_member(Parser *ps, int key_start, int key_len)
 {
-	return ps->defer_len > 0 && ps->depth == 1 && top_is_object(ps) && key_len == ps->defer_len &&
+	return ps->defer_len > 0 && ps->depth == ps->defer_depth && top_is_object(ps) &&
+		key_len == ps->defer_len &&
 		memcmp(ps->doc->strings.data + key_start, ps->defer_key, key_len) == 0;
 }
 
@@ -519,11 +521,18 @@ read_value(Parser *ps, int *out)
 bool
 zs_json_parse(ZsJsonDoc *doc, const char *text, int len)
 {
-	return zs_json_parse_deferring(doc, text, len, NULL);
+	return zs_json_parse_deferring_at(doc, text, len, NULL, 0);
 }
 
 bool
 zs_json_parse_deferring(ZsJsonDoc *doc, const char *text, int len, const char *key)
+{
+	return zs_json_parse_deferring_at(doc, text, len, key, 1);
+}
+
+bool
+zs_json_parse_deferring_at(ZsJsonDoc *doc, const char *text, int len, const char *key,
+						   int depth)
 {
 	Parser		ps;
 	int			root;
@@ -539,6 +548,7 @@ zs_json_parse_deferring(ZsJsonDoc *doc, const char *text, int len, const char *k
 	ps.depth = 0;
 	ps.defer_key = key;
 	ps.defer_len = key ? (int) strlen(key) : 0;
+	ps.defer_depth = depth;
 	skip_space(&ps);
 	if (!read_value(&ps, &root))
 		return false;

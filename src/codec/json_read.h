@@ -83,6 +83,14 @@ extern bool zs_json_parse(ZsJsonDoc *doc, const char *text, int len);
 extern bool zs_json_parse_deferring(ZsJsonDoc *doc, const char *text, int len,
 									const char *key);
 
+/*
+ * The same for the members named key of the objects at that depth: 1 is
+ * the root object, 3 a change in a frame {"id":n,"msg":["data",change]},
+ * 4 in {"id":n,"batch":[["data",change],...]}.
+ */
+extern bool zs_json_parse_deferring_at(ZsJsonDoc *doc, const char *text, int len,
+									   const char *key, int depth);
+
 /* Child of an object by key, or -1. */
 extern int	zs_json_get(const ZsJsonDoc *doc, int node, const char *key);
 

@@ -75,6 +75,7 @@ zs_snapshot_copy_start(char **error)
 	}
 	copy = palloc0(sizeof(ZsSnapshotCopy));
 	copy->path = psprintf("%s.snapshot.%d.%u", path, MyProcPid, ++counter);
+	zs_sqlite_configure();
 	if (sqlite3_open_v2(path, &copy->src, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
 	{
 		*error = psprintf("could not open the backup replica: %s", sqlite3_errmsg(copy->src));

@@ -244,6 +244,18 @@ zs_replica_bind_node(sqlite3_stmt *stmt, int idx, const ZsJsonDoc *doc, int node
 
 /* ---------------------------------------------------------------- open */
 
+void
+zs_sqlite_configure(void)
+{
+	static bool configured = false;
+
+	if (configured)
+		return;
+	configured = true;
+	/* SQLITE_MISUSE if SQLite is already initialized: then it stays as it is */
+	(void) sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
+
 ZsReplica *
 zs_replica_open(const char *path, int flags, char *err, int errlen)
 {
@@ -258,6 +270,7 @@ zs_replica_open(const char *path, int flags, char *err, int errlen)
 
 	if (flags & ZS_REPLICA_CREATE)
 		oflags |= SQLITE_OPEN_CREATE;
+	zs_sqlite_configure();
 	if (sqlite3_open_v2(path, &db, oflags, NULL) != SQLITE_OK)
 	{
 		snprintf(err, errlen, "could not open SQLite file \"%s\": %s", path,

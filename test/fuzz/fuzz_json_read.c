@@ -193,12 +193,71 @@ check_tree(const ZsJsonDoc *doc)
 }
 
 /*
- * zs_json_parse_deferring of the root's first member name (and of
- * "relation"), each twice: what parses whole parses so too, a deferred
- * member has its whole text and reads alone as the object it is, and the
- * root's other members are read as they are whole. The doc lives across
- * inputs, so a deferred member is also stepped over as the text of the
- * last one (of this input, or of an earlier one) wherever it starts so.
+ * Walk a whole parse and a deferring one (key, depth) in document order:
+ * the same nodes with the same text, names and kinds, except that a
+ * deferred object has no children (its whole subtree is skipped), and a
+ * node is deferred exactly when it is an object that is the member named
+ * key of an object at that depth. A deferred object reads alone as the
+ * object it is.
+ */
+static void
+compare_deferred(const ZsJsonDoc *whole, const ZsJsonDoc *d, const char *key, int depth,
+				 ZsJsonDoc *part)
+{
+	int		   *open_end = palloc(sizeof(int) * (whole->nnodes + 1));
+	bool	   *open_object = palloc(sizeof(bool) * (whole->nnodes + 1));
+	int			top = 0;
+	int			j = 0;
+	int			keylen = (int) strlen(key);
+
+	for (int i = 0; i < whole->nnodes;)
+	{
+		const ZsJsonNode *m = &whole->nodes[i];
+		const ZsJsonNode *n;
+		bool		member;
+		bool		should;
+
+		while (top > 0 && m->raw_start >= open_end[top - 1])
+			top--;
+		FUZZ_CHECK(j < d->nnodes, "deferring keeps every node outside deferred ones");
+		n = &d->nodes[j];
+		member = top > 0 && open_object[top - 1];
+		FUZZ_CHECK(n->raw_start == m->raw_start && n->raw_len == m->raw_len && n->type == m->type &&
+				   (!member || (n->key_len == m->key_len &&
+								memcmp(zs_json_key(d, j), zs_json_key(whole, i), m->key_len) == 0)),
+				   "a node has the same text deferring or not");
+		should = m->type == ZS_JSON_OBJECT && member && top == depth && keylen > 0 &&
+			m->key_len == keylen && memcmp(zs_json_key(whole, i), key, keylen) == 0;
+		FUZZ_CHECK(n->deferred == should, "exactly the objects named so at that depth are deferred");
+		i++;
+		j++;
+		if (n->deferred)
+		{
+			FUZZ_CHECK(n->count == 0 && n->first_child == -1 &&
+					   zs_json_parse(part, zs_json_raw(d, j - 1), n->raw_len) &&
+					   part->nodes[0].type == ZS_JSON_OBJECT && part->nodes[0].count == m->count,
+					   "a deferred member reads alone as the object");
+			while (i < whole->nnodes && whole->nodes[i].raw_start < m->raw_start + m->raw_len)
+				i++;
+		}
+		else if (m->type == ZS_JSON_OBJECT || m->type == ZS_JSON_ARRAY)
+		{
+			open_end[top] = m->raw_start + m->raw_len;
+			open_object[top] = m->type == ZS_JSON_OBJECT;
+			top++;
+		}
+	}
+	FUZZ_CHECK(j == d->nnodes, "deferring adds no node");
+	pfree(open_end);
+	pfree(open_object);
+}
+
+/*
+ * zs_json_parse_deferring_at of "relation" and of the root's first member
+ * name, at depths 1 to 4, each twice: what parses whole parses so too,
+ * with the nodes compare_deferred expects. The doc lives across inputs,
+ * so a deferred member is also stepped over as the text of the last one
+ * (of this input, or of an earlier one) wherever it starts so.
  */
 static ZsJsonDoc deferring_doc;		/* lives across inputs */
 static bool deferring_doc_ready = false;
@@ -209,9 +268,7 @@ check_deferring(const ZsJsonDoc *whole, const char *text, int len)
 	const char *keys[2] = {"relation", NULL};
 	ZsJsonDoc	part;
 
-	if (whole->nodes[0].type != ZS_JSON_OBJECT)
-		return;
-	if (whole->nodes[0].first_child >= 0)
+	if (whole->nodes[0].type == ZS_JSON_OBJECT && whole->nodes[0].first_child >= 0)
 		keys[1] = zs_json_key(whole, whole->nodes[0].first_child);
 	if (!deferring_doc_ready)
 	{
@@ -219,33 +276,18 @@ check_deferring(const ZsJsonDoc *whole, const char *text, int len)
 		deferring_doc_ready = true;
 	}
 	zs_json_doc_init(&part);
-	for (int pass = 0; pass < 4 && keys[pass / 2] != NULL; pass++)
+	for (int k = 0; k < 2 && keys[k] != NULL; k++)
 	{
-		const char *key = keys[pass / 2];
-		int			c,
-					w;
-
-		FUZZ_CHECK(zs_json_parse_deferring(&deferring_doc, text, len, key), "what parses whole parses deferring");
-		FUZZ_CHECK(deferring_doc.nodes[0].count == whole->nodes[0].count, "the root keeps its members");
-		for (c = deferring_doc.nodes[0].first_child, w = whole->nodes[0].first_child; c >= 0;
-			 c = deferring_doc.nodes[c].next, w = whole->nodes[w].next)
+		for (int depth = 1; depth <= 4; depth++)
 		{
-			const ZsJsonNode *n = &deferring_doc.nodes[c];
-			const ZsJsonNode *m = &whole->nodes[w];
-
-			FUZZ_CHECK(n->raw_start == m->raw_start && n->raw_len == m->raw_len &&
-					   n->type == m->type && strcmp(zs_json_key(&deferring_doc, c), zs_json_key(whole, w)) == 0,
-					   "a member has the same text deferring or not");
-			/* a key holding \u0000 is not the name up to it; an empty name defers nothing */
-			FUZZ_CHECK(n->deferred == (m->type == ZS_JSON_OBJECT && key[0] != '\0' &&
-									   (size_t) m->key_len == strlen(key) &&
-									   strcmp(zs_json_key(whole, w), key) == 0),
-					   "exactly the root's objects of that name are deferred");
-			if (n->deferred)
-				FUZZ_CHECK(n->count == 0 && n->first_child == -1 &&
-						   zs_json_parse(&part, zs_json_raw(&deferring_doc, c), n->raw_len) &&
-						   part.nodes[0].type == ZS_JSON_OBJECT && part.nodes[0].count == m->count,
-						   "a deferred member reads alone as the object");
+			for (int pass = 0; pass < 2; pass++)
+			{
+				FUZZ_CHECK(depth == 1 ?
+						   zs_json_parse_deferring(&deferring_doc, text, len, keys[k]) :
+						   zs_json_parse_deferring_at(&deferring_doc, text, len, keys[k], depth),
+						   "what parses whole parses deferring");
+				compare_deferred(whole, &deferring_doc, keys[k], depth, &part);
+			}
 		}
 	}
 	zs_json_doc_free(&part);

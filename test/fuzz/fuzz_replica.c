@@ -14,8 +14,10 @@
  *          reconnects), else stop there, as the replicator and
  *          zero-stream-replica do;
  *   bit 3  flush after every commit, else only at the end;
- *   bit 4  a change (not a message) is parsed as the replicator parses
- *          stored changes, its relation deferred (zs_json_parse_deferring).
+ *   bit 4  a change is parsed as the replicator parses stored changes,
+ *          its relation deferred (zs_json_parse_deferring), and a message
+ *          as zero-stream-replica parses frames, the relation of the
+ *          change in it deferred (zs_json_parse_deferring_at, depth 2).
  * A line is either a change as the change log stores it ({"tag":...}:
  * begin, commit and rollback go to zs_replica_begin/commit/rollback, with a
  * "watermark" member if the line has one, else a generated increasing
@@ -220,6 +222,17 @@ table_count(ZsReplica *r)
 	return n;
 }
 
+/* Does the line hold a message (an array), not a change? */
+static bool
+line_is_message(const char *line, size_t len)
+{
+	size_t		i = 0;
+
+	while (i < len && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r'))
+		i++;
+	return i < len && line[i] == '[';
+}
+
 /*
  * A change applied (zs_replica_apply_change, or zs_replica_apply_message
  * for the "data" message holding it), and the tables it may add or
@@ -383,7 +396,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		pos += len + 1;
 		if (!((run.options & OPT_DEFER) ?
-			  zs_json_parse_deferring(&doc, line, (int) len, "relation") :
+			  zs_json_parse_deferring_at(&doc, line, (int) len, "relation",
+										 line_is_message(line, len) ? 2 : 1) :
 			  zs_json_parse(&doc, line, (int) len)))
 			continue;
 		if (doc.nodes[0].type == ZS_JSON_ARRAY)

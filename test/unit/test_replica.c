@@ -41,8 +41,21 @@ query(ZsReplica *r, const char *sql)
 	return result;
 }
 
-/* parse changes as the replicator does: the relation deferred, read once (second pass) */
-static bool defer_relation = false;
+/*
+ * How the apply tests parse changes: whole, as a subscriber did (first
+ * pass); as the replicator reads stored changes, the relation deferred and
+ * read once (second pass); as zero-stream-replica reads frames, the
+ * relation of each change in a frame deferred (third pass).
+ */
+typedef enum
+{
+	PARSE_WHOLE,
+	PARSE_STORED,
+	PARSE_FRAMES
+} ParseMode;
+
+static ParseMode parse_mode = PARSE_WHOLE;
+static bool defer_relation = false;	/* PARSE_STORED */
 
 static bool
 parse_change(const char *json)
@@ -51,9 +64,76 @@ parse_change(const char *json)
 		zs_json_parse(&doc, json, strlen(json));
 }
 
+/* a frame's text, in a buffer grown as needed */
+static char *frame_text = NULL;
+static size_t frame_size = 0;
+
+static const char *
+frame_of(const char *prefix, const char *const *messages, int n, const char *suffix)
+{
+	size_t		need = strlen(prefix) + strlen(suffix) + 1;
+	char	   *p;
+
+	for (int i = 0; i < n; i++)
+		need += strlen(messages[i]) + 1;
+	if (need > frame_size)
+	{
+		frame_size = need * 2;
+		frame_text = realloc(frame_text, frame_size);
+	}
+	p = frame_text + sprintf(frame_text, "%s", prefix);
+	for (int i = 0; i < n; i++)
+		p += sprintf(p, "%s%s", i > 0 ? "," : "", messages[i]);
+	strcpy(p, suffix);
+	return frame_text;
+}
+
+/*
+ * Parse a frame as zero-stream-replica does; the node of its message, or
+ * of its batch. Every data message's relation object is deferred, and
+ * nothing else is.
+ */
+static int
+parse_frame(const char *text, bool batch)
+{
+	int			node;
+
+	if (!zs_json_parse_deferring_at(&doc, text, strlen(text), "relation", batch ? 4 : 3))
+	{
+		fprintf(stderr, "bad test frame: %s\n", doc.error);
+		return -1;
+	}
+	node = zs_json_get(&doc, 0, batch ? "batch" : "msg");
+	for (int m = batch ? doc.nodes[node].first_child : node; m >= 0; m = batch ? doc.nodes[m].next : -1)
+	{
+		int			change = zs_json_at(&doc, m, 1);
+		int			rel = zs_json_get(&doc, change, "relation");
+		int			deferred = 0;
+
+		for (int i = 0; i < doc.nnodes; i++)
+			deferred += doc.nodes[i].deferred;
+		if (rel >= 0 && doc.nodes[rel].type == ZS_JSON_OBJECT)
+			CHECK(doc.nodes[rel].deferred, "a framed change's relation is deferred");
+		CHECK(deferred <= (batch ? doc.nodes[node].count : 1), "only relations are deferred");
+	}
+	return node;
+}
+
 static bool
 apply(ZsReplica *r, const char *json)
 {
+	if (parse_mode == PARSE_FRAMES)
+	{
+		char	   *data = malloc(strlen(json) + 16);
+		int			msg;
+		bool		ok;
+
+		sprintf(data, "[\"data\",%s]", json);
+		msg = parse_frame(frame_of("{\"id\":7,\"msg\":", (const char *const *) &data, 1, "}"), false);
+		free(data);
+		ok = msg >= 0 && zs_replica_apply_message(r, &doc, msg) == 1;
+		return ok;
+	}
 	if (!parse_change(json))
 	{
 		fprintf(stderr, "bad test JSON: %s\n", doc.error);
@@ -712,6 +792,42 @@ apply_tx(ZsReplica *r, const char *watermark, const char *const *changes)
 {
 	char		msg[8192];
 
+	if (parse_mode == PARSE_FRAMES)
+	{
+		/* one batch frame: begin, ["data", change]..., commit */
+		int			n = 0,
+					batch;
+		char	  **messages;
+		bool		ok = true;
+
+		while (changes[n] != NULL)
+			n++;
+		messages = malloc(sizeof(char *) * (n + 2));
+		messages[0] = malloc(200);
+		sprintf(messages[0], "[\"begin\",{\"tag\":\"begin\",\"json\":\"s\"},{\"commitWatermark\":\"%s\"}]", watermark);
+		for (int i = 0; i < n; i++)
+		{
+			messages[i + 1] = malloc(strlen(changes[i]) + 16);
+			sprintf(messages[i + 1], "[\"data\",%s]", changes[i]);
+		}
+		messages[n + 1] = malloc(200);
+		sprintf(messages[n + 1], "[\"commit\",{\"tag\":\"commit\"},{\"watermark\":\"%s\"}]", watermark);
+		batch = parse_frame(frame_of("{\"id\":9,\"batch\":[", (const char *const *) messages, n + 2, "]}"),
+							true);
+		ok = batch >= 0;
+		for (int m = ok ? doc.nodes[batch].first_child : -1; ok && m >= 0; m = doc.nodes[m].next)
+			ok = zs_replica_apply_message(r, &doc, m) == 1;
+		for (int i = 0; i < n + 2; i++)
+			free(messages[i]);
+		free(messages);
+		if (!ok)
+		{
+			if (zs_replica_in_transaction(r))
+				(void) zs_replica_rollback(r);
+			return false;
+		}
+		return zs_replica_flush(r);
+	}
 	if (defer_relation)
 	{
 		/* as the replicator applies stored changes */
@@ -1415,8 +1531,14 @@ main(void)
 	test_foreign_file();
 	test_applying();
 	/* again, with each change's relation deferred and cached */
+	parse_mode = PARSE_STORED;
 	defer_relation = true;
 	test_applying();
+	/* again, as zero-stream-replica reads frames */
+	parse_mode = PARSE_FRAMES;
+	defer_relation = false;
+	test_applying();
+	free(frame_text);
 	zs_json_doc_free(&doc);
 	return unit_report("replica");
 }
