@@ -43,6 +43,10 @@ zs_json_doc_init(ZsJsonDoc *doc)
 	doc->maxstack = 16;
 	doc->stack = palloc(sizeof(ZsJsonOpen) * doc->maxstack);
 	initStringInfo(&doc->strings);
+	/* in the doc's memory too (a parse may run in a shorter-lived context) */
+	doc->deferred_last.maxlen = 256;
+	doc->deferred_last.data = palloc(doc->deferred_last.maxlen);
+	resetStringInfo(&doc->deferred_last);
 }
 
 void
@@ -51,8 +55,7 @@ zs_json_doc_free(ZsJsonDoc *doc)
 	pfree(doc->nodes);
 	pfree(doc->stack);
 	pfree(doc->strings.data);
-	if (doc->deferred_last.data != NULL)
-		pfree(doc->deferred_last.data);
+	pfree(doc->deferred_last.data);
 	doc->deferred_last.data = NULL;
 	doc->nodes = NULL;
 }
@@ -398,7 +401,7 @@ skip_deferred(Parser *ps)
 	StringInfo	last = &ps->doc->deferred_last;
 	const char *start = ps->p;
 
-	if (last->data != NULL && last->len > 0 && ps->end - ps->p >= last->len &&
+	if (last->len > 0 && ps->end - ps->p >= last->len &&
 		memcmp(ps->p, last->data, last->len) == 0)
 	{
 		ps->p += last->len;
@@ -408,8 +411,7 @@ skip_deferred(Parser *ps)
 		return false;
 	if (ps->p - start <= DEFERRED_KEEP_MAX)
 	{
-		if (last->data == NULL)
-			initStringInfo(last);
+		/* grown by repalloc: it stays in the doc's memory */
 		resetStringInfo(last);
 		appendBinaryStringInfo(last, start, (int) (ps->p - start));
 	}

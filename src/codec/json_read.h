@@ -60,7 +60,7 @@ typedef struct ZsJsonDoc
 	ZsJsonOpen *stack;			/* parser's open containers */
 	int			maxstack;
 	StringInfoData strings;		/* decoded strings and keys, NUL-separated */
-	StringInfoData deferred_last;	/* the last deferred member's text (data NULL: none) */
+	StringInfoData deferred_last;	/* the last deferred member's text */
 	char		error[128];
 } ZsJsonDoc;
 
