@@ -14,6 +14,7 @@
 #include "postgres_fe.h"
 #else
 #include "postgres.h"
+#include "utils/memutils.h"
 #endif
 
 #include <float.h>
@@ -386,6 +387,9 @@ skip_container(Parser *ps)
 	return fail(ps, "unterminated object");
 }
 
+/* the longest deferred text kept for the next message */
+#define DEFERRED_KEEP_MAX	8192
+
 /*
  * Step over a deferred member that is the last one's text again (the rows
  * of a table repeat their relation): skip_container would stop at the same
@@ -393,14 +397,16 @@ skip_container(Parser *ps)
  * Otherwise scan it, and keep its text for the next message if it is not
  * large.
  */
-#define DEFERRED_KEEP_MAX	8192
-
 static bool
 skip_deferred(Parser *ps)
 {
 	StringInfo	last = &ps->doc->deferred_last;
 	const char *start = ps->p;
 
+#ifndef FRONTEND
+	/* kept with the doc, not in the context of the parse (zs_json_doc_init) */
+	Assert(GetMemoryChunkContext(last->data) == GetMemoryChunkContext(ps->doc->nodes));
+#endif
 	if (last->len > 0 && ps->end - ps->p >= last->len &&
 		memcmp(ps->p, last->data, last->len) == 0)
 	{
@@ -549,7 +555,8 @@ zs_json_parse_deferring_at(ZsJsonDoc *doc, const char *text, int len, const char
 	ps.end = text + len;
 	ps.depth = 0;
 	ps.defer_key = key;
-	ps.defer_len = key ? (int) strlen(key) : 0;
+	Assert(key == NULL || depth >= 1);
+	ps.defer_len = (key != NULL && depth >= 1) ? (int) strlen(key) : 0;
 	ps.defer_depth = depth;
 	skip_space(&ps);
 	if (!read_value(&ps, &root))

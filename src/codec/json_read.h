@@ -84,9 +84,9 @@ extern bool zs_json_parse_deferring(ZsJsonDoc *doc, const char *text, int len,
 									const char *key);
 
 /*
- * The same for the members named key of the objects at that depth: 1 is
- * the root object, 3 a change in a frame {"id":n,"msg":["data",change]},
- * 4 in {"id":n,"batch":[["data",change],...]}.
+ * The same for the members named key of the objects at that depth (1 or
+ * more): 1 is the root object, 3 a change in a frame
+ * {"id":n,"msg":["data",change]}, 4 in {"id":n,"batch":[["data",change],...]}.
  */
 extern bool zs_json_parse_deferring_at(ZsJsonDoc *doc, const char *text, int len,
 									   const char *key, int depth);

@@ -69,8 +69,7 @@ extern ZsReplica *zs_replica_open(const char *path, int flags, char *err, int er
 /*
  * This process's SQLite settings, before its first connection (later
  * calls change nothing): no memory statistics, which cost a mutex and
- * counters on every allocation (6% of the instructions of a bulk insert
- * applied).
+ * counters on every allocation.
  */
 extern void zs_sqlite_configure(void);
 extern void zs_replica_close(ZsReplica *r);

@@ -293,6 +293,42 @@ check_deferring(const ZsJsonDoc *whole, const char *text, int len)
 	zs_json_doc_free(&part);
 }
 
+/*
+ * Any input, valid or not: deferring "relation" at depths 1 to 4, the doc
+ * that keeps the last deferred text (of this input or an earlier one)
+ * parses as a doc that keeps none: the same success, error and nodes.
+ */
+static void
+check_kept_text(const char *text, int len)
+{
+	ZsJsonDoc	fresh;
+
+	if (!deferring_doc_ready)
+	{
+		zs_json_doc_init(&deferring_doc);
+		deferring_doc_ready = true;
+	}
+	zs_json_doc_init(&fresh);
+	for (int depth = 1; depth <= 4; depth++)
+	{
+		bool		kept;
+
+		resetStringInfo(&fresh.deferred_last);
+		kept = zs_json_parse_deferring_at(&deferring_doc, text, len, "relation", depth);
+		FUZZ_CHECK(zs_json_parse_deferring_at(&fresh, text, len, "relation", depth) == kept,
+				   "a kept deferred text changes nothing");
+		if (!kept)
+			FUZZ_CHECK(strcmp(deferring_doc.error, fresh.error) == 0, "the same error with a kept text");
+		else
+			FUZZ_CHECK(fresh.nnodes == deferring_doc.nnodes &&
+					   memcmp(fresh.nodes, deferring_doc.nodes, sizeof(ZsJsonNode) * fresh.nnodes) == 0 &&
+					   fresh.strings.len == deferring_doc.strings.len &&
+					   memcmp(fresh.strings.data, deferring_doc.strings.data, fresh.strings.len) == 0,
+					   "the same nodes with a kept text");
+	}
+	zs_json_doc_free(&fresh);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -308,6 +344,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		zs_json_doc_init(&reused);
 		reused_ready = true;
 	}
+	check_kept_text(text, (int) size);
 	ok = zs_json_parse(&reused, text, (int) size);
 	zs_json_doc_init(&fresh);
 	FUZZ_CHECK(zs_json_parse(&fresh, text, (int) size) == ok, "a reused doc parses the same");
