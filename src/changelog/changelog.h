@@ -105,18 +105,20 @@ extern ZsChangeLogPage *zs_changelog_read_page(const char *after_watermark, int6
 											   int limit);
 
 /*
- * The same page, row by row, straight from the query's result: no wire
- * message is built and nothing is copied (the replicator applies the
- * stored changes themselves). change points into the result, or into its
- * detoasted copy for a compressed or TOASTed change; both last until
- * scan_end. Between begin and end the caller must not run other SPI
- * queries of its own.
+ * The same page, row by row, as it is read: no wire message is built and
+ * nothing is copied (the replicator applies the stored changes
+ * themselves). change points into the row as read, or into its detoasted
+ * copy for a compressed or TOASTed change; both last until the next row
+ * is read, or scan_end. Between begin and end the caller must not run
+ * SPI queries of its own.
  */
 typedef struct ZsChangeLogScan
 {
-	struct SPITupleTable *result;
+	struct ZsChangeLogKeyScan *key_scan;	/* through the primary key, or NULL */
+	struct SPITupleTable *result;	/* else the query's result */
 	uint64		next;
-	bool		full;			/* the page reached its limit: more may follow */
+	int			limit;
+	bool		full;			/* the page reached its limit (known at its end) */
 	/* the current row */
 	char		watermark[ZS_WATERMARK_MAXLEN];
 	int64		pos;
