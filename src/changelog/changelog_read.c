@@ -21,9 +21,11 @@
 #include "access/tableam.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_am_d.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_type_d.h"
 #include "executor/spi.h"
 #include "executor/tuptable.h"
+#include "nodes/makefuncs.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -74,14 +76,14 @@ init_key(ScanKey key, Relation index, int column, StrategyNumber strategy, Datum
 
 /*
  * Open a scan after (after_watermark, after_pos) through the primary key,
- * or NULL if changeLog's key is not the btree on (watermark text, pos
- * int8) that changelog.c creates, or its change is not json or text.
+ * or NULL if changeLog is not a plain table without children (the query
+ * reads those too) whose key is the btree on (watermark text, pos int8)
+ * that changelog.c creates, with a change of json or text.
  */
 static ZsChangeLogKeyScan *
 key_scan_open(const char *after_watermark, int64 after_pos)
 {
-	Oid			relid = get_relname_relid("changeLog",
-										  get_namespace_oid(zs_cdc_schema_name(), false));
+	Oid			relid;
 	Relation	heap;
 	Relation	index;
 	Oid			index_oid;
@@ -91,9 +93,18 @@ key_scan_open(const char *after_watermark, int64 after_pos)
 				pos_att,
 				change_att;
 
+	if (!ActiveSnapshotSet())
+		elog(ERROR, "reading the change log needs an active snapshot");
+	relid = RangeVarGetRelid(makeRangeVar(zs_cdc_schema_name(), "changeLog", -1),
+							 AccessShareLock, true);
 	if (!OidIsValid(relid))
 		return NULL;
-	heap = table_open(relid, AccessShareLock);
+	heap = table_open(relid, NoLock);
+	if (heap->rd_rel->relkind != RELKIND_RELATION || heap->rd_rel->relhassubclass)
+	{
+		table_close(heap, AccessShareLock);
+		return NULL;
+	}
 	index_oid = RelationGetPrimaryKeyIndex(heap);
 	watermark_att = get_attnum(relid, "watermark");
 	pos_att = get_attnum(relid, "pos");
@@ -105,8 +116,9 @@ key_scan_open(const char *after_watermark, int64 after_pos)
 		return NULL;
 	}
 	index = index_open(index_oid, AccessShareLock);
-	if (index->rd_rel->relam != BTREE_AM_OID ||
+	if (index->rd_rel->relkind != RELKIND_INDEX || index->rd_rel->relam != BTREE_AM_OID ||
 		IndexRelationGetNumberOfKeyAttributes(index) != 2 ||
+		index->rd_indoption[0] != 0 || index->rd_indoption[1] != 0 ||
 		index->rd_index->indkey.values[0] != watermark_att ||
 		index->rd_index->indkey.values[1] != pos_att ||
 		index->rd_opcintype[0] != TEXTOID || index->rd_opcintype[1] != INT8OID ||
