@@ -20,6 +20,16 @@
 static ZsJsonDoc reused;
 static bool reused_ready = false;
 
+/* Did two docs parse to the same nodes and decoded strings? */
+static bool
+same_nodes(const ZsJsonDoc *a, const ZsJsonDoc *b)
+{
+	return a->nnodes == b->nnodes &&
+		memcmp(a->nodes, b->nodes, sizeof(ZsJsonNode) * a->nnodes) == 0 &&
+		a->strings.len == b->strings.len &&
+		memcmp(a->strings.data, b->strings.data, a->strings.len) == 0;
+}
+
 /* Serialize the tree canonically, without recursion. */
 static void
 serialize(const ZsJsonDoc *doc, StringInfo out)
@@ -320,11 +330,7 @@ check_kept_text(const char *text, int len)
 		if (!kept)
 			FUZZ_CHECK(strcmp(deferring_doc.error, fresh.error) == 0, "the same error with a kept text");
 		else
-			FUZZ_CHECK(fresh.nnodes == deferring_doc.nnodes &&
-					   memcmp(fresh.nodes, deferring_doc.nodes, sizeof(ZsJsonNode) * fresh.nnodes) == 0 &&
-					   fresh.strings.len == deferring_doc.strings.len &&
-					   memcmp(fresh.strings.data, deferring_doc.strings.data, fresh.strings.len) == 0,
-					   "the same nodes with a kept text");
+			FUZZ_CHECK(same_nodes(&fresh, &deferring_doc), "the same nodes with a kept text");
 	}
 	zs_json_doc_free(&fresh);
 }
@@ -354,11 +360,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		zs_json_doc_free(&fresh);
 		return 0;
 	}
-	FUZZ_CHECK(fresh.nnodes == reused.nnodes &&
-			   memcmp(fresh.nodes, reused.nodes, sizeof(ZsJsonNode) * fresh.nnodes) == 0 &&
-			   fresh.strings.len == reused.strings.len &&
-			   memcmp(fresh.strings.data, reused.strings.data, fresh.strings.len) == 0,
-			   "a reused doc gives the same nodes");
+	FUZZ_CHECK(same_nodes(&fresh, &reused), "a reused doc gives the same nodes");
 	check_tree(&fresh);
 	check_deferring(&fresh, text, (int) size);
 
