@@ -92,6 +92,7 @@ key_scan_open(const char *after_watermark, int64 after_pos)
 	AttrNumber	watermark_att,
 				pos_att,
 				change_att;
+	Oid			change_type;
 
 	if (!ActiveSnapshotSet())
 		elog(ERROR, "reading the change log needs an active snapshot");
@@ -109,8 +110,8 @@ key_scan_open(const char *after_watermark, int64 after_pos)
 	watermark_att = get_attnum(relid, "watermark");
 	pos_att = get_attnum(relid, "pos");
 	change_att = get_attnum(relid, "change");
-	if (!OidIsValid(index_oid) || change_att == InvalidAttrNumber ||
-		(get_atttype(relid, change_att) != JSONOID && get_atttype(relid, change_att) != TEXTOID))
+	change_type = change_att == InvalidAttrNumber ? InvalidOid : get_atttype(relid, change_att);
+	if (!OidIsValid(index_oid) || (change_type != JSONOID && change_type != TEXTOID))
 	{
 		table_close(heap, AccessShareLock);
 		return NULL;
@@ -313,7 +314,6 @@ zs_changelog_read_page(const char *after_watermark, int64 after_pos, int limit)
 {
 	ZsChangeLogPage *page = palloc0(sizeof(ZsChangeLogPage));
 	ZsChangeLogScan scan;
-
 	int			size = Min(limit, 64);
 
 	zs_changelog_scan_begin(&scan, after_watermark, after_pos, limit);

@@ -65,6 +65,7 @@ typedef struct ZsReplicaTable
 
 /* Open (or create) a replica file; NULL with err filled on failure. */
 extern ZsReplica *zs_replica_open(const char *path, int flags, char *err, int errlen);
+extern void zs_replica_close(ZsReplica *r);
 
 /*
  * This process's SQLite settings, before its first connection (later
@@ -72,7 +73,6 @@ extern ZsReplica *zs_replica_open(const char *path, int flags, char *err, int er
  * counters on every allocation.
  */
 extern void zs_sqlite_configure(void);
-extern void zs_replica_close(ZsReplica *r);
 
 /* Remove a SQLite file and its -wal, -shm and -journal companions, if present. */
 extern bool zs_replica_remove_files(const char *path, char *err, int errlen);
@@ -104,9 +104,11 @@ extern bool zs_replica_create_table(ZsReplica *r, const ZsReplicaTable *table);
 /* Upstream transactions. */
 extern bool zs_replica_begin(ZsReplica *r, const char *watermark);
 /*
- * A change object: doc may come from zs_json_parse_deferring(..., "relation")
- * (a stored change, as the replicator reads it); the relation is then read
- * by the replica and kept until a change with another relation's text.
+ * A change object: doc may come from a parse that deferred its "relation"
+ * (zs_json_parse_deferring for a stored change, as the replicator reads
+ * it; zs_json_parse_deferring_at for a change in a frame, as
+ * zero-stream-replica reads it); the relation is then read by the replica
+ * and kept until a change with another relation's text.
  */
 extern bool zs_replica_apply_change(ZsReplica *r, const ZsJsonDoc *doc, int change);
 extern bool zs_replica_commit(ZsReplica *r, const char *watermark);

@@ -13,9 +13,10 @@
  * cache; a rollback, rare, through sqlite3_exec): zs_replica_begin() opens
  * a SQLite transaction (BEGIN IMMEDIATE) unless one is open, and a
  * SAVEPOINT for the upstream transaction; zs_replica_commit() sets
- * stateVersion and writeTimeMs (and, after a schema change, runs PRAGMA optimize as zero-cache does, with the
- * analysis limit newer SQLite versions set by themselves) and releases the
- * savepoint, zs_replica_rollback() rolls back to it (and
+ * stateVersion and writeTimeMs (and, after a schema change, runs PRAGMA
+ * optimize as zero-cache does, with the analysis limit newer SQLite
+ * versions set by themselves) and releases the savepoint,
+ * zs_replica_rollback() rolls back to it (and
  * forgets the caches, which may describe what it undid), and
  * zs_replica_flush() commits the SQLite transaction with every upstream
  * transaction committed since the last flush.
