@@ -8,8 +8,8 @@
 # huge: one transaction of bulk_rows rows, ZS_BENCH_HUGE=0 skips it):
 #   1. the decoder is held back (zero_stream.database points at a database
 #      without the extension, so it waits) while the workload writes its WAL;
-#   2. raw: pg_logical_slot_get_binary_changes(pgoutput v1) over that WAL on a
-#      second slot, timed;
+#   2. raw: pg_logical_slot_peek_binary_changes(pgoutput v1) over that WAL on
+#      a second slot, twice, then _get_, each timed (the median counts);
 #   3. zero_stream: restart with the real database; time from "streaming" to
 #      the decoder having stored everything (zero_stream.wait_for_catchup,
 #      waiting inside the server so that no polling takes CPU).
@@ -24,7 +24,9 @@
 # figures depend on (machine, load, settings). ZS_BENCH_ONLY=huge (or bulk,
 # single) measures that workload alone. ZS_BENCH_CONF adds
 # postgresql.conf lines (e.g. zero_stream.replica_file = '' for no backup
-# replica).
+# replica). ZS_BENCH_REPEAT=N measures each workload N times and prints the
+# median ratios: raw decoding of one WAL is itself timed three times (its
+# median is the baseline), as the same work varies by a third here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -91,10 +93,16 @@ measure() {
 	sql -d bench -c "SELECT pg_switch_wal()" >/dev/null
 	local wal_mb; wal_mb=$(sql -d bench -c "SELECT round(pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn) / 1048576.0) FROM pg_replication_slots WHERE slot_name = 'bench_raw'")
 
-	local t0 t1 msgs
-	t0=$(now)
-	msgs=$(sql -d bench -c "SELECT count(*) FROM pg_logical_slot_get_binary_changes('bench_raw', NULL, NULL, 'proto_version', '1', 'publication_names', '_zero_public_0')")
-	t1=$(now)
+	# raw decoding, three times over the same WAL (peek, peek, then get,
+	# which consumes it): this machine's timings of the very same work vary
+	# by a third from one call to the next, so the ratio uses the median
+	local t0 t1 msgs raws="" fn
+	for fn in peek peek get; do
+		t0=$(now)
+		msgs=$(sql -d bench -c "SELECT count(*) FROM pg_logical_slot_${fn}_binary_changes('bench_raw', NULL, NULL, 'proto_version', '1', 'publication_names', '_zero_public_0')")
+		t1=$(now)
+		raws="$raws $(python3 -c "print($t1 - $t0)")"
+	done
 
 	set_database bench; restart
 	# from here on the decoder's start-up counts: reading the slot, finding
@@ -102,7 +110,7 @@ measure() {
 	local tr; tr=$(now)
 	# one huge transaction: nothing is sent before decoding reaches its
 	# commit (about the raw decoding time), so wait that long for data
-	start_subscriber "$from" "$DIR/e2e.out" "$(python3 -c "print(3 + int(3 * ($t1 - $t0)))")"
+	start_subscriber "$from" "$DIR/e2e.out" "$(python3 -c "print(3 + int(3 * max(map(float, '$raws'.split()))))")"
 	# one session waits in the server (no polling from here: on 2 cores every
 	# psql started while the decoder works would take CPU from it): the time
 	# the decoder reports streaming, then the time everything is stored
@@ -128,29 +136,33 @@ measure() {
 	fi
 	wait
 	local scpu; scpu=$(cpu_ms "$spid")
-	python3 - "$name" "$rows" "$msgs" "$wal_mb" "$t0" "$t1" "$tr" "$t2" "$t3" "$DIR/e2e.out" \
-		"$dcpu" "$drss" "$srss" "$scpu" "$rcpu" "$DIR/e2e.time" "$t4" "$rcpu_all" <<'PY'
-import sys
+	python3 - "$name" "$rows" "$msgs" "$wal_mb" "$raws" "$tr" "$t2" "$t3" "$DIR/e2e.out" \
+		"$dcpu" "$drss" "$srss" "$scpu" "$rcpu" "$DIR/e2e.time" "$t4" "$rcpu_all" "$DIR/ratios" <<'PY'
+import statistics, sys
 name, rows, msgs, wal = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-t0, t1, tr, t2, t3 = map(float, sys.argv[5:10])
-dcpu, drss, srss, scpu, rcpu = map(int, sys.argv[11:16])
-t4, rcpu_all = float(sys.argv[17]), int(sys.argv[18])
+raws = sorted(map(float, sys.argv[5].split()))
+tr, t2, t3 = map(float, sys.argv[6:9])
+dcpu, drss, srss, scpu, rcpu = map(int, sys.argv[10:15])
+t4, rcpu_all = float(sys.argv[16]), int(sys.argv[17])
 # the last commit received (status frames, e.g. a lag report, come later)
 last = None
-for line in open(sys.argv[10]):
+for line in open(sys.argv[9]):
     recv, frame = line.split(' ', 1)
     if '["commit",' in frame:
         last = int(recv) / 1e6
 try:
-    user, system = open(sys.argv[16]).read().split()[-1].split('_')
+    user, system = open(sys.argv[15]).read().split()[-1].split('_')
     tcpu = f"{float(user) + float(system):.2f} s"
 except (OSError, ValueError):
     tcpu = "?"
-raw, zs = t1 - t0, t3 - tr
+raw, zs = statistics.median(raws), t3 - tr
 e2e = (last - tr) if last else float('nan')
 print(f"{name:7s} rows={rows:>8d} wal={wal:>5s}MB pgoutput_msgs={msgs:>8d}  "
-      f"raw={raw:6.2f}s ({rows/raw:9.0f} rows/s)  store={zs:6.2f}s ({rows/zs:9.0f} rows/s, ratio {raw/zs:.2f})  "
+      f"raw={raw:6.2f}s ({rows/raw:9.0f} rows/s; median of {raws[0]:.2f}..{raws[-1]:.2f})  "
+      f"store={zs:6.2f}s ({rows/zs:9.0f} rows/s, ratio {raw/zs:.2f})  "
       f"end-to-end={e2e:6.2f}s ({rows/e2e:9.0f} rows/s, ratio {raw/e2e:.2f})")
+with open(sys.argv[18], "a") as f:
+    f.write(f"{name} {rows} {raw / zs} {raw / e2e}\n")
 print(f"{'':7s} start-up (server up -> streaming) {t2 - tr:.2f} s; CPU: decoder {dcpu/1000:.2f} s "
       f"= {dcpu*1000/rows:.2f} us per stored row, server {scpu/1000:.2f} s, replicator {rcpu/1000:.2f} s (during the store), "
       f"subscriber process {tcpu}; RssAnon decoder {drss/1024:.1f} MB, server {srss/1024:.1f} MB")
@@ -179,14 +191,31 @@ echo "depends on: load average before the run $(cut -d' ' -f1-3 /proc/loadavg) (
 	"'$(sql -d bench -c "SELECT coalesce(collname, 'default') FROM pg_attribute a LEFT JOIN pg_collation c ON c.oid = a.attcollation WHERE attrelid = '\"zero_0/cdc\".\"changeLog\"'::regclass AND attname = 'watermark'")'," \
 	"WAL segments recycled (warm-up above)"
 echo "targets (issue 14), ratios to raw decoding: bulk store >= 0.35, bulk end-to-end >= 0.35 (goal 0.5), single-row store >= 0.6, single-row end-to-end >= 0.5, huge (one transaction) end-to-end >= 0.5"
-if [ "$BULK_ROWS" -gt 200000 ] && [ "${ZS_BENCH_SMALL:-1}" = 1 ]; then
-	measure bulk "CALL bulk(200000, 1000)" 200000
-	measure single "CALL bulk(20000, 1)" 20000
+: > "$DIR/ratios"
+for _ in $(seq 1 "${ZS_BENCH_REPEAT:-1}"); do
+	if [ "$BULK_ROWS" -gt 200000 ] && [ "${ZS_BENCH_SMALL:-1}" = 1 ]; then
+		measure bulk "CALL bulk(200000, 1000)" 200000
+		measure single "CALL bulk(20000, 1)" 20000
+	fi
+	measure bulk "CALL bulk($BULK_ROWS, 1000)" "$BULK_ROWS"
+	measure single "CALL bulk($SINGLE_TXNS, 1)" "$SINGLE_TXNS"
+	# one transaction of bulk_rows rows: how far behind raw decoding its last
+	# row reaches a subscriber (issue 14: within 2x, end-to-end ratio >= 0.5)
+	[ "${ZS_BENCH_HUGE:-1}" = 1 ] && measure huge "CALL bulk($BULK_ROWS, $BULK_ROWS)" "$BULK_ROWS"
+done
+# ZS_BENCH_REPEAT=N runs every workload N times: the median ratios and their range
+if [ "${ZS_BENCH_REPEAT:-1}" -gt 1 ]; then
+	python3 - "$DIR/ratios" <<'PY'
+import statistics, sys
+runs = {}
+for line in open(sys.argv[1]):
+    name, rows, store, e2e = line.split()
+    runs.setdefault((name, int(rows)), []).append((float(store), float(e2e)))
+for (name, rows), rs in runs.items():
+    s, e = sorted(r[0] for r in rs), sorted(r[1] for r in rs)
+    print(f"{name:7s} rows={rows:>8d} over {len(rs)} runs: store ratio median {statistics.median(s):.2f} "
+          f"({s[0]:.2f}..{s[-1]:.2f}), end-to-end median {statistics.median(e):.2f} ({e[0]:.2f}..{e[-1]:.2f})")
+PY
 fi
-measure bulk "CALL bulk($BULK_ROWS, 1000)" "$BULK_ROWS"
-measure single "CALL bulk($SINGLE_TXNS, 1)" "$SINGLE_TXNS"
-# one transaction of bulk_rows rows: how far behind raw decoding its last
-# row reaches a subscriber (issue 14: within 2x, end-to-end ratio >= 0.5)
-[ "${ZS_BENCH_HUGE:-1}" = 1 ] && measure huge "CALL bulk($BULK_ROWS, $BULK_ROWS)" "$BULK_ROWS"
 sql -d bench -x -c "SELECT transactions_stored, changes_stored, local_commits FROM zero_stream.status()"
 run "$BIN/pg_ctl" -D "$DIR/data" stop -m fast >/dev/null
