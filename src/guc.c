@@ -445,6 +445,30 @@ zs_owner_identity(void)
 	return identity;
 }
 
+bool
+zs_owner_is_this_decoder(const char *owner)
+{
+	const char *at = strrchr(owner, '@');
+	char		system[32];
+	const char *p;
+	int			len;
+
+	if (strcmp(owner, zs_owner_identity()) == 0)
+		return true;
+	/* "@<system identifier>/<timeline>/<slot>": a task id may hold an '@' */
+	if (at == NULL)
+		return false;
+	len = snprintf(system, sizeof(system), UINT64_FORMAT "/", GetSystemIdentifier());
+	if (strncmp(at + 1, system, len) != 0)
+		return false;
+	p = at + 1 + len;
+	if (!isdigit((unsigned char) *p))
+		return false;
+	while (isdigit((unsigned char) *p))
+		p++;
+	return *p == '/' && strcmp(p + 1, zs_effective_slot_name()) == 0;
+}
+
 char *
 zs_owner_address(void)
 {

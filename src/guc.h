@@ -53,13 +53,13 @@ extern void zs_set_canonical_session(const char *application_name);
 extern const char *zs_rejected_identity_setting(void);
 
 /* Derived names, computed from the GUCs (palloc'd in the current context). */
-extern char *zs_cdc_schema_name(void);
+extern char *zs_cdc_schema_name(void);	/* "<app>_<shard>/cdc" */
 
 /*
  * replicationState.ownerAddress: advertise_address, or listen address:port
  * (wss://address:port with zero_stream.ssl); NULL without a server
  */
-extern char *zs_owner_address(void);		/* "<app>_<shard>/cdc" */
+extern char *zs_owner_address(void);
 extern char *zs_effective_slot_name(void);
 
 /*
@@ -68,6 +68,12 @@ extern char *zs_effective_slot_name(void);
  * (a promoted standby, a restored backup) never passes for its writer.
  */
 extern char *zs_owner_identity(void);
+
+/*
+ * Was owner written by this decoder, whatever zero_stream.task_id and the
+ * timeline were then (this system identifier and slot)?
+ */
+extern bool zs_owner_is_this_decoder(const char *owner);
 extern char *zs_origin_name(void);
 extern char *zs_default_publication_name(void);	/* "_<app>_public_<shard>" */
 /*

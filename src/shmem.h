@@ -96,6 +96,7 @@ typedef enum ZsDecoderState
 	ZS_DECODER_CREATING_SLOT,
 	ZS_DECODER_INITIAL_COPY,
 	ZS_DECODER_STREAMING,
+	ZS_DECODER_TAKEN_OVER,		/* another change streamer owns the log: waits for resync() */
 	ZS_DECODER_FAILED			/* stopped on an error, the postmaster restarts it */
 } ZsDecoderState;
 

@@ -79,6 +79,8 @@ decoder_state_name(ZsDecoderState state)
 			return "initial copy";
 		case ZS_DECODER_STREAMING:
 			return "streaming";
+		case ZS_DECODER_TAKEN_OVER:
+			return "stopped: change log taken over";
 		case ZS_DECODER_FAILED:
 			return "error (restarting)";
 	}

@@ -249,24 +249,6 @@ zs_changelog_initialize(const char *replica_version, List *publications)
 	last_row_known = true;
 }
 
-void
-zs_changelog_claim_ownership(const char *address)
-{
-	Oid			types[2] = {TEXTOID, TEXTOID};
-	Datum		values[2];
-	char		nulls[2] = {' ', address ? ' ' : 'n'};
-
-	values[0] = CStringGetTextDatum(zs_owner_identity());
-	values[1] = address ? CStringGetTextDatum(address) : (Datum) 0;
-	exec_sql_args(psprintf("UPDATE %s.\"replicationState\" SET \"owner\" = $1, \"ownerAddress\" = $2",
-						   quoted_schema()),
-				  2, types, values, nulls, SPI_OK_UPDATE);
-	if (SPI_processed != 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("change log %s has no replicationState row", zs_cdc_schema_name())));
-}
-
 /* The text column just selected from the single replicationState row, or NULL. */
 static char *
 state_row_value(void)
@@ -292,6 +274,31 @@ read_state_column(const char *column)
 					  quoted_schema()),
 			 SPI_OK_SELECT);
 	return state_row_value();
+}
+
+bool
+zs_changelog_claim_ownership(const char *address, char **taken_by)
+{
+	Oid			types[2] = {TEXTOID, TEXTOID};
+	Datum		values[2];
+	char		nulls[2] = {' ', address ? ' ' : 'n'};
+	char	   *owner;
+
+	/* locked until the caller's commit: no takeover can interleave */
+	exec_sql(psprintf("SELECT \"owner\" FROM %s.\"replicationState\" FOR UPDATE", quoted_schema()),
+			 SPI_OK_SELECT);
+	owner = state_row_value();
+	if (owner != NULL && !zs_owner_is_this_decoder(owner))
+	{
+		*taken_by = owner;
+		return false;
+	}
+	values[0] = CStringGetTextDatum(zs_owner_identity());
+	values[1] = address ? CStringGetTextDatum(address) : (Datum) 0;
+	exec_sql_args(psprintf("UPDATE %s.\"replicationState\" SET \"owner\" = $1, \"ownerAddress\" = $2",
+						   quoted_schema()),
+				  2, types, values, nulls, SPI_OK_UPDATE);
+	return true;
 }
 
 void
@@ -444,9 +451,9 @@ zs_changelog_begin(void)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("changeLog ownership has been assumed by %s", owner ? owner : "nobody"),
-				 errdetail("This decoder is %s; another change streamer now writes %s.",
+				 errdetail("This decoder is %s; another change streamer now writes %s, and this one stops writing it.",
 						   zs_owner_identity(), zs_cdc_schema_name()),
-				 errhint("Stop the other change streamer, then restart zero_stream's decoder.")));
+				 errhint("Stop the other change streamer, then SELECT zero_stream.resync() to start a new change log here.")));
 }
 
 void

@@ -23,11 +23,13 @@ extern bool zs_changelog_read_replica_version(char *replica_version);
 extern void zs_changelog_initialize(const char *replica_version, List *publications);
 
 /*
- * Take ownership: replicationState.owner = zero_stream.task_id, and
+ * Take ownership: replicationState.owner = zs_owner_identity(), and
  * ownerAddress = where view-syncers in discover mode reach our server
- * (NULL if it does not run).
+ * (NULL if it does not run). Only from no owner or from this decoder (under
+ * an earlier task id or timeline): false, with *taken_by the owner, when
+ * another change streamer has taken the log over.
  */
-extern void zs_changelog_claim_ownership(const char *address);
+extern bool zs_changelog_claim_ownership(const char *address, char **taken_by);
 
 /* replicationState.lastWatermark */
 extern void zs_changelog_read_head(char *last_watermark);

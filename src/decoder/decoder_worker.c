@@ -959,29 +959,43 @@ static void
 advertise_owner_address(void)
 {
 	char	   *address = zs_owner_address();
+	char	   *taken_by;
 
 	if ((address == NULL) == (owner_address == NULL) &&
 		(address == NULL || strcmp(address, owner_address) == 0))
 		return;
 	zs_spi_xact_begin(NULL);
-	zs_changelog_claim_ownership(address);
+	/* (a log taken over meanwhile: the next store says so, and stops) */
+	(void) zs_changelog_claim_ownership(address, &taken_by);
 	zs_spi_xact_commit();
 	owner_address = address ? MemoryContextStrdup(TopMemoryContext, address) : NULL;
 }
 
-static void
-claim_change_log(void)
+/*
+ * Take the change log and read where it stands; false (and the owner in
+ * *taken_by) if another change streamer has taken it over.
+ */
+static bool
+claim_change_log(char **taken_by)
 {
+	bool		claimed;
+
 	zs_spi_xact_begin(NULL);
 	owner_address = zs_owner_address();
 	if (owner_address)
 		owner_address = MemoryContextStrdup(TopMemoryContext, owner_address);
-	zs_changelog_claim_ownership(owner_address);
-	zs_changelog_read_head(stored_head);
-	/* where a round published to live subscribers starts */
-	zs_changelog_read_last_row();
-	load_schema_baseline();
+	claimed = zs_changelog_claim_ownership(owner_address, taken_by);
+	if (claimed)
+	{
+		zs_changelog_read_head(stored_head);
+		/* where a round published to live subscribers starts */
+		zs_changelog_read_last_row();
+		load_schema_baseline();
+	}
+	else
+		*taken_by = MemoryContextStrdup(TopMemoryContext, *taken_by);
 	zs_spi_xact_commit();
+	return claimed;
 }
 
 static List *
@@ -1100,6 +1114,58 @@ check_dropped_publication(MemoryContext context)
 	FreeErrorData(edata);
 }
 
+/*
+ * Another change streamer took the change log over (seed 000: the new owner
+ * writes replicationState.owner in the transaction that stores its first
+ * transaction past the head; this decoder's next store failed its ownership
+ * check, and the worker started again). Writing on would interleave two
+ * writers in one log, and taking it back would stop the other one: wait,
+ * saying why, until zero_stream.resync() asks for a new lineage here (the
+ * operator has stopped the other writer). The state row's owner keeps the
+ * decision across restarts.
+ */
+static void
+wait_while_taken_over(const char *taken_by, char *reset_reason)
+{
+	char	   *message = psprintf("change log %s has been taken over by %s; this decoder (%s) does not write it",
+								   zs_cdc_schema_name(), taken_by, zs_owner_identity());
+
+	ereport(WARNING,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("%s", message),
+			 errdetail("Two writers would interleave in one log, and taking it back would stop the other one. "
+					   "Replication slot \"%s\" holds back WAL while zero_stream waits.",
+					   zs_effective_slot_name()),
+			 errhint("Stop the other change streamer, then SELECT zero_stream.resync() to start a new change log here; "
+					 "or DROP EXTENSION zero_stream and drop the slot.")));
+	zs_set_last_error(message);
+	zs_set_decoder_state(ZS_DECODER_TAKEN_OVER);
+	for (;;)
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 1000L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+		if (take_resync_request(reset_reason))
+			return;
+	}
+}
+
+/* A lineage we just started names us its owner: claim it. */
+static void
+claim_new_lineage(void)
+{
+	char	   *taken_by;
+
+	if (!claim_change_log(&taken_by))
+		elog(ERROR, "change log %s of a new lineage is owned by %s", zs_cdc_schema_name(), taken_by);
+}
+
 static void
 run_decoder(MemoryContext worker_context)
 {
@@ -1111,6 +1177,8 @@ run_decoder(MemoryContext worker_context)
 	LogicalDecodingContext *ctx;
 	TimestampTz last_slot_save = GetCurrentTimestamp();
 	char		reset_reason[ZS_ERROR_LEN];
+	bool		resync;
+	char	   *taken_by;
 
 	check_server_settings();
 	zs_live_clear();			/* a round of a decoder before us is not ours to store */
@@ -1135,13 +1203,24 @@ run_decoder(MemoryContext worker_context)
 	/* the initial copy encodes rows through the relation cache */
 	zs_relcache_init(worker_context, zs_cdc_schema_name());
 	zs_acquire_slot(slot_name, publications, replica_version);
-	/* one asked for while we were not running (a failure's, or resync()'s) */
-	if (take_resync_request(reset_reason))
+
+	/*
+	 * A new lineage when one was asked for while we were not running (a
+	 * failure's, or resync()'s), or, for a log another change streamer has
+	 * taken over, once resync() asks for it.
+	 */
+	resync = take_resync_request(reset_reason);
+	if (!resync && !claim_change_log(&taken_by))
+	{
+		wait_while_taken_over(taken_by, reset_reason);
+		resync = true;
+	}
+	if (resync)
 	{
 		report_forced_reset(reset_reason, replica_version);
 		zs_restart_lineage(slot_name, publications, replica_version);
+		claim_new_lineage();
 	}
-	claim_change_log();
 	zs_backfill_reset();
 	strlcpy(purge_gate, stored_head, sizeof(purge_gate));
 
@@ -1194,7 +1273,7 @@ run_decoder(MemoryContext worker_context)
 			FreeDecodingContext(ctx);
 			report_forced_reset(reset_reason, replica_version);
 			zs_restart_lineage(slot_name, publications, replica_version);
-			claim_change_log();
+			claim_new_lineage();
 			zs_backfill_reset();
 			strlcpy(purge_gate, stored_head, sizeof(purge_gate));
 			ctx = start_decoding(publications);

@@ -1,0 +1,109 @@
+# Ownership of the change log (issue 12, seed 000). Another change streamer
+# takes the log over at its head, as zero-cache's storer does: it writes
+# replicationState.owner in the transaction that stores its first
+# transaction past the head. This decoder's next store then fails its
+# ownership check, and it stops writing the log:
+#  - it says why, in the log and in status(), and stays stopped: it does not
+#    take the log back when its worker starts again, nor after a restart of
+#    the server (the owner in the state row keeps the decision);
+#  - zero_stream.resync() (once the other writer is stopped) starts a new
+#    lineage, which this decoder owns, and a replica restored from it
+#    equals PostgreSQL.
+# First, what is not a takeover: the same decoder under another
+# zero_stream.task_id keeps its log.
+use strict;
+use warnings;
+
+use FindBin;
+use lib $FindBin::RealBin;
+use IPC::Run;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(usleep);
+use ZeroStreamTest;
+
+my $CLI = "$FindBin::RealBin/../../zero-stream-replica";
+my $node = zs_new_node('takeover', before_extension => q{
+CREATE TABLE t (id bigserial PRIMARY KEY, v text);
+INSERT INTO t (v) SELECT 'row ' || g FROM generate_series(1, 200) g;
+});
+my $port = $node->{zs_server_port};
+my $dir = $node->basedir;
+my $file = "$dir/app.db";
+my $CDC = '"zero_0/cdc"';
+sub sql { return $node->safe_psql('postgres', $_[0]); }
+sub owner { return sql(qq{SELECT "owner" FROM $CDC."replicationState"}); }
+sub state { return sql('SELECT state FROM zero_stream.status()'); }
+
+my $cli = IPC::Run::start([ $CLI, 'sync', '--task-id', 'takeover', "ws://127.0.0.1:$port", $file ],
+	'>', "$dir/cli.out", '2>>', "$dir/cli.log");
+sub replica_equals
+{
+	my ($label) = @_;
+	zs_wait_catchup($node, '120 s');
+	my $target = sql('SELECT last_watermark FROM zero_stream.status()');
+	for (1 .. 1200)
+	{
+		last if -f $file && zs_sqlite($file, 'SELECT stateVersion FROM "_zero.replicationState"') eq $target;
+		usleep(100_000);
+	}
+	is(zs_sqlite($file, q{SELECT count(*) || ':' || sum(length(v)) FROM t}),
+		sql(q{SELECT count(*) || ':' || sum(length(v)) FROM t}), "$label: the replica equals PostgreSQL");
+}
+replica_equals('start');
+my $rv = sql('SELECT replica_version FROM zero_stream.status()');
+like(owner(), qr{^zero_stream\@\d+/1/zero_stream_zero_0$}, 'the decoder owns the log');
+
+# another task id is still this decoder: same system, same slot
+$node->append_conf('postgresql.conf', "zero_stream.task_id = 'renamed'\n");
+$node->restart;
+zs_wait_streaming($node);
+like(owner(), qr{^renamed\@\d+/1/zero_stream_zero_0$}, 'under another task id, the decoder keeps its log');
+is(sql('SELECT replica_version FROM zero_stream.status()'), $rv, 'and its lineage');
+sql(q{INSERT INTO t (v) VALUES ('under the new task id')});
+replica_equals('another task id');
+
+# the takeover, as the other writer makes it
+my $log_offset = -s $node->logfile;
+sql(qq{UPDATE $CDC."replicationState" SET "owner" = 'zero-cache-task-b', "ownerAddress" = 'zc-b:4849'});
+sql(q{INSERT INTO t (v) VALUES ('after the takeover')});
+ok($node->poll_query_until('postgres',
+		q{SELECT state = 'stopped: change log taken over' FROM zero_stream.status()}),
+	'the decoder stops writing a log taken over');
+ok($node->log_contains('ERROR:  changeLog ownership has been assumed by zero-cache-task-b', $log_offset),
+	'its store failed the ownership check, which names the new owner');
+like(sql('SELECT last_error FROM zero_stream.status()'),
+	qr/change log zero_0\/cdc has been taken over by zero-cache-task-b; this decoder \(renamed\@\d+\/1\/zero_stream_zero_0\) does not write it/,
+	'status() says why');
+
+# it stays stopped: no restart takes the log back (worker restarts are 5 s apart)
+my $pid = zs_decoder_pid($node);
+sleep 7;
+is(zs_decoder_pid($node), $pid, 'the decoder waits: no restart loop');
+is(state(), 'stopped: change log taken over', 'still stopped');
+is(owner(), 'zero-cache-task-b', 'the new owner keeps the log');
+is(sql(qq{SELECT count(*) FROM $CDC."changeLog" WHERE change->'new'->>'v' = 'after the takeover'}), '0',
+	'nothing written after the takeover');
+my @warnings = (slurp_file($node->logfile, $log_offset) =~ /WARNING:  change log zero_0\/cdc has been taken over/g);
+is(scalar(@warnings), 1, 'said once');
+
+$node->restart;
+ok($node->poll_query_until('postgres',
+		q{SELECT state = 'stopped: change log taken over' FROM zero_stream.status()}),
+	'after a restart of the server, still stopped');
+is(owner(), 'zero-cache-task-b', 'the log is not taken back');
+
+# the other writer stopped, resync() starts a new lineage here
+sql('SELECT zero_stream.resync()');
+ok($node->poll_query_until('postgres',
+		qq{SELECT state = 'streaming' AND replica_version <> '$rv' FROM zero_stream.status()}),
+	'resync() starts a new lineage');
+like(owner(), qr{^renamed\@\d+/1/zero_stream_zero_0$}, 'which the decoder owns');
+sql(q{INSERT INTO t (v) VALUES ('after the resync')});
+replica_equals('after the resync');
+zs_check_log_integrity($node, 'after the resync');
+
+$cli->kill_kill;
+$node->stop;
+done_testing();
