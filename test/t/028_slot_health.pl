@@ -40,19 +40,7 @@ sub sql { return $node->safe_psql('postgres', $_[0]); }
 
 my $cli = IPC::Run::start([ $CLI, 'sync', '--task-id', 'slot', "ws://127.0.0.1:$port", $file ],
 	'>', "$dir/cli.out", '2>>', "$dir/cli.log");
-sub replica_equals
-{
-	my ($label) = @_;
-	zs_wait_catchup($node, '120 s');
-	my $target = sql('SELECT last_watermark FROM zero_stream.status()');
-	for (1 .. 1200)
-	{
-		last if -f $file && zs_sqlite($file, 'SELECT stateVersion FROM "_zero.replicationState"') eq $target;
-		usleep(100_000);
-	}
-	is(zs_sqlite($file, q{SELECT count(*) || ':' || sum(length(v)) FROM t}),
-		sql(q{SELECT count(*) || ':' || sum(length(v)) FROM t}), "$label: the replica equals PostgreSQL");
-}
+sub replica_equals { zs_replica_equals($node, $file, $_[0]); }
 replica_equals('start');
 my $old_rv = sql('SELECT replica_version FROM zero_stream.status()');
 

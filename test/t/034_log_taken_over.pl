@@ -20,7 +20,6 @@ use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Time::HiRes qw(usleep);
 use ZeroStreamTest;
 
 my $CLI = "$FindBin::RealBin/../../zero-stream-replica";
@@ -38,19 +37,7 @@ sub state { return sql('SELECT state FROM zero_stream.status()'); }
 
 my $cli = IPC::Run::start([ $CLI, 'sync', '--task-id', 'takeover', "ws://127.0.0.1:$port", $file ],
 	'>', "$dir/cli.out", '2>>', "$dir/cli.log");
-sub replica_equals
-{
-	my ($label) = @_;
-	zs_wait_catchup($node, '120 s');
-	my $target = sql('SELECT last_watermark FROM zero_stream.status()');
-	for (1 .. 1200)
-	{
-		last if -f $file && zs_sqlite($file, 'SELECT stateVersion FROM "_zero.replicationState"') eq $target;
-		usleep(100_000);
-	}
-	is(zs_sqlite($file, q{SELECT count(*) || ':' || sum(length(v)) FROM t}),
-		sql(q{SELECT count(*) || ':' || sum(length(v)) FROM t}), "$label: the replica equals PostgreSQL");
-}
+sub replica_equals { zs_replica_equals($node, $file, $_[0]); }
 replica_equals('start');
 my $rv = sql('SELECT replica_version FROM zero_stream.status()');
 like(owner(), qr{^zero_stream\@\d+/1/zero_stream_zero_0$}, 'the decoder owns the log');

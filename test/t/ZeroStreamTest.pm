@@ -13,7 +13,7 @@ use Time::HiRes qw(usleep);
 use Exporter 'import';
 
 our @EXPORT = qw(zs_new_node zs_wait_streaming zs_wait_catchup zs_decoder_pid zs_rss_kb
-  zs_check_log_integrity zs_sqlite zs_wait_ready zs_start_pgbench);
+  zs_check_log_integrity zs_sqlite zs_replica_equals zs_wait_ready zs_start_pgbench);
 
 our $CDC = '"zero_0/cdc"';
 
@@ -148,6 +148,23 @@ sub zs_sqlite
 	  or return "error: $err";
 	chomp $out;
 	return $out;
+}
+
+# Once the SQLite replica $file has reached the decoder's head: its table t
+# (count and total length of v) equals PostgreSQL's.
+sub zs_replica_equals
+{
+	my ($node, $file, $label) = @_;
+	zs_wait_catchup($node, '120 s');
+	my $target = $node->safe_psql('postgres', 'SELECT last_watermark FROM zero_stream.status()');
+	for (1 .. 1200)
+	{
+		last if -f $file && zs_sqlite($file, 'SELECT stateVersion FROM "_zero.replicationState"') eq $target;
+		usleep(100_000);
+	}
+	is(zs_sqlite($file, q{SELECT count(*) || ':' || sum(length(v)) FROM t}),
+		$node->safe_psql('postgres', q{SELECT count(*) || ':' || sum(length(v)) FROM t}),
+		"$label: the replica equals PostgreSQL");
 }
 
 # pgbench in the background against database "postgres" for $seconds with
