@@ -277,7 +277,31 @@ read_state_column(const char *column)
 }
 
 bool
-zs_changelog_claim_ownership(const char *address, char **taken_by)
+zs_changelog_taken_over(char **owner)
+{
+	*owner = NULL;
+	/* a log not initialized yet has no state row, and no owner */
+	exec_sql(psprintf("SELECT \"owner\" FROM %s.\"replicationState\"", quoted_schema()),
+			 SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return false;
+	*owner = state_row_value();
+	return *owner != NULL && !zs_owner_is_this_decoder(*owner);
+}
+
+void
+zs_changelog_report_taken_over(const char *owner)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("changeLog ownership has been assumed by %s", owner ? owner : "nobody"),
+			 errdetail("This decoder is %s; another change streamer now writes %s, and this one stops writing it.",
+					   zs_owner_identity(), zs_cdc_schema_name()),
+			 errhint("Stop the other change streamer, then SELECT zero_stream.resync() to start a new change log here.")));
+}
+
+void
+zs_changelog_claim_ownership(const char *address)
 {
 	Oid			types[2] = {TEXTOID, TEXTOID};
 	Datum		values[2];
@@ -289,16 +313,12 @@ zs_changelog_claim_ownership(const char *address, char **taken_by)
 			 SPI_OK_SELECT);
 	owner = state_row_value();
 	if (owner != NULL && !zs_owner_is_this_decoder(owner))
-	{
-		*taken_by = owner;
-		return false;
-	}
+		zs_changelog_report_taken_over(owner);
 	values[0] = CStringGetTextDatum(zs_owner_identity());
 	values[1] = address ? CStringGetTextDatum(address) : (Datum) 0;
 	exec_sql_args(psprintf("UPDATE %s.\"replicationState\" SET \"owner\" = $1, \"ownerAddress\" = $2",
 						   quoted_schema()),
 				  2, types, values, nulls, SPI_OK_UPDATE);
-	return true;
 }
 
 void
@@ -448,12 +468,7 @@ zs_changelog_begin(void)
 				 errmsg_internal("could not read the change log's owner")));
 	owner = state_row_value();
 	if (owner == NULL || strcmp(owner, zs_owner_identity()) != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("changeLog ownership has been assumed by %s", owner ? owner : "nobody"),
-				 errdetail("This decoder is %s; another change streamer now writes %s, and this one stops writing it.",
-						   zs_owner_identity(), zs_cdc_schema_name()),
-				 errhint("Stop the other change streamer, then SELECT zero_stream.resync() to start a new change log here.")));
+		zs_changelog_report_taken_over(owner);
 }
 
 void

@@ -26,10 +26,16 @@ extern void zs_changelog_initialize(const char *replica_version, List *publicati
  * Take ownership: replicationState.owner = zs_owner_identity(), and
  * ownerAddress = where view-syncers in discover mode reach our server
  * (NULL if it does not run). Only from no owner or from this decoder (under
- * an earlier task id or timeline): false, with *taken_by the owner, when
- * another change streamer has taken the log over.
+ * an earlier task id or timeline): a log another change streamer has taken
+ * over is an ERROR (zs_changelog_report_taken_over).
  */
-extern bool zs_changelog_claim_ownership(const char *address, char **taken_by);
+extern void zs_changelog_claim_ownership(const char *address);
+
+/* Has another change streamer taken the log over? *owner: the owner, or NULL. */
+extern bool zs_changelog_taken_over(char **owner);
+
+/* ERROR: owner (NULL: nobody) has taken the log over; this decoder stops writing it. */
+extern void zs_changelog_report_taken_over(const char *owner) pg_attribute_noreturn();
 
 /* replicationState.lastWatermark */
 extern void zs_changelog_read_head(char *last_watermark);

@@ -816,6 +816,17 @@ set_session_settings(void)
 	zs_allow_output_plugin();
 }
 
+static bool
+extension_exists(void)
+{
+	bool		exists;
+
+	StartTransactionCommand();
+	exists = OidIsValid(get_extension_oid("zero_stream", true));
+	CommitTransactionCommand();
+	return exists;
+}
+
 /* Wait, without spinning, until CREATE EXTENSION zero_stream has run. */
 static void
 wait_for_extension(void)
@@ -824,12 +835,7 @@ wait_for_extension(void)
 
 	for (;;)
 	{
-		bool		exists;
-
-		StartTransactionCommand();
-		exists = OidIsValid(get_extension_oid("zero_stream", true));
-		CommitTransactionCommand();
-		if (exists)
+		if (extension_exists())
 			return;
 		if (!logged)
 		{
@@ -959,43 +965,30 @@ static void
 advertise_owner_address(void)
 {
 	char	   *address = zs_owner_address();
-	char	   *taken_by;
 
 	if ((address == NULL) == (owner_address == NULL) &&
 		(address == NULL || strcmp(address, owner_address) == 0))
 		return;
 	zs_spi_xact_begin(NULL);
-	/* (a log taken over meanwhile: the next store says so, and stops) */
-	(void) zs_changelog_claim_ownership(address, &taken_by);
+	zs_changelog_claim_ownership(address);
 	zs_spi_xact_commit();
 	owner_address = address ? MemoryContextStrdup(TopMemoryContext, address) : NULL;
 }
 
-/*
- * Take the change log and read where it stands; false (and the owner in
- * *taken_by) if another change streamer has taken it over.
- */
-static bool
-claim_change_log(char **taken_by)
+/* Take the change log (an ERROR if it has been taken over) and read where it stands. */
+static void
+claim_change_log(void)
 {
-	bool		claimed;
-
 	zs_spi_xact_begin(NULL);
 	owner_address = zs_owner_address();
 	if (owner_address)
 		owner_address = MemoryContextStrdup(TopMemoryContext, owner_address);
-	claimed = zs_changelog_claim_ownership(owner_address, taken_by);
-	if (claimed)
-	{
-		zs_changelog_read_head(stored_head);
-		/* where a round published to live subscribers starts */
-		zs_changelog_read_last_row();
-		load_schema_baseline();
-	}
-	else
-		*taken_by = MemoryContextStrdup(TopMemoryContext, *taken_by);
+	zs_changelog_claim_ownership(owner_address);
+	zs_changelog_read_head(stored_head);
+	/* where a round published to live subscribers starts */
+	zs_changelog_read_last_row();
+	load_schema_baseline();
 	zs_spi_xact_commit();
-	return claimed;
 }
 
 static List *
@@ -1114,30 +1107,57 @@ check_dropped_publication(MemoryContext context)
 	FreeErrorData(edata);
 }
 
+/* Has another change streamer taken the change log over? (*owner: its owner) */
+static bool
+change_log_taken_over(char **owner)
+{
+	bool		taken;
+
+	zs_spi_xact_begin(NULL);
+	taken = zs_changelog_taken_over(owner);
+	if (taken)
+		*owner = MemoryContextStrdup(TopMemoryContext, *owner);
+	zs_spi_xact_commit();
+	return taken;
+}
+
 /*
  * Another change streamer took the change log over (seed 000: the new owner
  * writes replicationState.owner in the transaction that stores its first
  * transaction past the head; this decoder's next store failed its ownership
  * check, and the worker started again). Writing on would interleave two
- * writers in one log, and taking it back would stop the other one: wait,
- * saying why, until zero_stream.resync() asks for a new lineage here (the
- * operator has stopped the other writer). The state row's owner keeps the
- * decision across restarts.
+ * writers in one log; taking it back, or starting a new lineage in it (as a
+ * missing or invalidated slot would), would stop the other one. So wait,
+ * saying why, without holding the slot (it can be dropped meanwhile), until
+ * zero_stream.resync() asks for a new lineage here (the operator has
+ * stopped the other writer). The state row's owner keeps the decision
+ * across restarts. A dropped extension ends the wait: the next worker waits
+ * for CREATE EXTENSION.
  */
 static void
-wait_while_taken_over(const char *taken_by, char *reset_reason)
+wait_while_taken_over(const char *slot_name, const char *taken_by, char *reset_reason)
 {
 	char	   *message = psprintf("change log %s has been taken over by %s; this decoder (%s) does not write it",
 								   zs_cdc_schema_name(), taken_by, zs_owner_identity());
+	char		replica_version[ZS_WATERMARK_MAXLEN];
 
 	ereport(WARNING,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 			 errmsg("%s", message),
 			 errdetail("Two writers would interleave in one log, and taking it back would stop the other one. "
-					   "Replication slot \"%s\" holds back WAL while zero_stream waits.",
-					   zs_effective_slot_name()),
+					   "Replication slot \"%s\", if it exists, holds back WAL while zero_stream waits.",
+					   slot_name),
 			 errhint("Stop the other change streamer, then SELECT zero_stream.resync() to start a new change log here; "
-					 "or DROP EXTENSION zero_stream and drop the slot.")));
+					 "or drop the slot and DROP EXTENSION zero_stream.")));
+	zs_spi_xact_begin(NULL);
+	if (!zs_changelog_read_replica_version(replica_version))
+		replica_version[0] = '\0';
+	zs_spi_xact_commit();
+	/* status() shows the slot (and the WAL it holds back) meanwhile */
+	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
+	strlcpy(zs_shared->slot_name, slot_name, sizeof(zs_shared->slot_name));
+	strlcpy(zs_shared->replica_version, replica_version, sizeof(zs_shared->replica_version));
+	LWLockRelease(zs_shared->lock);
 	zs_set_last_error(message);
 	zs_set_decoder_state(ZS_DECODER_TAKEN_OVER);
 	for (;;)
@@ -1153,17 +1173,15 @@ wait_while_taken_over(const char *taken_by, char *reset_reason)
 		}
 		if (take_resync_request(reset_reason))
 			return;
+		if (!extension_exists())
+		{
+			ereport(LOG,
+					(errmsg("extension \"zero_stream\" was dropped in database \"%s\"; the decoder stops waiting for the change log",
+							zs_database)));
+			zs_set_decoder_state(ZS_DECODER_WAITING_FOR_EXTENSION);
+			proc_exit(1);
+		}
 	}
-}
-
-/* A lineage we just started names us its owner: claim it. */
-static void
-claim_new_lineage(void)
-{
-	char	   *taken_by;
-
-	if (!claim_change_log(&taken_by))
-		elog(ERROR, "change log %s of a new lineage is owned by %s", zs_cdc_schema_name(), taken_by);
 }
 
 static void
@@ -1202,25 +1220,26 @@ run_decoder(MemoryContext worker_context)
 	stream_publications = publications;
 	/* the initial copy encodes rows through the relation cache */
 	zs_relcache_init(worker_context, zs_cdc_schema_name());
-	zs_acquire_slot(slot_name, publications, replica_version);
 
 	/*
-	 * A new lineage when one was asked for while we were not running (a
-	 * failure's, or resync()'s), or, for a log another change streamer has
-	 * taken over, once resync() asks for it.
+	 * A new lineage when one was asked for while we were not running: by
+	 * resync() (no reason), or after a failure (its reason). A log another
+	 * change streamer has taken over is neither written nor given a new
+	 * lineage (zs_acquire_slot would for a missing slot) until resync().
 	 */
 	resync = take_resync_request(reset_reason);
-	if (!resync && !claim_change_log(&taken_by))
+	if (!(resync && reset_reason[0] == '\0') && change_log_taken_over(&taken_by))
 	{
-		wait_while_taken_over(taken_by, reset_reason);
+		wait_while_taken_over(slot_name, taken_by, reset_reason);
 		resync = true;
 	}
+	zs_acquire_slot(slot_name, publications, replica_version);
 	if (resync)
 	{
 		report_forced_reset(reset_reason, replica_version);
 		zs_restart_lineage(slot_name, publications, replica_version);
-		claim_new_lineage();
 	}
+	claim_change_log();
 	zs_backfill_reset();
 	strlcpy(purge_gate, stored_head, sizeof(purge_gate));
 
@@ -1273,7 +1292,7 @@ run_decoder(MemoryContext worker_context)
 			FreeDecodingContext(ctx);
 			report_forced_reset(reset_reason, replica_version);
 			zs_restart_lineage(slot_name, publications, replica_version);
-			claim_new_lineage();
+			claim_change_log();
 			zs_backfill_reset();
 			strlcpy(purge_gate, stored_head, sizeof(purge_gate));
 			ctx = start_decoding(publications);

@@ -6,9 +6,13 @@
 #  - it says why, in the log and in status(), and stays stopped: it does not
 #    take the log back when its worker starts again, nor after a restart of
 #    the server (the owner in the state row keeps the decision);
+#  - it waits without holding its slot, and neither a missing slot nor a
+#    restart of the server makes it start a new lineage in the other
+#    writer's log; DROP EXTENSION ends the wait;
 #  - zero_stream.resync() (once the other writer is stopped) starts a new
 #    lineage, which this decoder owns, and a replica restored from it
-#    equals PostgreSQL.
+#    equals PostgreSQL;
+#  - a reload (which writes ownerAddress) notices a takeover as a store does.
 # First, what is not a takeover: the same decoder under another
 # zero_stream.task_id keeps its log.
 use strict;
@@ -74,12 +78,33 @@ is(sql(qq{SELECT count(*) FROM $CDC."changeLog" WHERE change->'new'->>'v' = 'aft
 	'nothing written after the takeover');
 my @warnings = (slurp_file($node->logfile, $log_offset) =~ /WARNING:  change log zero_0\/cdc has been taken over/g);
 is(scalar(@warnings), 1, 'said once');
+is(sql(q{SELECT slot_name || ' ' || replica_version FROM zero_stream.status()}), "zero_stream_zero_0 $rv",
+	'status() names the slot and the log\'s replicaVersion');
+is(sql(q{SELECT active FROM pg_replication_slots WHERE slot_name = 'zero_stream_zero_0'}), 'f',
+	'the waiting decoder does not hold its slot');
 
+# without its slot, and after a restart of the server, the decoder still
+# leaves the log alone (a missing slot would otherwise start a new lineage
+# in it, emptying the other writer's log)
+my $rows = sql(qq{SELECT count(*) FROM $CDC."changeLog"});
+sql(q{SELECT pg_drop_replication_slot('zero_stream_zero_0')});
 $node->restart;
 ok($node->poll_query_until('postgres',
 		q{SELECT state = 'stopped: change log taken over' FROM zero_stream.status()}),
-	'after a restart of the server, still stopped');
+	'after a restart of the server, without its slot, still stopped');
 is(owner(), 'zero-cache-task-b', 'the log is not taken back');
+is(sql(qq{SELECT count(*) FROM $CDC."changeLog"}), $rows, 'nor emptied');
+is(sql(q{SELECT replica_version FROM zero_stream.status()}), $rv, 'nor given a new lineage');
+
+# DROP EXTENSION ends the wait; after CREATE EXTENSION the decoder waits again
+$log_offset = -s $node->logfile;
+$pid = zs_decoder_pid($node);
+sql('DROP EXTENSION zero_stream');
+$node->wait_for_log(qr/extension "zero_stream" was dropped in database "postgres"; the decoder stops waiting/, $log_offset);
+sql('CREATE EXTENSION zero_stream');
+ok($node->poll_query_until('postgres',
+		qq{SELECT state = 'stopped: change log taken over' AND pid <> $pid FROM zero_stream.status()}),
+	'dropped and created again, the extension waits again (a new decoder)');
 
 # the other writer stopped, resync() starts a new lineage here
 sql('SELECT zero_stream.resync()');
@@ -90,6 +115,25 @@ like(owner(), qr{^renamed\@\d+/1/zero_stream_zero_0$}, 'which the decoder owns')
 sql(q{INSERT INTO t (v) VALUES ('after the resync')});
 replica_equals('after the resync');
 zs_check_log_integrity($node, 'after the resync');
+
+# a takeover noticed without a store: at a reload, which writes ownerAddress
+$rv = sql('SELECT replica_version FROM zero_stream.status()');
+sql(qq{UPDATE $CDC."replicationState" SET "owner" = 'zero-cache-task-c'});
+sql(q{ALTER SYSTEM SET zero_stream.advertise_address = 'cs.example.internal:4849'});
+sql('SELECT pg_reload_conf()');
+ok($node->poll_query_until('postgres',
+		q{SELECT state = 'stopped: change log taken over' AND last_error LIKE '%taken over by zero-cache-task-c%'
+		    FROM zero_stream.status()}),
+	'a reload notices a takeover');
+is(owner(), 'zero-cache-task-c', 'and does not take the log back');
+sql('SELECT zero_stream.resync()');
+ok($node->poll_query_until('postgres',
+		qq{SELECT state = 'streaming' AND replica_version <> '$rv' FROM zero_stream.status()}),
+	'resync() again');
+is(sql(qq{SELECT "ownerAddress" FROM $CDC."replicationState"}), 'cs.example.internal:4849',
+	'the new lineage advertises the reloaded address');
+sql(q{INSERT INTO t (v) VALUES ('after the second resync')});
+replica_equals('after the second resync');
 
 $cli->kill_kill;
 $node->stop;
