@@ -466,7 +466,7 @@ zs_owner_is_this_decoder(const char *owner)
 		return false;
 	while (isdigit((unsigned char) *p))
 		p++;
-	return *p == '/' && strcmp(p + 1, zs_effective_slot_name()) == 0;
+	return *p == '/' && p[1] != '\0';
 }
 
 char *

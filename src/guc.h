@@ -70,8 +70,10 @@ extern char *zs_effective_slot_name(void);
 extern char *zs_owner_identity(void);
 
 /*
- * Was owner written by this decoder, whatever zero_stream.task_id and the
- * timeline were then (this system identifier and slot)?
+ * Was owner written by this cluster's decoder, whatever zero_stream.task_id,
+ * the timeline and the slot were then (this system identifier)? Only one
+ * decoder writes a database's log: another cluster with this system
+ * identifier (a copy) writes its own database's.
  */
 extern bool zs_owner_is_this_decoder(const char *owner);
 extern char *zs_origin_name(void);

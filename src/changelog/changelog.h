@@ -25,9 +25,9 @@ extern void zs_changelog_initialize(const char *replica_version, List *publicati
 /*
  * Take ownership: replicationState.owner = zs_owner_identity(), and
  * ownerAddress = where view-syncers in discover mode reach our server
- * (NULL if it does not run). Only from no owner or from this decoder (under
- * an earlier task id or timeline): a log another change streamer has taken
- * over is an ERROR (zs_changelog_report_taken_over).
+ * (NULL if it does not run). Only from no owner or from this cluster's
+ * decoder (zs_owner_is_this_decoder): a log another change streamer has
+ * taken over is an ERROR (zs_changelog_report_taken_over).
  */
 extern void zs_changelog_claim_ownership(const char *address);
 

@@ -13,8 +13,8 @@
 #    lineage, which this decoder owns, and a replica restored from it
 #    equals PostgreSQL;
 #  - a reload (which writes ownerAddress) notices a takeover as a store does.
-# First, what is not a takeover: the same decoder under another
-# zero_stream.task_id keeps its log.
+# What is not a takeover: the same decoder under another zero_stream.task_id
+# keeps its log, and under another slot_name starts a new lineage in it.
 use strict;
 use warnings;
 
@@ -134,6 +134,18 @@ is(sql(qq{SELECT "ownerAddress" FROM $CDC."replicationState"}), 'cs.example.inte
 	'the new lineage advertises the reloaded address');
 sql(q{INSERT INTO t (v) VALUES ('after the second resync')});
 replica_equals('after the second resync');
+
+# another slot: the log's owner is still this cluster's decoder, and the
+# new slot starts a new lineage
+$rv = sql('SELECT replica_version FROM zero_stream.status()');
+$node->append_conf('postgresql.conf', "zero_stream.slot_name = 'another_slot'\n");
+$node->restart;
+ok($node->poll_query_until('postgres',
+		qq{SELECT state = 'streaming' AND replica_version <> '$rv' FROM zero_stream.status()}),
+	'under another slot_name, a new lineage');
+like(owner(), qr{^renamed\@\d+/1/another_slot$}, 'in the same log, which the decoder owns');
+sql(q{INSERT INTO t (v) VALUES ('on another slot')});
+replica_equals('on another slot');
 
 $cli->kill_kill;
 $node->stop;
