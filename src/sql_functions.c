@@ -496,6 +496,10 @@ zs_resync(PG_FUNCTION_ARGS)
 	int			pid;
 
 	check_loaded();
+	/* asked for by an operator: no failure's reason goes with it */
+	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
+	zs_shared->reset_reason[0] = '\0';
+	LWLockRelease(zs_shared->lock);
 	pid = ask_decoder(&zs_shared->resync_requested, NULL);
 	ereport(NOTICE,
 			(errcode(ERRCODE_SUCCESSFUL_COMPLETION),

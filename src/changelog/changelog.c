@@ -217,13 +217,17 @@ zs_changelog_read_replica_version(char *replica_version)
 }
 
 void
-zs_changelog_initialize(const char *replica_version, List *publications)
+zs_changelog_initialize(const char *replica_version, List *publications, bool take_over)
 {
 	char	   *s = quoted_schema();
 	Oid			types[3] = {TEXTOID, TEXTARRAYOID, TEXTOID};
 	Datum		values[3];
+	char	   *owner;
 
 	lock_schema_migration();
+	/* taken over while our slot and copy were made: not ours to empty */
+	if (!take_over && zs_changelog_taken_over(&owner))
+		zs_changelog_report_taken_over(owner);
 	/* the storer's lock order (docs/zero-protocol.md §6.3) */
 	exec_sql(psprintf("TRUNCATE %s.\"replicationState\", %s.\"changeLog\", "
 					  "%s.\"replicationConfig\", %s.\"tableMetadata\", %s.\"backfilling\", "
@@ -281,7 +285,7 @@ zs_changelog_taken_over(char **owner)
 {
 	*owner = NULL;
 	/* a log not initialized yet has no state row, and no owner */
-	exec_sql(psprintf("SELECT \"owner\" FROM %s.\"replicationState\"", quoted_schema()),
+	exec_sql(psprintf("SELECT \"owner\" FROM %s.\"replicationState\" FOR UPDATE", quoted_schema()),
 			 SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		return false;

@@ -19,8 +19,13 @@ extern void zs_changelog_ensure_schema(void);
 /* replicationConfig.replicaVersion, or false if the log was never initialized. */
 extern bool zs_changelog_read_replica_version(char *replica_version);
 
-/* Start a new lineage: empty the log, write config, state and seed transaction. */
-extern void zs_changelog_initialize(const char *replica_version, List *publications);
+/*
+ * Start a new lineage: empty the log, write config, state and seed
+ * transaction. A log another change streamer has taken over is an ERROR,
+ * unless take_over (an explicit resync).
+ */
+extern void zs_changelog_initialize(const char *replica_version, List *publications,
+									bool take_over);
 
 /*
  * Take ownership: replicationState.owner = zs_owner_identity(), and
@@ -31,7 +36,10 @@ extern void zs_changelog_initialize(const char *replica_version, List *publicati
  */
 extern void zs_changelog_claim_ownership(const char *address);
 
-/* Has another change streamer taken the log over? *owner: the owner, or NULL. */
+/*
+ * Has another change streamer taken the log over? *owner: the owner, or
+ * NULL; the state row stays locked until the transaction ends.
+ */
 extern bool zs_changelog_taken_over(char **owner);
 
 /* ERROR: owner (NULL: nobody) has taken the log over; this decoder stops writing it. */

@@ -1171,7 +1171,8 @@ wait_while_taken_over(const char *slot_name, const char *taken_by, char *reset_r
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
 		}
-		if (take_resync_request(reset_reason))
+		/* resync() only: an automatic reset does not override the other writer */
+		if (take_resync_request(reset_reason) && reset_reason[0] == '\0')
 			return;
 		if (!extension_exists())
 		{
@@ -1233,12 +1234,17 @@ run_decoder(MemoryContext worker_context)
 		wait_while_taken_over(slot_name, taken_by, reset_reason);
 		resync = true;
 	}
-	zs_acquire_slot(slot_name, publications, replica_version);
 	if (resync)
 	{
+		zs_spi_xact_begin(NULL);
+		if (!zs_changelog_read_replica_version(replica_version))
+			strlcpy(replica_version, "(none)", sizeof(replica_version));
+		zs_spi_xact_commit();
 		report_forced_reset(reset_reason, replica_version);
-		zs_restart_lineage(slot_name, publications, replica_version);
+		zs_replace_lineage(slot_name, publications, replica_version, reset_reason[0] == '\0');
 	}
+	else
+		zs_acquire_slot(slot_name, publications, replica_version);
 	claim_change_log();
 	zs_backfill_reset();
 	strlcpy(purge_gate, stored_head, sizeof(purge_gate));
@@ -1291,7 +1297,7 @@ run_decoder(MemoryContext worker_context)
 			pending_confirm = unflushed_store = InvalidXLogRecPtr;
 			FreeDecodingContext(ctx);
 			report_forced_reset(reset_reason, replica_version);
-			zs_restart_lineage(slot_name, publications, replica_version);
+			zs_restart_lineage(slot_name, publications, replica_version, reset_reason[0] == '\0');
 			claim_change_log();
 			zs_backfill_reset();
 			strlcpy(purge_gate, stored_head, sizeof(purge_gate));

@@ -191,9 +191,14 @@ copy_at_slot_snapshot(LogicalDecodingContext *ctx, const char *replica_version,
 	return schema;
 }
 
-/* Create the slot, copy the tables, and start a new lineage at its consistent point. */
+/*
+ * Create the slot, copy the tables, and start a new lineage at its
+ * consistent point. Only take_over (an explicit resync) empties a log that
+ * another change streamer has taken over.
+ */
 static void
-create_slot_and_lineage(const char *slot_name, List *publications, char *replica_version)
+create_slot_and_lineage(const char *slot_name, List *publications, char *replica_version,
+						bool take_over)
 {
 	LogicalDecodingContext *ctx;
 	XLogRecPtr	consistent;
@@ -219,7 +224,7 @@ create_slot_and_lineage(const char *slot_name, List *publications, char *replica
 	FreeDecodingContext(ctx);
 
 	zs_spi_xact_begin(NULL);
-	zs_changelog_initialize(replica_version, publications);
+	zs_changelog_initialize(replica_version, publications, take_over);
 	zs_changelog_write_published_schema(schema);
 	pfree(schema);
 	/* our progress starts at the consistent point */
@@ -242,36 +247,67 @@ create_slot_and_lineage(const char *slot_name, List *publications, char *replica
 }
 
 void
-zs_restart_lineage(const char *slot_name, List *publications, char *replica_version)
+zs_restart_lineage(const char *slot_name, List *publications, char *replica_version,
+				   bool take_over)
 {
 	ereport(LOG,
 			(errmsg("resync requested: dropping replication slot \"%s\" and starting a new lineage",
 					slot_name)));
 	ReplicationSlotRelease();
 	ReplicationSlotDrop(slot_name, true);
-	create_slot_and_lineage(slot_name, publications, replica_version);
+	create_slot_and_lineage(slot_name, publications, replica_version, take_over);
+}
+
+static bool
+slot_exists(const char *slot_name)
+{
+	bool		exists;
+
+	LWLockAcquire(ReplicationSlotControlLock, LW_SHARED);
+	exists = SearchNamedReplicationSlot(slot_name, false) != NULL;
+	LWLockRelease(ReplicationSlotControlLock);
+	return exists;
+}
+
+/* Acquire an existing slot, if it is ours and free. */
+static void
+acquire_existing_slot(const char *slot_name)
+{
+	check_slot_not_in_use(slot_name);
+	ReplicationSlotAcquire(slot_name, true);
+	check_slot_is_ours(slot_name);
+}
+
+void
+zs_replace_lineage(const char *slot_name, List *publications, char *replica_version,
+				   bool take_over)
+{
+	if (slot_exists(slot_name))
+	{
+		acquire_existing_slot(slot_name);
+		zs_restart_lineage(slot_name, publications, replica_version, take_over);
+		return;
+	}
+	ereport(LOG,
+			(errmsg("resync requested: starting a new lineage on a new replication slot \"%s\"",
+					slot_name)));
+	create_slot_and_lineage(slot_name, publications, replica_version, take_over);
 }
 
 void
 zs_acquire_slot(const char *slot_name, List *publications, char *replica_version)
 {
 	bool		have_lineage = read_lineage(replica_version);
-	bool		slot_exists;
+	bool		exists = slot_exists(slot_name);
 
-	LWLockAcquire(ReplicationSlotControlLock, LW_SHARED);
-	slot_exists = SearchNamedReplicationSlot(slot_name, false) != NULL;
-	LWLockRelease(ReplicationSlotControlLock);
-
-	if (slot_exists)
+	if (exists)
 	{
-		check_slot_not_in_use(slot_name);
-		ReplicationSlotAcquire(slot_name, true);
-		check_slot_is_ours(slot_name);
+		acquire_existing_slot(slot_name);
 		if (have_lineage && slot_was_invalidated(slot_name, replica_version))
 		{
 			ReplicationSlotRelease();
 			ReplicationSlotDrop(slot_name, true);
-			create_slot_and_lineage(slot_name, publications, replica_version);
+			create_slot_and_lineage(slot_name, publications, replica_version, false);
 			return;
 		}
 		if (have_lineage)
@@ -290,11 +326,11 @@ zs_acquire_slot(const char *slot_name, List *publications, char *replica_version
 						slot_name, replica_version),
 				 errdetail("Changes made while the slot did not exist cannot be recovered."),
 				 errhint("A new replicaVersion is started; subscribers of the old one will be told to resync.")));
-	if (!slot_exists && have_lineage)
+	if (!exists && have_lineage)
 		zs_set_last_reset(psprintf("replication slot \"%s\" was missing: change log of replicaVersion %s could not continue; a new lineage was started",
 								   slot_name, replica_version));
 
-	create_slot_and_lineage(slot_name, publications, replica_version);
+	create_slot_and_lineage(slot_name, publications, replica_version, false);
 }
 
 char *

@@ -19,11 +19,21 @@ extern void zs_acquire_slot(const char *slot_name, List *publications,
 							char *replica_version);
 
 /*
- * zero_stream.resync(): drop the acquired slot and start again with a new
- * slot, initial copy and lineage. The new slot is left acquired.
+ * zero_stream.resync() (take_over: the log is emptied even if another
+ * change streamer has taken it over), or a failure's reset: drop the
+ * acquired slot and start again with a new slot, initial copy and lineage.
+ * The new slot is left acquired.
  */
 extern void zs_restart_lineage(const char *slot_name, List *publications,
-							   char *replica_version);
+							   char *replica_version, bool take_over);
+
+/*
+ * The same before any slot is acquired (asked for while the decoder was
+ * not running, or waited): drop the slot if it exists, then create one
+ * slot and lineage.
+ */
+extern void zs_replace_lineage(const char *slot_name, List *publications,
+							   char *replica_version, bool take_over);
 
 /*
  * An ephemeral logical slot with a full snapshot, at its consistent point

@@ -27,7 +27,7 @@ use Test::More;
 use ZeroStreamTest;
 
 my $CLI = "$FindBin::RealBin/../../zero-stream-replica";
-my $node = zs_new_node('takeover', before_extension => q{
+my $node = zs_new_node('takeover', extra_conf => "max_prepared_transactions = 2\n", before_extension => q{
 CREATE TABLE t (id bigserial PRIMARY KEY, v text);
 INSERT INTO t (v) SELECT 'row ' || g FROM generate_series(1, 200) g;
 });
@@ -136,14 +136,40 @@ sql(q{INSERT INTO t (v) VALUES ('after the second resync')});
 replica_equals('after the second resync');
 
 # another slot: the log's owner is still this cluster's decoder, and the
-# new slot starts a new lineage
+# new slot starts a new lineage. Taken over while that lineage is being
+# made, the log is not emptied either: the decoder gives up the new lineage
+# and waits. (A prepared transaction holds the new slot back at its
+# creation, which waits for every running transaction to end.)
+sql(q{CREATE SCHEMA unpublished; CREATE TABLE unpublished.x (i int)});
+zs_wait_catchup($node);
 $rv = sql('SELECT replica_version FROM zero_stream.status()');
+$rows = sql(qq{SELECT count(*) FROM $CDC."changeLog"});
+$log_offset = -s $node->logfile;
+sql(q{BEGIN; INSERT INTO unpublished.x VALUES (1); PREPARE TRANSACTION 'hold'});
 $node->append_conf('postgresql.conf', "zero_stream.slot_name = 'another_slot'\n");
 $node->restart;
+ok($node->poll_query_until('postgres', q{SELECT state = 'creating replication slot' FROM zero_stream.status()}),
+	'under another slot_name, a new lineage: its slot waits for the prepared transaction');
+sql(qq{UPDATE $CDC."replicationState" SET "owner" = 'zero-cache-task-d'});
+sql(q{ROLLBACK PREPARED 'hold'});
+ok($node->poll_query_until('postgres',
+		q{SELECT state = 'stopped: change log taken over' AND last_error LIKE '%taken over by zero-cache-task-d%'
+		    FROM zero_stream.status()}),
+	'taken over meanwhile: the decoder waits');
+ok($node->log_contains('ERROR:  changeLog ownership has been assumed by zero-cache-task-d', $log_offset),
+	'the new lineage was given up before it emptied the log');
+is(sql(qq{SELECT count(*) || ' ' || min("owner") FROM $CDC."changeLog", $CDC."replicationState"}),
+	"$rows zero-cache-task-d", 'the log and its owner are as the other writer left them');
+$log_offset = -s $node->logfile;
+sql('SELECT zero_stream.resync()');
 ok($node->poll_query_until('postgres',
 		qq{SELECT state = 'streaming' AND replica_version <> '$rv' FROM zero_stream.status()}),
-	'under another slot_name, a new lineage');
-like(owner(), qr{^renamed\@\d+/1/another_slot$}, 'in the same log, which the decoder owns');
+	'resync(): a new lineage on the new slot');
+like(owner(), qr{^renamed\@\d+/1/another_slot$}, 'owned by the decoder');
+my $log = slurp_file($node->logfile, $log_offset);
+my @created = ($log =~ /zero_stream created replication slot/g);
+is(scalar(@created), 1, 'one new slot and lineage, not two');
+unlike($log, qr/is missing/, 'and no missing slot reported for it');
 sql(q{INSERT INTO t (v) VALUES ('on another slot')});
 replica_equals('on another slot');
 
