@@ -453,8 +453,6 @@ zs_owner_is_this_decoder(const char *owner)
 	const char *p;
 	int			len;
 
-	if (strcmp(owner, zs_owner_identity()) == 0)
-		return true;
 	/* "@<system identifier>/<timeline>/<slot>": a task id may hold an '@' */
 	if (at == NULL)
 		return false;

@@ -312,17 +312,18 @@ zs_changelog_claim_ownership(const char *address)
 	char		nulls[2] = {' ', address ? ' ' : 'n'};
 	char	   *owner;
 
-	/* locked until the caller's commit: no takeover can interleave */
-	exec_sql(psprintf("SELECT \"owner\" FROM %s.\"replicationState\" FOR UPDATE", quoted_schema()),
-			 SPI_OK_SELECT);
-	owner = state_row_value();
-	if (owner != NULL && !zs_owner_is_this_decoder(owner))
+	/* the row stays locked until the caller's commit: no takeover can interleave */
+	if (zs_changelog_taken_over(&owner))
 		zs_changelog_report_taken_over(owner);
 	values[0] = CStringGetTextDatum(zs_owner_identity());
 	values[1] = address ? CStringGetTextDatum(address) : (Datum) 0;
 	exec_sql_args(psprintf("UPDATE %s.\"replicationState\" SET \"owner\" = $1, \"ownerAddress\" = $2",
 						   quoted_schema()),
 				  2, types, values, nulls, SPI_OK_UPDATE);
+	if (SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("change log %s has no replicationState row", zs_cdc_schema_name())));
 }
 
 void
