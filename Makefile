@@ -6,6 +6,7 @@ OBJS = \
 	src/shmem.o \
 	src/sql_functions.o \
 	src/spi_xact.o \
+	src/slot_health.o \
 	src/codec/watermark.o \
 	src/codec/json_out.o \
 	src/codec/json_read.o \
@@ -26,6 +27,7 @@ OBJS = \
 	src/decoder/backfill_worker.o \
 	src/decoder/shard_setup.o \
 	src/decoder/purge.o \
+	src/decoder/subscriber_positions.o \
 	src/decoder/lag_report.o \
 	src/changelog/changelog.o \
 	src/changelog/changelog_read.o \

@@ -113,7 +113,7 @@ for round in $(seq 1 "$ROUNDS"); do
 	while :; do
 		r=$(rss "$SERVER"); [ "$r" -gt "$rss_max" ] && rss_max=$r
 		done_count=$(sql -c "SELECT count(*) FROM zero_stream.subscribers()
-			WHERE id LIKE 'c$round-%' AND (state = 'live' OR watermark_acked COLLATE \"C\" >= '$prev')")
+			WHERE id LIKE 'c$round-%' AND state NOT IN ('departed', 'restored') AND (state = 'live' OR watermark_acked COLLATE \"C\" >= '$prev')")
 		[ "$done_count" -eq "$NSUB" ] && break
 		[ "$(date +%s)" -lt "$deadline" ] || { echo "round $round: the subscribers did not catch up in 900 s" >&2; exit 1; }
 		prev=$(sql -c "SELECT last_watermark FROM zero_stream.status()")
@@ -132,7 +132,7 @@ for round in $(seq 1 "$ROUNDS"); do
 		grep -v 'status=ok' "$DIR/c$round.out" | head -5 >&2
 		exit 1
 	fi
-	until [ "$(sql -c "SELECT count(*) FROM zero_stream.subscribers() WHERE id LIKE 'c$round-%'")" = 0 ]; do sleep 0.2; done
+	until [ "$(sql -c "SELECT count(*) FROM zero_stream.subscribers() WHERE id LIKE 'c$round-%' AND state NOT IN ('departed', 'restored')")" = 0 ]; do sleep 0.2; done
 	sleep 2
 	rss_after=$(rss "$SERVER")
 	client=$(awk '/^all / {for (i = 2; i <= NF; i++) if ($i ~ /^(ok|cpu)=/) printf "%s ", $i}' "$DIR/c$round.out")

@@ -86,7 +86,7 @@ run_subscribers() {
 		grep -v 'status=ok' "$DIR/$tag.out" | head -5 >&2
 		exit 1
 	fi
-	until [ "$(sql -c "SELECT count(*) FROM zero_stream.subscribers()")" = 0 ]; do sleep 0.1; done
+	until [ "$(sql -c "SELECT count(*) FROM zero_stream.subscribers() WHERE state NOT IN ('departed', 'restored')")" = 0 ]; do sleep 0.1; done
 }
 for r in $(seq 1 "$REPEATS"); do
 	run_subscribers 1 "one$r"

@@ -39,7 +39,9 @@ CREATE FUNCTION status(
     OUT purged_bytes bigint,
     OUT last_purge_time timestamptz,
     OUT last_reset text,
-    OUT last_reset_time timestamptz)
+    OUT last_reset_time timestamptz,
+    OUT retained_subscribers integer,
+    OUT slot_warning text)
 RETURNS record
 AS 'MODULE_PATHNAME', 'zs_status'
 LANGUAGE C STRICT VOLATILE;
@@ -89,13 +91,15 @@ CREATE FUNCTION subscribers(
     OUT messages_sent bigint,
     OUT messages_acked bigint,
     OUT backlog_bytes bigint,
-    OUT connected_since timestamptz)
+    OUT connected_since timestamptz,
+    OUT disconnected_at timestamptz,
+    OUT retained_until timestamptz)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'zs_subscribers'
 LANGUAGE C STRICT VOLATILE;
 
 COMMENT ON FUNCTION subscribers() IS
-  'Connections of the zero_stream subscriber server: position sent and acknowledged, backlog, state';
+  'Connections of the zero_stream subscriber server (position sent and acknowledged, backlog, state), then the positions retained for subscribers that left (state departed, or restored after a restart) until retained_until';
 
 REVOKE ALL ON FUNCTION subscribers() FROM PUBLIC;
 
@@ -293,6 +297,27 @@ SELECT json_build_object(
   'indexes', COALESCE((SELECT json_agg("index") FROM indexes), '[]'::json)
 )
 $$;
+
+-- The positions that hold the purge floor, so that a restart or a crash does
+-- not make the purge forget them: every connected subscriber's acked
+-- watermark (mode serving or backup), every snapshot reservation's (mode
+-- snapshot), and every subscriber that left less than
+-- zero_stream.subscriber_retention ago. The decoder replaces the rows when
+-- they change, at most once a second, and reads them back after a restart;
+-- see zero_stream.subscribers() for what they hold now.
+CREATE TABLE subscriber_positions (
+    id text NOT NULL,
+    mode text NOT NULL CHECK (mode IN ('serving', 'backup', 'snapshot')),
+    replica_version text NOT NULL,
+    watermark text NOT NULL,
+    connected boolean NOT NULL,
+    last_seen timestamptz NOT NULL,
+    PRIMARY KEY (id, mode)
+);
+COMMENT ON TABLE subscriber_positions IS
+  'Written by the zero_stream decoder: the purge floor''s subscriber positions, read back after a restart';
+COMMENT ON COLUMN subscriber_positions.last_seen IS
+  'When it disconnected; for a connected subscriber, when it was saved (a restart counts as its departure)';
 
 -- The published schema as of the last captured change, so that DDL which
 -- changes nothing published emits nothing.

@@ -13,10 +13,13 @@
 #include "storage/ipc.h"
 #include "storage/shmem.h"
 #include "tcop/tcopprot.h"
+#include "utils/datetime.h"
 #include "utils/timestamp.h"
 
 #include "guc.h"
 #include "shmem.h"
+
+static void record_departed(const char *id, ZsSubscriberMode mode, const char *watermark);
 
 static Size
 shared_state_size(void)
@@ -150,10 +153,20 @@ worker_detach(int code, Datum arg)
 	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
 	zs_shared->workers[kind].pid = 0;
 	zs_shared->workers[kind].latch = NULL;
-	/* the server's connections are gone with it */
+	/*
+	 * The server's connections are gone with it. Their subscribers and
+	 * reservations did not leave on their own: their positions are kept for
+	 * subscriber_retention, as after a restart.
+	 */
 	if (kind == ZS_WORKER_SERVER)
 		for (int i = 0; i < zs_shared->max_subscribers; i++)
-			zs_shared->subscribers[i].in_use = false;
+		{
+			ZsSubscriberSlot *s = &zs_shared->subscribers[i];
+
+			if (s->in_use && s->mode != ZS_SUB_MODE_NONE && s->state != ZS_SUB_FAILED)
+				record_departed(s->id, s->mode, s->watermark_acked);
+			s->in_use = false;
+		}
 	LWLockRelease(zs_shared->lock);
 }
 
@@ -250,31 +263,79 @@ zs_publish_stored(const char *head, uint64 ntxns, uint64 nchanges,
 		SetLatch(replicator_latch);
 }
 
-void
-zs_record_departed_subscriber(const char *id, const char *watermark)
+/* with the lock held: the entry of (id, mode), else a free one, else the oldest */
+static ZsDepartedSubscriber *
+departed_entry(const char *id, ZsSubscriberMode mode)
 {
 	ZsDepartedSubscriber *slot = NULL;
 
-	if (watermark == NULL || watermark[0] == '\0')
-		return;
-	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
-	/* its earlier entry, else a free one, else the oldest */
 	for (int i = 0; i < ZS_MAX_DEPARTED; i++)
 	{
 		ZsDepartedSubscriber *d = &zs_shared->departed[i];
 
-		if (d->departed_at != 0 && strcmp(d->id, id) == 0)
-		{
-			slot = d;
-			break;
-		}
+		if (d->departed_at != 0 && d->mode == mode && strcmp(d->id, id) == 0)
+			return d;
 		if (slot == NULL || (slot->departed_at != 0 && d->departed_at < slot->departed_at))
 			slot = d;
 	}
+	return slot;
+}
+
+/* with the lock held */
+static void
+record_departed(const char *id, ZsSubscriberMode mode, const char *watermark)
+{
+	ZsDepartedSubscriber *slot;
+
+	if (watermark == NULL || watermark[0] == '\0' || id == NULL || id[0] == '\0')
+		return;
+	slot = departed_entry(id, mode);
 	strlcpy(slot->id, id, sizeof(slot->id));
+	slot->mode = mode;
+	slot->restored = false;
+	strlcpy(slot->replica_version, zs_shared->replica_version, sizeof(slot->replica_version));
 	strlcpy(slot->watermark, watermark, sizeof(slot->watermark));
 	slot->departed_at = GetCurrentTimestamp();
+}
+
+void
+zs_record_departed_subscriber(const char *id, ZsSubscriberMode mode, const char *watermark)
+{
+	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
+	record_departed(id, mode, watermark);
 	LWLockRelease(zs_shared->lock);
+}
+
+void
+zs_restore_departed_subscriber(const ZsDepartedSubscriber *entry)
+{
+	ZsDepartedSubscriber *slot;
+
+	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
+	slot = departed_entry(entry->id, entry->mode);
+	/* a departure recorded since the restart is newer */
+	if (slot->departed_at == 0 || slot->mode != entry->mode || strcmp(slot->id, entry->id) != 0)
+		*slot = *entry;
+	LWLockRelease(zs_shared->lock);
+}
+
+bool
+zs_departed_is_retained(const ZsDepartedSubscriber *d, const char *replica_version,
+						TimestampTz now, int retention_ms)
+{
+	if (d->departed_at == 0 || TimestampDifferenceExceeds(d->departed_at, now, retention_ms))
+		return false;
+	/* a position in another lineage's log vouches for nothing in this one */
+	return replica_version[0] == '\0' || d->replica_version[0] == '\0' ||
+		strcmp(d->replica_version, replica_version) == 0;
+}
+
+/* a timestamp as text, in buf (timestamptz_to_str's is static) */
+static const char *
+timestamp_text(TimestampTz t, char *buf)
+{
+	strlcpy(buf, timestamptz_to_str(t), MAXDATELEN + 1);
+	return buf;
 }
 
 static void
@@ -293,6 +354,8 @@ bool
 zs_purge_floor(const char *gate, int retention_ms, char *floor, char *holder, int holder_len)
 {
 	TimestampTz now = GetCurrentTimestamp();
+	char		since[MAXDATELEN + 1];
+	char		until[MAXDATELEN + 1];
 	bool		backup_wanted = zs_replica_file != NULL && zs_replica_file[0] != '\0';
 
 	floor[0] = '\0';
@@ -337,12 +400,15 @@ zs_purge_floor(const char *gate, int retention_ms, char *floor, char *holder, in
 	for (int i = 0; i < ZS_MAX_DEPARTED; i++)
 	{
 		ZsDepartedSubscriber *d = &zs_shared->departed[i];
-		char		who[ZS_NAME_LEN + 64];
+		char		who[ZS_NAME_LEN + 160];
 
-		if (d->departed_at == 0 ||
-			TimestampDifferenceExceeds(d->departed_at, now, retention_ms))
+		if (!zs_departed_is_retained(d, zs_shared->replica_version, now, retention_ms))
 			continue;
-		snprintf(who, sizeof(who), "subscriber %s, disconnected less than subscriber_retention ago", d->id);
+		snprintf(who, sizeof(who), "%s %s, disconnected at %s%s, retained until %s",
+				 d->mode == ZS_SUB_MODE_SNAPSHOT ? "reservation" : "subscriber", d->id,
+				 timestamp_text(d->departed_at, since),
+				 d->restored ? " (before the restart)" : "",
+				 timestamp_text(TimestampTzPlusMilliseconds(d->departed_at, retention_ms), until));
 		lower_floor(floor, holder, holder_len, d->watermark, who);
 	}
 	LWLockRelease(zs_shared->lock);

@@ -57,13 +57,19 @@ typedef struct ZsSubscriberSlot
 /*
  * A subscriber that disconnected: the change log keeps what it needs for
  * zero_stream.subscriber_retention after it left, so that it can come back
- * without restoring (the purge floor counts it until then).
+ * without restoring (the purge floor counts it until then). The decoder
+ * keeps these and the connected subscribers' positions in the table
+ * zero_stream.subscriber_positions (decoder/subscriber_positions.c) and
+ * reads them back after a restart or a crash: restored entries.
  */
 #define ZS_MAX_DEPARTED 64
 
 typedef struct ZsDepartedSubscriber
 {
-	char		id[ZS_NAME_LEN];
+	char		id[ZS_NAME_LEN];	/* subscriber id, or a reservation's task */
+	ZsSubscriberMode mode;		/* serving, backup, or snapshot: a reservation */
+	bool		restored;		/* read back after a restart */
+	char		replica_version[ZS_WATERMARK_MAXLEN];	/* its lineage */
 	char		watermark[ZS_WATERMARK_MAXLEN];
 	TimestampTz departed_at;	/* 0: unused */
 } ZsDepartedSubscriber;
@@ -161,6 +167,7 @@ typedef struct ZsSharedState
 	char		purge_floor[ZS_WATERMARK_MAXLEN];	/* "" while nothing may be purged */
 	char		purge_holder[ZS_ERROR_LEN / 4];	/* what holds the floor, or why no purge */
 	ZsDepartedSubscriber departed[ZS_MAX_DEPARTED];
+	bool		positions_restored; /* the decoder read back the saved positions */
 
 	/* values stored as text because they could not be encoded */
 	uint64		value_errors;
@@ -256,8 +263,19 @@ extern void zs_record_value_error(const char *message);
 extern void zs_publish_stored(const char *head, uint64 ntxns, uint64 nchanges,
 							  TimestampTz upstream_commit_time);
 
-/* A serving or backup subscriber left, having acked watermark. */
-extern void zs_record_departed_subscriber(const char *id, const char *watermark);
+/*
+ * A subscriber (serving or backup mode) left, having acked watermark; or a
+ * snapshot reservation's connection ended by the server (its restart or
+ * failure). Of the lineage the decoder last published, unless
+ * replica_version is given; restored entries keep departed_at.
+ */
+extern void zs_record_departed_subscriber(const char *id, ZsSubscriberMode mode,
+										  const char *watermark);
+extern void zs_restore_departed_subscriber(const ZsDepartedSubscriber *entry);
+
+/* Is a departed entry still retained: of this lineage, left less than retention_ms ago? */
+extern bool zs_departed_is_retained(const ZsDepartedSubscriber *d, const char *replica_version,
+									TimestampTz now, int retention_ms);
 
 /*
  * The purge floor: the lowest watermark anything may still need, among the

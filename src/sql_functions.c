@@ -33,12 +33,13 @@
 
 #include "guc.h"
 #include "shmem.h"
+#include "slot_health.h"
 
 PG_FUNCTION_INFO_V1(zs_status);
 PG_FUNCTION_INFO_V1(zs_subscribers);
 PG_FUNCTION_INFO_V1(zs_workers);
 
-#define STATUS_COLUMNS 34
+#define STATUS_COLUMNS 36
 
 static Datum
 text_or_null(const char *s, bool *isnull)
@@ -202,6 +203,20 @@ change_log_size(Datum *rows, bool *rows_null, Datum *bytes, bool *bytes_null)
 	*bytes = DirectFunctionCall1(pg_total_relation_size, ObjectIdGetDatum(relid));
 }
 
+/* positions the purge floor counts for subscribers that left (subscribers()) */
+static int
+retained_positions(const ZsSharedState *snap)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	int			n = 0;
+
+	for (int i = 0; i < ZS_MAX_DEPARTED; i++)
+		if (zs_departed_is_retained(&snap->departed[i], snap->replica_version, now,
+									zs_subscriber_retention_ms))
+			n++;
+	return n;
+}
+
 Datum
 zs_status(PG_FUNCTION_ARGS)
 {
@@ -213,6 +228,7 @@ zs_status(PG_FUNCTION_ARGS)
 	XLogRecPtr	restart_lsn = InvalidXLogRecPtr;
 	XLogRecPtr	confirmed_lsn = InvalidXLogRecPtr;
 	XLogRecPtr	flush = GetFlushRecPtr(NULL);
+	char		slot_warning[ZS_ERROR_LEN];
 	int			i = 0;
 
 	check_loaded();
@@ -308,18 +324,29 @@ zs_status(PG_FUNCTION_ARGS)
 	i++;
 	values[i] = time_or_null(snap.last_reset_time, &nulls[i]);
 	i++;
+	values[i++] = Int32GetDatum(retained_positions(&snap));
+	if (zs_slot_at_risk(restart_lsn, confirmed_lsn, slot_warning, sizeof(slot_warning)))
+		values[i++] = CStringGetTextDatum(slot_warning);
+	else
+		nulls[i++] = true;
 	Assert(i == STATUS_COLUMNS);
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
 }
 
-#define SUBSCRIBER_COLUMNS 11
+#define SUBSCRIBER_COLUMNS 13
 
-/* zero_stream.subscribers(): one row per connection of the subscriber server */
+/*
+ * zero_stream.subscribers(): one row per connection of the subscriber
+ * server, then one per position retained for a subscriber that left (state
+ * departed), or that was read back after a restart (state restored): what
+ * the purge floor counts until retained_until.
+ */
 Datum
 zs_subscribers(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	TimestampTz now = GetCurrentTimestamp();
 
 	check_loaded();
 	InitMaterializedSRF(fcinfo, 0);
@@ -354,6 +381,37 @@ zs_subscribers(PG_FUNCTION_ARGS)
 		values[i++] = Int64GetDatum(slot->backlog_bytes);
 		values[i] = time_or_null(slot->connected_since, &nulls[i]);
 		i++;
+		nulls[i++] = true;		/* disconnected_at */
+		nulls[i++] = true;		/* retained_until */
+		Assert(i == SUBSCRIBER_COLUMNS);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	for (int s = 0; s < ZS_MAX_DEPARTED; s++)
+	{
+		ZsDepartedSubscriber *d = &zs_shared->departed[s];
+		Datum		values[SUBSCRIBER_COLUMNS];
+		bool		nulls[SUBSCRIBER_COLUMNS];
+		int			i = 0;
+
+		if (!zs_departed_is_retained(d, zs_shared->replica_version, now, zs_subscriber_retention_ms))
+			continue;
+		memset(nulls, true, sizeof(nulls));
+		values[i] = CStringGetTextDatum(d->id);
+		nulls[i] = false;
+		i += 2;					/* no address */
+		values[i] = text_or_null(subscriber_mode_name(d->mode), &nulls[i]);
+		i += 2;					/* no protocol */
+		values[i] = CStringGetTextDatum(d->restored ? "restored" : "departed");
+		nulls[i] = false;
+		i += 2;					/* nothing sent */
+		values[i] = CStringGetTextDatum(d->watermark);
+		nulls[i] = false;
+		i += 5;					/* no messages, backlog, connection */
+		values[i] = TimestampTzGetDatum(d->departed_at);
+		nulls[i++] = false;
+		values[i] = TimestampTzGetDatum(TimestampTzPlusMilliseconds(d->departed_at,
+																	zs_subscriber_retention_ms));
+		nulls[i++] = false;
 		Assert(i == SUBSCRIBER_COLUMNS);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}

@@ -66,12 +66,14 @@
 #include "decoder/output_plugin.h"
 #include "decoder/pgoutput_read.h"
 #include "shmem.h"
+#include "slot_health.h"
 #include "spi_xact.h"
 #include "codec/json_read.h"
 #include "decoder/purge.h"
 #include "decoder/schema_diff.h"
 #include "decoder/shard_setup.h"
 #include "decoder/spool.h"
+#include "decoder/subscriber_positions.h"
 #include "codec/watermark.h"
 
 PGDLLEXPORT void zs_decoder_main(Datum main_arg);
@@ -1185,6 +1187,45 @@ wait_while_taken_over(const char *slot_name, const char *taken_by, char *reset_r
 	}
 }
 
+/*
+ * Say so before the slot is lost (slot_health.c): a WARNING at most once a
+ * minute while it is at risk, and a LOG once it is not any more.
+ */
+static void
+warn_if_slot_at_risk(void)
+{
+	static TimestampTz last_warning = 0;
+	static bool at_risk = false;
+	char		why[ZS_ERROR_LEN];
+	XLogRecPtr	restart_lsn;
+	XLogRecPtr	confirmed;
+
+	SpinLockAcquire(&MyReplicationSlot->mutex);
+	restart_lsn = MyReplicationSlot->data.restart_lsn;
+	confirmed = MyReplicationSlot->data.confirmed_flush;
+	SpinLockRelease(&MyReplicationSlot->mutex);
+	if (!zs_slot_at_risk(restart_lsn, confirmed, why, sizeof(why)))
+	{
+		if (at_risk)
+			ereport(LOG,
+					(errmsg("zero_stream: replication slot \"%s\" is no longer at risk of being lost",
+							NameStr(MyReplicationSlot->data.name))));
+		at_risk = false;
+		return;
+	}
+	if (!at_risk || TimestampDifferenceExceeds(last_warning, GetCurrentTimestamp(), 60 * 1000))
+	{
+		ereport(WARNING,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("zero_stream: replication slot \"%s\" is at risk of being lost",
+						NameStr(MyReplicationSlot->data.name)),
+				 errdetail("%s. A lost slot starts a new lineage: every replica restores.", why),
+				 errhint("Find what holds the decoder back (zero_stream.status(), zero_stream.workers()), or raise max_slot_wal_keep_size.")));
+		last_warning = GetCurrentTimestamp();
+	}
+	at_risk = true;
+}
+
 static void
 run_decoder(MemoryContext worker_context)
 {
@@ -1248,6 +1289,8 @@ run_decoder(MemoryContext worker_context)
 	claim_change_log();
 	zs_backfill_reset();
 	strlcpy(purge_gate, stored_head, sizeof(purge_gate));
+	/* where subscribers were before a restart, for the first purge */
+	zs_positions_restore();
 
 	message_context = AllocSetContextCreate(worker_context, "zero_stream message",
 											ALLOCSET_DEFAULT_SIZES);
@@ -1282,6 +1325,7 @@ run_decoder(MemoryContext worker_context)
 		 */
 		if (zs_purge_step(purge_gate, busy && round_stored))
 			busy = true;
+		zs_positions_save_step();
 		zs_lag_report_step();
 
 		if (ConfigReloadPending)
@@ -1311,6 +1355,7 @@ run_decoder(MemoryContext worker_context)
 			mark_restart_point();
 			ReplicationSlotSave();
 			last_slot_save = GetCurrentTimestamp();
+			warn_if_slot_at_risk();
 		}
 		if (busy)
 			continue;

@@ -33,10 +33,12 @@
 #include "pgstat.h"
 #include "portability/instr_time.h"
 #include "postmaster/interrupt.h"
+#include "storage/ipc.h"
 #include "storage/latch.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
+#include "utils/timestamp.h"
 
 #include "guc.h"
 #include "server/admission.h"
@@ -52,6 +54,7 @@
 PGDLLEXPORT void zs_server_main(Datum main_arg);
 
 #define TICK_MS				1000
+#define SHUTDOWN_DRAIN_MS	1000	/* for close frames after what was queued */
 
 static pgsocket listeners[ZS_MAX_LISTENERS];
 static int	nlisteners = 0;
@@ -175,6 +178,58 @@ serve_round(WaitEvent *events, int nevents)
 	return flow.next_ms >= 0 ? Min(flow.next_ms, TICK_MS) : TICK_MS;
 }
 
+/*
+ * A fast shutdown (SIGTERM): every WebSocket client gets a close frame,
+ * 1001 going away, after what it was already sent, so that it logs a clean
+ * close, not a reset, and reconnects; output is drained for at most
+ * SHUTDOWN_DRAIN_MS, then whatever is still open is closed. Requests still
+ * in their HTTP head and downloads are just closed.
+ */
+static void
+close_for_shutdown(void)
+{
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), SHUTDOWN_DRAIN_MS);
+	int			nclosing = 0;
+	int			nopen;
+
+	for (int i = 0; i < zs_nconns; i++)
+	{
+		ZsConn	   *c = zs_conns[i];
+
+		if (c->closed)
+			continue;
+		if (c->state != ZS_CONN_WEBSOCKET || c->file_fd >= 0)
+			zs_conn_close(c);
+		else
+		{
+			if (!c->close_after_flush)
+				zs_conn_send_close(c, ZS_WS_CLOSE_GOING_AWAY, "server shutting down");
+			nclosing++;
+		}
+	}
+	for (;;)
+	{
+		nopen = 0;
+		for (int i = 0; i < zs_nconns; i++)
+		{
+			if (!zs_conns[i]->closed)
+				zs_conn_flush(zs_conns[i]);
+			if (!zs_conns[i]->closed)
+				nopen++;
+		}
+		if (nopen == 0 || GetCurrentTimestamp() >= deadline)
+			break;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10L,
+						 PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+	for (int i = 0; i < zs_nconns; i++)
+		zs_conn_close(zs_conns[i]);
+	ereport(LOG,
+			(errmsg("zero_stream server shutting down: %d subscriber connections closed with 1001 going away, %d of them before their output was sent",
+					nclosing, nopen)));
+}
+
 static void
 run_server(void)
 {
@@ -202,6 +257,11 @@ run_server(void)
 		MemoryContext old;
 
 		CHECK_FOR_INTERRUPTS();
+		if (ShutdownRequestPending)
+		{
+			close_for_shutdown();
+			proc_exit(0);
+		}
 		old = MemoryContextSwitchTo(loop_context);
 		timeout = serve_round(events, nevents);
 		MemoryContextSwitchTo(old);
@@ -229,6 +289,8 @@ zs_server_main(Datum main_arg)
 	MemoryContext worker_context;
 
 	zs_worker_attach(ZS_WORKER_SERVER, "zero_stream server");
+	/* a fast shutdown closes the connections with a close frame first */
+	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
 	worker_context = AllocSetContextCreate(TopMemoryContext, "zero_stream server",
 										   ALLOCSET_DEFAULT_SIZES);
 

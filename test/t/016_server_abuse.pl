@@ -254,7 +254,7 @@ my $log_offset = -s $node->logfile;
 		if ($i % 5 == 0)
 		{
 			$closed = $node->safe_psql('postgres',
-				q{SELECT count(*) = 0 FROM zero_stream.subscribers() WHERE id = 'deaf-pinger'}) eq 't';
+				q{SELECT count(*) = 0 FROM zero_stream.subscribers() WHERE id = 'deaf-pinger' AND state NOT IN ('departed', 'restored')}) eq 't';
 			last if $closed;
 		}
 		usleep(200_000);
@@ -471,7 +471,7 @@ my @deaf;
 
 # ---------------------------------------------------------------- the end
 ok($node->poll_query_until('postgres', q{
-SELECT count(*) = 1 AND bool_and(id = 'good') FROM zero_stream.subscribers()}),
+SELECT count(*) = 1 AND bool_and(id = 'good') FROM zero_stream.subscribers() WHERE state NOT IN ('departed', 'restored')}),
 	'the deaf subscribers are gone, the well-behaved one is still there')
   or diag $node->safe_psql('postgres', 'SELECT id, state FROM zero_stream.subscribers()');
 $load->kill_kill;

@@ -4,7 +4,7 @@
 1. README.md's Layout section lists every file under src/ and nothing that
    does not exist.
 2. Includes follow the layers (docs/architecture.md): codec/ includes only
-   codec/; the infrastructure (guc, shmem, spi_xact) only codec/ and itself;
+   codec/; the infrastructure (guc, shmem, spi_xact, slot_health) only codec/ and itself;
    changelog/ and the replica library below the workers; a worker's files
    (decoder/, server/, replica/replicator_worker.c) never include another
    worker's; client/ only codec/, client/ and the replica library.
@@ -19,7 +19,7 @@ import sys
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..')
 SRC = os.path.join(ROOT, 'src')
 
-INFRA = {'guc', 'shmem', 'spi_xact'}
+INFRA = {'guc', 'shmem', 'spi_xact', 'slot_health'}
 REPLICA_LIBRARY_PREFIXES = ('replica/replica_', 'replica/backup_file', 'replica/backup_copy')
 
 

@@ -1,0 +1,335 @@
+/*-------------------------------------------------------------------------
+ * subscriber_positions.c
+ *	  The positions that hold the purge floor, kept across restarts and
+ *	  crashes: the table zero_stream.subscriber_positions.
+ *
+ * The server publishes its connections (server/subscriber_slots.c) and the
+ * subscribers that left (shmem.c's departed entries) in shared memory,
+ * which a restart or a crash empties; the decoder, which purges, keeps a
+ * copy of them in a table:
+ *   - saved at most once per SAVE_INTERVAL_MS, and only when something
+ *     changed (a subscriber came, acked or left, a reservation was taken, a
+ *     departed one expired), by one transaction that replaces the table's
+ *     rows. It is written under the decoder's replication origin, like the
+ *     change log, so a publication FOR ALL TABLES does not stream it back;
+ *   - read back once per shared-memory lifetime (the postmaster's start,
+ *     or its restart after a crash), before the decoder's first purge: a
+ *     subscriber that had left is retained until subscriber_retention after
+ *     it left, as without the restart; one that was still connected when
+ *     the server stopped, or a reservation's connection, is retained for
+ *     subscriber_retention from the restart, since it could not come back
+ *     while the server was down.
+ * A saved position is at most SAVE_INTERVAL_MS older than the one in
+ * shared memory and never ahead of it (acks only move forward), so the
+ * floor read back is never above what a subscriber has. Only a subscriber
+ * that first connected less than SAVE_INTERVAL_MS before a crash is missing
+ * from the table; it restores from the backup replica if the first purge
+ * passed its position.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/namespace.h"
+#include "catalog/pg_type_d.h"
+#include "executor/spi.h"
+#include "mb/pg_wchar.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "decoder/subscriber_positions.h"
+#include "guc.h"
+#include "shmem.h"
+#include "spi_xact.h"
+
+#define SAVE_INTERVAL_MS	1000
+#define POSITIONS_TABLE		"subscriber_positions"
+
+/* one row of the table */
+typedef struct Position
+{
+	char		id[ZS_NAME_LEN];
+	ZsSubscriberMode mode;
+	bool		connected;		/* else departed at departed_at */
+	char		watermark[ZS_WATERMARK_MAXLEN];
+	TimestampTz departed_at;
+} Position;
+
+static Position *saved = NULL;	/* what the table holds, as last written */
+static int	nsaved = -1;		/* -1: not known, write at the next save */
+static char saved_version[ZS_WATERMARK_MAXLEN];
+static Position *current = NULL;
+static int	capacity = 0;
+static TimestampTz last_save = 0;
+
+static const char *
+mode_name(ZsSubscriberMode mode)
+{
+	switch (mode)
+	{
+		case ZS_SUB_MODE_SERVING:
+			return "serving";
+		case ZS_SUB_MODE_BACKUP:
+			return "backup";
+		case ZS_SUB_MODE_SNAPSHOT:
+			return "snapshot";
+		case ZS_SUB_MODE_NONE:
+			break;
+	}
+	return NULL;
+}
+
+static bool
+mode_from_name(const char *name, ZsSubscriberMode *mode)
+{
+	for (ZsSubscriberMode m = ZS_SUB_MODE_SERVING; m <= ZS_SUB_MODE_SNAPSHOT; m++)
+		if (strcmp(name, mode_name(m)) == 0)
+		{
+			*mode = m;
+			return true;
+		}
+	return false;
+}
+
+static int
+position_cmp(const void *a, const void *b)
+{
+	const Position *pa = a;
+	const Position *pb = b;
+
+	if (pa->mode != pb->mode)
+		return pa->mode < pb->mode ? -1 : 1;
+	return strcmp(pa->id, pb->id);
+}
+
+/* The table's oid, or InvalidOid (the extension is being dropped). */
+static Oid
+positions_table(void)
+{
+	Oid			schema = get_namespace_oid("zero_stream", true);
+
+	return OidIsValid(schema) ? get_relname_relid(POSITIONS_TABLE, schema) : InvalidOid;
+}
+
+/*
+ * A client's id as a literal of the database's encoding: ids are the
+ * subscribers' own bytes, cut at ZS_NAME_LEN, so a byte that does not
+ * begin a valid character is written as '?' (an id only names a position).
+ */
+static char *
+id_literal(const char *id)
+{
+	StringInfoData buf;
+	int			encoding = GetDatabaseEncoding();
+	int			len = strlen(id);
+
+	initStringInfo(&buf);
+	while (len > 0)
+	{
+		int			l = pg_encoding_verifymbchar(encoding, id, len);
+
+		if (l <= 0)
+		{
+			appendStringInfoChar(&buf, '?');
+			l = 1;
+		}
+		else
+			appendBinaryStringInfo(&buf, id, l);
+		id += l;
+		len -= l;
+	}
+	return quote_literal_cstr(buf.data);
+}
+
+/*
+ * What holds the floor now, in shared memory: connected subscribers and
+ * reservations, and departed ones still retained, one position per (mode,
+ * id), sorted; the lowest watermark where an id appears more than once.
+ */
+static int
+collect(char *replica_version)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	int			n = 0;
+	int			merged = 0;
+
+	LWLockAcquire(zs_shared->lock, LW_SHARED);
+	strlcpy(replica_version, zs_shared->replica_version, ZS_WATERMARK_MAXLEN);
+	for (int i = 0; i < zs_shared->max_subscribers && n < capacity; i++)
+	{
+		ZsSubscriberSlot *s = &zs_shared->subscribers[i];
+		Position   *p = &current[n];
+
+		if (!s->in_use || s->mode == ZS_SUB_MODE_NONE || s->state == ZS_SUB_FAILED ||
+			s->watermark_acked[0] == '\0' || s->id[0] == '\0')
+			continue;
+		memset(p, 0, sizeof(*p));
+		strlcpy(p->id, s->id, sizeof(p->id));
+		p->mode = s->mode;
+		p->connected = true;
+		strlcpy(p->watermark, s->watermark_acked, sizeof(p->watermark));
+		n++;
+	}
+	for (int i = 0; i < ZS_MAX_DEPARTED && n < capacity; i++)
+	{
+		ZsDepartedSubscriber *d = &zs_shared->departed[i];
+		Position   *p = &current[n];
+
+		if (!zs_departed_is_retained(d, replica_version, now, zs_subscriber_retention_ms))
+			continue;
+		memset(p, 0, sizeof(*p));
+		strlcpy(p->id, d->id, sizeof(p->id));
+		p->mode = d->mode;
+		strlcpy(p->watermark, d->watermark, sizeof(p->watermark));
+		p->departed_at = d->departed_at;
+		n++;
+	}
+	LWLockRelease(zs_shared->lock);
+
+	qsort(current, n, sizeof(Position), position_cmp);
+	for (int i = 0; i < n; i++)
+	{
+		Position   *m;
+
+		if (merged == 0 || position_cmp(&current[merged - 1], &current[i]) != 0)
+		{
+			if (merged != i)
+				memcpy(&current[merged], &current[i], sizeof(Position));
+			merged++;
+			continue;
+		}
+		/* connected again after it left, or two connections of one id */
+		m = &current[merged - 1];
+		if (strcmp(current[i].watermark, m->watermark) < 0)
+			strlcpy(m->watermark, current[i].watermark, sizeof(m->watermark));
+		m->connected |= current[i].connected;
+		m->departed_at = m->connected ? 0 : Max(m->departed_at, current[i].departed_at);
+	}
+	return merged;
+}
+
+/* Replace the table's rows by current[0..n-1], in the transaction. */
+static void
+write_positions(int n, const char *replica_version)
+{
+	StringInfoData sql;
+
+	if (SPI_execute("DELETE FROM zero_stream." POSITIONS_TABLE, false, 0) != SPI_OK_DELETE)
+		elog(ERROR, "could not clear zero_stream." POSITIONS_TABLE);
+	if (n == 0)
+		return;
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, "INSERT INTO zero_stream." POSITIONS_TABLE
+						   " (id, mode, replica_version, watermark, connected, last_seen) VALUES ");
+	for (int i = 0; i < n; i++)
+	{
+		Position   *p = &current[i];
+
+		appendStringInfo(&sql, "%s(%s, '%s', %s, %s, %s, %s)", i > 0 ? ", " : "",
+						 id_literal(p->id), mode_name(p->mode),
+						 quote_literal_cstr(replica_version), quote_literal_cstr(p->watermark),
+						 p->connected ? "true" : "false",
+						 p->connected ? "now()" :
+						 quote_literal_cstr(timestamptz_to_str(p->departed_at)));
+	}
+	if (SPI_execute(sql.data, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not save the subscriber positions");
+}
+
+static void
+ensure_buffers(void)
+{
+	if (current != NULL)
+		return;
+	capacity = zs_shared->max_subscribers + ZS_MAX_DEPARTED;
+	current = MemoryContextAllocZero(TopMemoryContext, sizeof(Position) * capacity);
+	saved = MemoryContextAllocZero(TopMemoryContext, sizeof(Position) * capacity);
+}
+
+void
+zs_positions_save_step(void)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	char		replica_version[ZS_WATERMARK_MAXLEN];
+	int			n;
+
+	if (!TimestampDifferenceExceeds(last_save, now, SAVE_INTERVAL_MS))
+		return;
+	ensure_buffers();
+	last_save = now;
+	n = collect(replica_version);
+	if (n == nsaved && strcmp(replica_version, saved_version) == 0 &&
+		memcmp(current, saved, sizeof(Position) * n) == 0)
+		return;
+
+	zs_spi_xact_begin("zero_stream: saving the subscriber positions");
+	if (OidIsValid(positions_table()))
+		write_positions(n, replica_version);
+	zs_spi_xact_commit();
+
+	memcpy(saved, current, sizeof(Position) * n);
+	nsaved = n;
+	strlcpy(saved_version, replica_version, sizeof(saved_version));
+}
+
+void
+zs_positions_restore(void)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	bool		restored;
+	int			nrows = 0;
+	int			nretained = 0;
+
+	LWLockAcquire(zs_shared->lock, LW_SHARED);
+	restored = zs_shared->positions_restored;
+	LWLockRelease(zs_shared->lock);
+	if (restored)
+		return;					/* this decoder's predecessor did, since the start */
+
+	zs_spi_xact_begin("zero_stream: reading the saved subscriber positions");
+	if (OidIsValid(positions_table()))
+	{
+		if (SPI_execute("SELECT id, mode, replica_version, watermark, connected, last_seen"
+						" FROM zero_stream." POSITIONS_TABLE, true, 0) != SPI_OK_SELECT)
+			elog(ERROR, "could not read zero_stream." POSITIONS_TABLE);
+		nrows = (int) SPI_processed;
+		for (int r = 0; r < nrows; r++)
+		{
+			HeapTuple	tuple = SPI_tuptable->vals[r];
+			TupleDesc	desc = SPI_tuptable->tupdesc;
+			ZsDepartedSubscriber entry;
+			char	   *mode = SPI_getvalue(tuple, desc, 2);
+			char	   *watermark = SPI_getvalue(tuple, desc, 4);
+			bool		isnull;
+			bool		connected;
+
+			memset(&entry, 0, sizeof(entry));
+			if (mode == NULL || !mode_from_name(mode, &entry.mode) || watermark == NULL)
+				continue;
+			strlcpy(entry.id, SPI_getvalue(tuple, desc, 1), sizeof(entry.id));
+			strlcpy(entry.replica_version, SPI_getvalue(tuple, desc, 3), sizeof(entry.replica_version));
+			strlcpy(entry.watermark, watermark, sizeof(entry.watermark));
+			connected = DatumGetBool(SPI_getbinval(tuple, desc, 5, &isnull));
+			entry.departed_at = connected ? now :
+				DatumGetTimestampTz(SPI_getbinval(tuple, desc, 6, &isnull));
+			entry.restored = true;
+			if (!zs_departed_is_retained(&entry, "", now, zs_subscriber_retention_ms))
+				continue;
+			zs_restore_departed_subscriber(&entry);
+			nretained++;
+		}
+	}
+	zs_spi_xact_commit();
+
+	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
+	zs_shared->positions_restored = true;
+	LWLockRelease(zs_shared->lock);
+	/* the next save writes what shared memory holds now */
+	nsaved = -1;
+	last_save = 0;
+	if (nrows > 0)
+		ereport(LOG,
+				(errmsg("zero_stream read back %d saved subscriber positions, %d of them retained for subscriber_retention",
+						nrows, nretained)));
+}

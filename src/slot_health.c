@@ -1,0 +1,70 @@
+/*-------------------------------------------------------------------------
+ * slot_health.c
+ *	  Whether the decoder's slot is about to be lost, before it is: the
+ *	  figures of pg_replication_slots' wal_status and safe_wal_size.
+ *
+ * With max_slot_wal_keep_size set, a checkpoint removes the WAL a slot
+ * still needs once the slot holds more than that, and the slot is lost
+ * (docs: a new lineage, every replica restores). A slot whose wal_status is
+ * unreserved is past max_wal_size and kept only until the next checkpoint;
+ * safe_wal_size says how much more WAL may be written before the slot is
+ * lost. zero_stream.status() shows the warning (slot_warning) and the
+ * decoder logs it (decoder_worker.c), both from here.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xlog.h"
+#include "access/xlog_internal.h"
+
+#include "slot_health.h"
+
+/* what PostgreSQL's pg_get_replication_slots() shows as safe_wal_size, or -1 */
+static int64
+safe_wal_size(XLogRecPtr restart_lsn, XLogRecPtr current)
+{
+	XLogSegNo	target;
+	XLogSegNo	fail_seg;
+	XLogRecPtr	fail_lsn;
+	uint64		slot_keep;
+	uint64		keep;
+
+	if (max_slot_wal_keep_size_mb < 0)
+		return -1;
+	XLByteToSeg(restart_lsn, target, wal_segment_size);
+	slot_keep = XLogMBVarToSegs(max_slot_wal_keep_size_mb, wal_segment_size);
+	keep = XLogMBVarToSegs(wal_keep_size_mb, wal_segment_size);
+	fail_seg = target + Max(slot_keep, keep) + 1;
+	XLogSegNoOffsetToRecPtr(fail_seg, 0, wal_segment_size, fail_lsn);
+	return (int64) fail_lsn - (int64) current;
+}
+
+bool
+zs_slot_at_risk(XLogRecPtr restart_lsn, XLogRecPtr confirmed_lsn, char *buf, size_t len)
+{
+	XLogRecPtr	current;
+	WALAvailability availability;
+	int64		safe;
+	int64		behind;
+	int64		margin;
+
+	if (XLogRecPtrIsInvalid(restart_lsn) || RecoveryInProgress())
+		return false;
+	current = GetXLogWriteRecPtr();
+	availability = GetWALAvailability(restart_lsn);
+	if (availability == WALAVAIL_REMOVED || availability == WALAVAIL_INVALID_LSN)
+		return false;			/* lost already: the decoder says so as it starts anew */
+	safe = safe_wal_size(restart_lsn, current);
+	behind = XLogRecPtrIsInvalid(confirmed_lsn) || confirmed_lsn > current ? 0 :
+		(int64) (current - confirmed_lsn);
+	margin = Max(behind, (int64) max_slot_wal_keep_size_mb * 1024 * 1024 / 5);
+	if (availability != WALAVAIL_UNRESERVED && (safe < 0 || safe >= margin))
+		return false;
+	snprintf(buf, len,
+			 "the replication slot may be lost soon: wal_status %s, %s of WAL may still be written before it is (safe_wal_size), the decoder is %s behind",
+			 availability == WALAVAIL_UNRESERVED ? "unreserved" :
+			 availability == WALAVAIL_EXTENDED ? "extended" : "reserved",
+			 safe < 0 ? "any amount" : psprintf(INT64_FORMAT " kB", Max(safe, 0) / 1024),
+			 psprintf(INT64_FORMAT " kB", behind / 1024));
+	return true;
+}
