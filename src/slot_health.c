@@ -8,16 +8,21 @@
  * (docs: a new lineage, every replica restores). A slot whose wal_status is
  * unreserved is past max_wal_size and kept only until the next checkpoint;
  * safe_wal_size says how much more WAL may be written before the slot is
- * lost. zero_stream.status() shows the warning (slot_warning) and the
- * decoder logs it (decoder_worker.c), both from here.
+ * lost. zero_stream.status() shows the warning (slot_warning), and the
+ * server worker logs it (at a bounded rate), both from here.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "access/xlog.h"
 #include "access/xlog_internal.h"
+#include "replication/slot.h"
+#include "utils/timestamp.h"
 
+#include "shmem.h"
 #include "slot_health.h"
+
+#define WARNING_INTERVAL_MS (60 * 1000)
 
 /* what PostgreSQL's pg_get_replication_slots() shows as safe_wal_size, or -1 */
 static int64
@@ -67,4 +72,52 @@ zs_slot_at_risk(XLogRecPtr restart_lsn, XLogRecPtr confirmed_lsn, char *buf, siz
 			 safe < 0 ? "any amount" : psprintf(INT64_FORMAT " kB", Max(safe, 0) / 1024),
 			 psprintf(INT64_FORMAT " kB", behind / 1024));
 	return true;
+}
+
+void
+zs_warn_if_slot_at_risk(void)
+{
+	static TimestampTz last_warning = 0;
+	static bool at_risk = false;
+	char		slot_name[NAMEDATALEN];
+	char		why[ZS_ERROR_LEN];
+	ReplicationSlot *slot;
+	XLogRecPtr	restart_lsn = InvalidXLogRecPtr;
+	XLogRecPtr	confirmed = InvalidXLogRecPtr;
+
+	LWLockAcquire(zs_shared->lock, LW_SHARED);
+	strlcpy(slot_name, zs_shared->slot_name, sizeof(slot_name));
+	LWLockRelease(zs_shared->lock);
+	if (slot_name[0] == '\0')
+		return;
+	LWLockAcquire(ReplicationSlotControlLock, LW_SHARED);
+	slot = SearchNamedReplicationSlot(slot_name, false);
+	if (slot != NULL)
+	{
+		SpinLockAcquire(&slot->mutex);
+		restart_lsn = slot->data.restart_lsn;
+		confirmed = slot->data.confirmed_flush;
+		SpinLockRelease(&slot->mutex);
+	}
+	LWLockRelease(ReplicationSlotControlLock);
+
+	if (!zs_slot_at_risk(restart_lsn, confirmed, why, sizeof(why)))
+	{
+		if (at_risk)
+			ereport(LOG,
+					(errmsg("zero_stream: replication slot \"%s\" is no longer at risk of being lost",
+							slot_name)));
+		at_risk = false;
+		return;
+	}
+	if (!at_risk || TimestampDifferenceExceeds(last_warning, GetCurrentTimestamp(), WARNING_INTERVAL_MS))
+	{
+		ereport(WARNING,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("zero_stream: replication slot \"%s\" is at risk of being lost", slot_name),
+				 errdetail("%s. A lost slot starts a new lineage: every replica restores.", why),
+				 errhint("Find what holds the decoder back (zero_stream.status(), zero_stream.workers(), pg_locks), or raise max_slot_wal_keep_size.")));
+		last_warning = GetCurrentTimestamp();
+	}
+	at_risk = true;
 }

@@ -18,4 +18,12 @@
 extern bool zs_slot_at_risk(XLogRecPtr restart_lsn, XLogRecPtr confirmed_lsn,
 							char *buf, size_t len);
 
+/*
+ * The same for the slot the decoder last published (shmem's slot_name):
+ * a WARNING at most once a minute while it is at risk, a LOG once it is not
+ * any more. Called by the server's loop, which never waits for the
+ * decoder, so that a decoder held back is reported too.
+ */
+extern void zs_warn_if_slot_at_risk(void);
+
 #endif							/* ZS_SLOT_HEALTH_H */

@@ -66,7 +66,6 @@
 #include "decoder/output_plugin.h"
 #include "decoder/pgoutput_read.h"
 #include "shmem.h"
-#include "slot_health.h"
 #include "spi_xact.h"
 #include "codec/json_read.h"
 #include "decoder/purge.h"
@@ -1187,45 +1186,6 @@ wait_while_taken_over(const char *slot_name, const char *taken_by, char *reset_r
 	}
 }
 
-/*
- * Say so before the slot is lost (slot_health.c): a WARNING at most once a
- * minute while it is at risk, and a LOG once it is not any more.
- */
-static void
-warn_if_slot_at_risk(void)
-{
-	static TimestampTz last_warning = 0;
-	static bool at_risk = false;
-	char		why[ZS_ERROR_LEN];
-	XLogRecPtr	restart_lsn;
-	XLogRecPtr	confirmed;
-
-	SpinLockAcquire(&MyReplicationSlot->mutex);
-	restart_lsn = MyReplicationSlot->data.restart_lsn;
-	confirmed = MyReplicationSlot->data.confirmed_flush;
-	SpinLockRelease(&MyReplicationSlot->mutex);
-	if (!zs_slot_at_risk(restart_lsn, confirmed, why, sizeof(why)))
-	{
-		if (at_risk)
-			ereport(LOG,
-					(errmsg("zero_stream: replication slot \"%s\" is no longer at risk of being lost",
-							NameStr(MyReplicationSlot->data.name))));
-		at_risk = false;
-		return;
-	}
-	if (!at_risk || TimestampDifferenceExceeds(last_warning, GetCurrentTimestamp(), 60 * 1000))
-	{
-		ereport(WARNING,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("zero_stream: replication slot \"%s\" is at risk of being lost",
-						NameStr(MyReplicationSlot->data.name)),
-				 errdetail("%s. A lost slot starts a new lineage: every replica restores.", why),
-				 errhint("Find what holds the decoder back (zero_stream.status(), zero_stream.workers()), or raise max_slot_wal_keep_size.")));
-		last_warning = GetCurrentTimestamp();
-	}
-	at_risk = true;
-}
-
 static void
 run_decoder(MemoryContext worker_context)
 {
@@ -1355,7 +1315,6 @@ run_decoder(MemoryContext worker_context)
 			mark_restart_point();
 			ReplicationSlotSave();
 			last_slot_save = GetCurrentTimestamp();
-			warn_if_slot_at_risk();
 		}
 		if (busy)
 			continue;

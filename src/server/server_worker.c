@@ -50,11 +50,13 @@
 #include "server/subscriber_slots.h"
 #include "server/tls.h"
 #include "shmem.h"
+#include "slot_health.h"
 
 PGDLLEXPORT void zs_server_main(Datum main_arg);
 
 #define TICK_MS				1000
-#define SHUTDOWN_DRAIN_MS	1000	/* for close frames after what was queued */
+#define SHUTDOWN_DRAIN_MS	1000
+#define SLOT_CHECK_MS		5000	/* for close frames after what was queued */
 
 static pgsocket listeners[ZS_MAX_LISTENERS];
 static int	nlisteners = 0;
@@ -121,6 +123,19 @@ handle_events(WaitEvent *events, int nevents)
 	}
 }
 
+/* every SLOT_CHECK_MS: is the decoder's slot about to be lost? */
+static void
+check_slot_health(void)
+{
+	static TimestampTz last_check = 0;
+	TimestampTz now = GetCurrentTimestamp();
+
+	if (!TimestampDifferenceExceeds(last_check, now, SLOT_CHECK_MS))
+		return;
+	last_check = now;
+	zs_warn_if_slot_at_risk();
+}
+
 /*
  * One round of work after a wait; the longest the next wait may sleep:
  * 0 if a snapshot copy still has steps to make, a connection has input
@@ -166,6 +181,7 @@ serve_round(WaitEvent *events, int nevents)
 	zs_conns_remove_closed();
 	zs_conns_trim_memory(!flow.catching_up);
 	zs_publish_subscriber_slots(head);
+	check_slot_health();
 	/* catch-up's cost is its rounds' whole time: pages, acks, writes */
 	if (flow.catching_up)
 	{

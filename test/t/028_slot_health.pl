@@ -52,6 +52,24 @@ my $locker = IPC::Run::start([ 'psql', '-X', '-q', '-A', '-t', '-h', $node->host
 $in .= qq{BEGIN; LOCK TABLE "zero_0/cdc"."changeLog" IN EXCLUSIVE MODE; SELECT 'locked';\n};
 $locker->pump until $out =~ /locked/;
 sql(q{INSERT INTO t (v) VALUES ('held back')});
+# before it is lost: WAL written in small steps until the slot is at risk
+my $warning = '';
+for (1 .. 40)
+{
+	sql(q{INSERT INTO quiet.noise (pad) SELECT repeat('x', 1000) FROM generate_series(1, 2000)});
+	$warning = sql('SELECT slot_warning FROM zero_stream.status()') and last;
+}
+like($warning, qr/^the replication slot may be lost soon: wal_status \w+, \d+ kB of WAL may still be written before it is \(safe_wal_size\), the decoder is \d+ kB behind$/,
+	'before it is lost: status().slot_warning says the slot is at risk');
+isnt(sql(q{SELECT wal_status FROM pg_replication_slots WHERE slot_name = 'zero_stream_zero_0'}), 'lost',
+	'and it is not lost yet');
+my $warned = 0;
+for (1 .. 150)
+{
+	$warned = $node->log_contains('WARNING:  zero_stream: replication slot "zero_stream_zero_0" is at risk of being lost') and last;
+	usleep(100_000);
+}
+ok($warned, 'the server worker logs a WARNING while the decoder is held back');
 for (1 .. 6)
 {
 	sql(q{INSERT INTO quiet.noise (pad) SELECT repeat('x', 1000) FROM generate_series(1, 20000)});
@@ -96,6 +114,7 @@ ok($node->poll_query_until('postgres',
 		qq{SELECT restart_lsn > '$start'::pg_lsn AND pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn) < 64 * 1024 * 1024
 		     FROM pg_replication_slots WHERE slot_name = 'zero_stream_zero_0'}),
 	'writes to unpublished tables only: restart_lsn advances, retained WAL stays bounded');
+is(sql('SELECT slot_warning IS NULL FROM zero_stream.status()'), 't', 'a healthy slot: no slot_warning');
 cmp_ok(sql('SELECT retained_wal_bytes FROM zero_stream.status()'), '<', 64 * 1024 * 1024,
 	'status() shows the retained WAL');
 
