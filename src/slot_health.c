@@ -66,7 +66,7 @@ zs_slot_at_risk(XLogRecPtr restart_lsn, XLogRecPtr confirmed_lsn, char *buf, siz
 	if (availability != WALAVAIL_UNRESERVED && (safe < 0 || safe >= margin))
 		return false;
 	snprintf(buf, len,
-			 "the replication slot may be lost soon: wal_status %s, %s of WAL may still be written before it is (safe_wal_size), the decoder is %s behind",
+			 "The replication slot may be lost soon: wal_status %s, %s of WAL may still be written before it is (safe_wal_size), the decoder is %s behind",
 			 availability == WALAVAIL_UNRESERVED ? "unreserved" :
 			 availability == WALAVAIL_EXTENDED ? "extended" : "reserved",
 			 safe < 0 ? "any amount" : psprintf(INT64_FORMAT " kB", Max(safe, 0) / 1024),
@@ -101,6 +101,12 @@ zs_warn_if_slot_at_risk(void)
 	}
 	LWLockRelease(ReplicationSlotControlLock);
 
+	/* gone or lost already: the decoder says so as it starts anew */
+	if (XLogRecPtrIsInvalid(restart_lsn) || GetWALAvailability(restart_lsn) == WALAVAIL_REMOVED)
+	{
+		at_risk = false;
+		return;
+	}
 	if (!zs_slot_at_risk(restart_lsn, confirmed, why, sizeof(why)))
 	{
 		if (at_risk)

@@ -19,9 +19,14 @@
  * transaction would otherwise stall. The file's stateVersion, not the
  * server's acked watermark, is where a restart resumes. Interrupt it
  * (SIGINT/SIGTERM) and start it again: it resumes from the stateVersion
- * committed in FILE, so no transaction is applied twice or skipped. A lost
- * connection is retried; WrongReplicaVersion or WatermarkTooOld leads to a
- * fresh restore.
+ * committed in FILE, so no transaction is applied twice or skipped. A server
+ * that cannot be reached (no TCP connection, a connection reset, a 502, 503
+ * or 504 answer) is retried with a back-off up to RECONNECT_MAX_S, on the
+ * first attempt too, and so is a lost connection; each reason is noted once
+ * per outage, not at every attempt. A refusal (a wrong password, an answer
+ * that is not a zero_stream server's, a host name that does not resolve) is
+ * fatal on the first attempt. WrongReplicaVersion or WatermarkTooOld leads to
+ * a fresh restore.
  *
  * Options of sync:
  *	  --task-id ID     reservation and subscription task (default zero-stream-replica)
@@ -45,14 +50,16 @@
  *
  * Exit status: 0 stopped by a signal or --idle, or restore done (restored,
  * FILE already there, or no backup to serve with -if-replica-exists); 1
- * usage; 2 server unreachable, refused (e.g. wrong password), a protocol
- * error or a bad download; 3 FILE is not a usable replica or cannot be
- * written.
+ * usage; 2 server refused (e.g. wrong password; for restore also
+ * unreachable), a protocol error or a bad download; 3 FILE is not a usable
+ * replica, or a file cannot be written (a full disk, a file size limit:
+ * SIGXFSZ is ignored so that the write reports it).
  *-------------------------------------------------------------------------
  */
 #include "postgres_fe.h"
 
 #include <fcntl.h>
+#include <netdb.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <sys/socket.h>
@@ -61,7 +68,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/file_utils.h"
 #include "common/logging.h"
 
 #include "codec/json_out.h"
@@ -91,7 +97,26 @@ typedef struct Connection
 	int64		next_upstream_id;
 	int64		last_frame;		/* downstream frame ids processed */
 	int64		last_acked;
+	bool		lost;			/* dropped without a close frame, or a write failed */
 } Connection;
+
+typedef enum ConnectResult
+{
+	CONNECT_OK,
+	CONNECT_UNREACHABLE,		/* no connection, a reset, or 502/503/504 */
+	CONNECT_REFUSED				/* anything else (401 exits at once) */
+} ConnectResult;
+
+/*
+ * Retrying after a failure: the next attempt's delay, and the reason noted
+ * last in this outage (an outage ends when a subscription starts), so that
+ * a reason is noted once, not at every attempt.
+ */
+typedef struct Retry
+{
+	int			backoff;		/* seconds, doubled up to RECONNECT_MAX_S */
+	char		noted[ZS_CLIENT_ERR_LEN];
+} Retry;
 
 /* the reservation's answer */
 typedef struct Reservation
@@ -133,10 +158,14 @@ usage(void)
 	exit(1);
 }
 
+/* %m in fmt is the errno of the caller's failure, whatever fputs does */
 static void
 vnote(const char *fmt, va_list args)
 {
+	int			save_errno = errno;
+
 	fputs("zero-stream-replica: ", stderr);
+	errno = save_errno;
 	vfprintf(stderr, fmt, args);
 	fputc('\n', stderr);
 }
@@ -184,7 +213,10 @@ now_seconds(void)
 static bool
 send_text(Connection *conn, const char *text)
 {
-	return zs_client_send_frame(&conn->link, ZS_WS_OP_TEXT, text, (int) strlen(text), err);
+	if (zs_client_send_frame(&conn->link, ZS_WS_OP_TEXT, text, (int) strlen(text), err))
+		return true;
+	conn->lost = true;
+	return false;
 }
 
 static bool
@@ -221,41 +253,83 @@ send_acks(Connection *conn)
 		zs_ws_mask(frames.data + start, len, mask, 0);
 	}
 	ok = zs_client_write_all(&conn->link, frames.data, frames.len, err);
+	if (!ok)
+		conn->lost = true;
 	pfree(frames.data);
 	return ok;
 }
 
-/*
- * Open /replication/v7/subscribe. A refusal (unreachable, 401, ...) is
- * fatal on the first attempt and retried afterwards.
- */
+/* errno of a connection that could not be made or was lost on the way */
 static bool
-connect_subscribe(Connection *conn, const ZsUrl *url, const Options *opt, bool fatal)
+connection_lost(int e)
+{
+	return e == ECONNREFUSED || e == ECONNRESET || e == ECONNABORTED || e == EPIPE ||
+		e == ETIMEDOUT || e == EHOSTUNREACH || e == ENETUNREACH || e == ENETDOWN;
+}
+
+/*
+ * Why zs_client_connect failed, from the errno it left: the host's name
+ * resolves but no TCP connection could be made (or the TLS handshake was
+ * reset) is a server not reachable yet; a TLS handshake that failed
+ * otherwise (a certificate, a server without TLS) is a refusal, and so is a
+ * name that does not resolve. The name is looked up again because a failed
+ * lookup leaves no errno to go by; a lookup that fails for now (EAI_AGAIN:
+ * no DNS server answered) counts as not reachable.
+ */
+static ConnectResult
+classify_connect_failure(const ZsUrl *url, int connect_errno)
+{
+	struct addrinfo hints = {0};
+	struct addrinfo *res;
+	int			rc;
+
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	rc = getaddrinfo(url->host, url->port, &hints, &res);
+	if (rc == EAI_AGAIN)
+		return CONNECT_UNREACHABLE;
+	if (rc != 0)
+		return CONNECT_REFUSED;
+	freeaddrinfo(res);
+	if (!connection_lost(connect_errno))
+		return CONNECT_REFUSED;
+	strlcpy(err, strerror(connect_errno), sizeof(err));
+	return CONNECT_UNREACHABLE;
+}
+
+/*
+ * Open /replication/v7/subscribe; how it failed, with the reason in err. A
+ * wrong password (401) exits at once.
+ */
+static ConnectResult
+connect_subscribe(Connection *conn, const ZsUrl *url, const Options *opt)
 {
 	StringInfoData leftover;
 	StringInfoData target;
 	int			http_status;
 
+	errno = 0;
 	if (!zs_client_connect(url, &conn->link, err))
-	{
-		if (fatal)
-			die_with(2, "%s", err);
-		return false;
-	}
+		return classify_connect_failure(url, errno);
 	initStringInfo(&leftover);
 	initStringInfo(&target);
 	appendStringInfoString(&target, "/replication/v7/subscribe?taskID=");
 	for (const char *p = opt->task_id; *p; p++)
 		appendStringInfo(&target, isalnum((unsigned char) *p) || strchr("-_.~", *p) ? "%c" : "%%%02X",
 						 (unsigned char) *p);
+	errno = 0;
 	if (!zs_client_ws_handshake(&conn->link, url, target.data, &leftover, &http_status, err))
 	{
+		int			save_errno = errno;
+
 		zs_client_close(&conn->link);
 		if (http_status == 401)
 			die_with(2, "the server refused the credentials (HTTP 401): check the password in the URL");
-		if (fatal)
-			die_with(2, "%s", err);
-		return false;
+		/* busy, or a proxy without its server; or reset before answering */
+		if (http_status == 502 || http_status == 503 || http_status == 504 ||
+			(http_status == 0 && connection_lost(save_errno)))
+			return CONNECT_UNREACHABLE;
+		return CONNECT_REFUSED;
 	}
 	zs_ws_reader_init(&conn->reader, false, (uint64) 1 << 30);
 	zs_ws_reader_feed(&conn->reader, leftover.data, leftover.len);
@@ -263,9 +337,10 @@ connect_subscribe(Connection *conn, const ZsUrl *url, const Options *opt, bool f
 	conn->next_upstream_id = 1;
 	conn->last_frame = 0;
 	conn->last_acked = 0;
+	conn->lost = false;
 	pfree(leftover.data);
 	pfree(target.data);
-	return true;
+	return CONNECT_OK;
 }
 
 static void
@@ -315,10 +390,14 @@ next_message(Connection *conn, int timeout_ms)
 			if (got < 0 && errno == EINTR)
 				continue;
 			if (got < 0)
+			{
+				conn->lost = true;
 				return NEXT_CLOSED;
+			}
 			if (got == 0)
 			{
 				snprintf(err, sizeof(err), "the server closed the connection without a close frame");
+				conn->lost = true;
 				return NEXT_CLOSED;
 			}
 			zs_ws_reader_feed(&conn->reader, buf, (int) got);
@@ -422,6 +501,61 @@ remove_replica_files(const char *path)
 {
 	if (!zs_replica_remove_files(path, err, sizeof(err)))
 		die_with(3, "%s", err);
+}
+
+/*
+ * Write all of data, in as many writes as it takes: a write may take part
+ * of it (a full disk, a file size limit) and only the next one says why.
+ * False with errno set.
+ */
+static bool
+write_fully(int fd, const char *data, size_t len)
+{
+	while (len > 0)
+	{
+		ssize_t		n = write(fd, data, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return false;
+		if (n == 0)
+		{
+			/* nothing written and no errno: as PostgreSQL assumes, no space */
+			errno = ENOSPC;
+			return false;
+		}
+		data += n;
+		len -= (size_t) n;
+	}
+	return true;
+}
+
+/*
+ * Rename tmp over file and make the rename durable (the directory fsynced);
+ * tmp's contents are already. Exits with the failed step's reason.
+ */
+static void
+move_into_place(const char *tmp, const char *file)
+{
+	char	   *dir = pstrdup(file);
+	int			fd;
+
+	if (rename(tmp, file) != 0)
+		die_with(3, "could not rename \"%s\" to \"%s\": %m", tmp, file);
+	download_tmp = NULL;
+	get_parent_directory(dir);
+	if (dir[0] == '\0')
+		strlcpy(dir, ".", 2);
+	fd = open(dir, O_RDONLY);
+	if (fd < 0)
+		die_with(3, "could not open directory \"%s\": %m", dir);
+	/* some systems cannot fsync a directory (PostgreSQL's fsync_fname) */
+	if (fsync(fd) != 0 && errno != EBADF && errno != EINVAL)
+		die_with(3, "could not fsync directory \"%s\": %m", dir);
+	if (close(fd) != 0)
+		die_with(3, "could not close directory \"%s\": %m", dir);
+	pfree(dir);
 }
 
 static void
@@ -584,8 +718,9 @@ download_replica(const ZsUrl *url, const char *expect_rv, const char *min_sv,
 		{
 			int			n = (int) Min((int64) body.len, length - done);
 
-			if (write(fd, body.data, n) != n)
-				die_with(3, "could not write \"%s\": %m", tmp);
+			if (!write_fully(fd, body.data, n))
+				die_with(3, "could not write \"%s\" after " INT64_FORMAT " of " INT64_FORMAT " bytes: %m",
+						 tmp, done, length);
 			done += n;
 			resetStringInfo(&body);
 			progress((double) done, (double) length, started, false);
@@ -617,8 +752,10 @@ download_replica(const ZsUrl *url, const char *expect_rv, const char *min_sv,
 		}
 	}
 	zs_client_close(&link);
-	if (fsync(fd) != 0 || close(fd) != 0)
-		die_with(3, "could not write \"%s\": %m", tmp);
+	if (fsync(fd) != 0)
+		die_with(3, "could not fsync \"%s\": %m", tmp);
+	if (close(fd) != 0)
+		die_with(3, "could not close \"%s\": %m", tmp);
 	progress((double) done, (double) length, started, true);
 
 	/* the file must be the replica the server announced */
@@ -637,9 +774,7 @@ download_replica(const ZsUrl *url, const char *expect_rv, const char *min_sv,
 		die_with(2, "the downloaded backup (replicaVersion %s at %s) does not match the reservation (%s at %s or later)",
 				 rv, sv, expect_rv ? expect_rv : "?", min_sv ? min_sv : "?");
 	remove_replica_files(file);
-	if (durable_rename(tmp, file) != 0)
-		die_with(3, "could not move the backup into place as \"%s\"", file);
-	download_tmp = NULL;
+	move_into_place(tmp, file);
 	note("restored replicaVersion %s at %s into \"%s\": %.1f MB in %.2f s (%.1f MB/s)",
 		 rv, sv, file, done / 1048576.0, now_seconds() - started,
 		 done / 1048576.0 / Max(now_seconds() - started, 1e-6));
@@ -818,16 +953,41 @@ local_state(const char *file, char *rv, char *sv)
 	return true;
 }
 
+/*
+ * Wait before the next attempt, after a failure whose reason is in err. A
+ * reason is noted the first time it comes in an outage; a server that
+ * cannot be reached says so with the back-off's limit, since the attempts
+ * that follow are not noted.
+ */
+static void
+retry_later(Retry *retry, const char *server, bool unreachable)
+{
+	if (strcmp(err, retry->noted) != 0)
+	{
+		if (unreachable)
+			note("server at %s not reachable (%s); retrying with back-off up to %d s",
+				 server, err, RECONNECT_MAX_S);
+		else
+			note("%s; retrying in %d s", err, retry->backoff);
+		strlcpy(retry->noted, err, sizeof(retry->noted));
+	}
+	/* a signal ends the sleep; the caller then sees stop_requested */
+	sleep(retry->backoff);
+	retry->backoff = Min(retry->backoff * 2, RECONNECT_MAX_S);
+}
+
 static int
 sync_replica(const char *url_text, const char *file, const Options *opt)
 {
 	ZsUrl		url;
+	char	   *server;			/* the URL without credentials, for notes */
 	bool		first = true;
 	bool		force_restore = false;
-	int			backoff = 1;
+	Retry		retry = {1, ""};
 
 	if (!zs_url_parse(url_text, &url) || !zs_url_is_websocket(&url))
 		die_with(1, "not a ws:// or wss:// URL: %s", url_text);
+	server = psprintf("%s://%s:%s", url.scheme, url.host, url.port);
 
 	for (;;)
 	{
@@ -842,23 +1002,32 @@ sync_replica(const char *url_text, const char *file, const Options *opt)
 
 		if (stop_requested)
 			return 0;
-		if (!connect_subscribe(&conn, &url, opt, first))
+		switch (connect_subscribe(&conn, &url, opt))
 		{
-			note("%s; retrying in %d s", err, backoff);
-			sleep(backoff);
-			backoff = Min(backoff * 2, RECONNECT_MAX_S);
-			continue;
+			case CONNECT_OK:
+				break;
+			case CONNECT_UNREACHABLE:
+				if (stop_requested)
+					return 0;
+				retry_later(&retry, server, true);
+				continue;
+			case CONNECT_REFUSED:
+				if (stop_requested)
+					return 0;	/* the signal interrupted the connect */
+				if (first)
+					die_with(2, "%s", err);
+				retry_later(&retry, server, false);
+				continue;
 		}
 		if (!reserve(&conn, opt, &res))
 		{
 			if (stop_requested)
 				return 0;
-			if (first && strstr(err, "not ready") == NULL)
+			/* a refusal is fatal at first, except a backup not ready yet */
+			if (first && !conn.lost && strstr(err, "not ready") == NULL)
 				die_with(2, "%s", err);
-			note("%s; retrying in %d s", err, backoff);
 			disconnect(&conn);
-			sleep(backoff);
-			backoff = Min(backoff * 2, RECONNECT_MAX_S);
+			retry_later(&retry, server, false);
 			continue;
 		}
 		if (!have || force_restore || strcmp(rv, res.replica_version) != 0 ||
@@ -871,16 +1040,14 @@ sync_replica(const char *url_text, const char *file, const Options *opt)
 			{
 				/*
 				 * The server went away while we downloaded: as for a lost
-				 * connection, and no longer the first attempt (an unreachable
-				 * server is now worth waiting for).
+				 * connection, and no longer the first attempt (a refusal is
+				 * retried from now on too).
 				 */
 				if (stop_requested)
 					return 0;
 				first = false;
-				note("%s; retrying in %d s", err, backoff);
 				disconnect(&conn);
-				sleep(backoff);
-				backoff = Min(backoff * 2, RECONNECT_MAX_S);
+				retry_later(&retry, server, false);
 				continue;
 			}
 			force_restore = false;
@@ -906,7 +1073,8 @@ sync_replica(const char *url_text, const char *file, const Options *opt)
 		{
 			note("following %s from %s (replicaVersion %s)", file, sv, rv);
 			first = false;
-			backoff = 1;
+			retry.backoff = 1;
+			retry.noted[0] = '\0';
 			result = follow(&conn, r, opt);
 		}
 		zs_replica_close(r);
@@ -1113,6 +1281,7 @@ print_status(const char *file)
 	sqlite3    *db;
 	sqlite3_stmt *stmt;
 	struct stat st;
+	StringInfoData out;
 
 	if (stat(file, &st) != 0)
 		die_with(3, "\"%s\": %m", file);
@@ -1122,9 +1291,10 @@ print_status(const char *file)
 	if (!zs_replica_read_state(r, rv, sv))
 		die_with(3, "\"%s\": %s", file, zs_replica_error(r));
 	db = zs_replica_db(r);
-	printf("file: %s (%.1f MB)\n", file, st.st_size / 1048576.0);
-	printf("replicaVersion: %s\n", rv);
-	printf("stateVersion: %s\n", sv);
+	initStringInfo(&out);
+	appendStringInfo(&out, "file: %s (%.1f MB)\n", file, st.st_size / 1048576.0);
+	appendStringInfo(&out, "replicaVersion: %s\n", rv);
+	appendStringInfo(&out, "stateVersion: %s\n", sv);
 	if (sqlite3_prepare_v2(db, "SELECT writeTimeMs FROM \"_zero.replicationState\"", -1, &stmt, NULL) == SQLITE_OK &&
 		sqlite3_step(stmt) == SQLITE_ROW && sqlite3_column_type(stmt, 0) != SQLITE_NULL)
 	{
@@ -1132,10 +1302,10 @@ print_status(const char *file)
 		char		buf[64];
 
 		strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S UTC", gmtime(&t));
-		printf("last write: %s\n", buf);
+		appendStringInfo(&out, "last write: %s\n", buf);
 	}
 	sqlite3_finalize(stmt);
-	printf("tables:\n");
+	appendStringInfoString(&out, "tables:\n");
 	if (sqlite3_prepare_v2(db, "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_zero.%' ESCAPE '\\' ORDER BY name",
 						   -1, &stmt, NULL) != SQLITE_OK)
 		die_with(3, "%s", sqlite3_errmsg(db));
@@ -1146,12 +1316,16 @@ print_status(const char *file)
 		sqlite3_stmt *count;
 
 		if (sqlite3_prepare_v2(db, sql, -1, &count, NULL) == SQLITE_OK && sqlite3_step(count) == SQLITE_ROW)
-			printf("  %s: %lld rows\n", name, (long long) sqlite3_column_int64(count, 0));
+			appendStringInfo(&out, "  %s: %lld rows\n", name, (long long) sqlite3_column_int64(count, 0));
 		sqlite3_finalize(count);
 		pfree(sql);
 	}
 	sqlite3_finalize(stmt);
 	zs_replica_close(r);
+	/* not through stdio, whose failure a later flush reports with a stale errno */
+	if (!write_fully(STDOUT_FILENO, out.data, out.len))
+		die_with(3, "could not write the status to standard output: %m");
+	pfree(out.data);
 	return 0;
 }
 
@@ -1168,6 +1342,8 @@ main(int argc, char **argv)
 		usage();
 	pg_logging_init(argv[0]);
 	zs_json_doc_init(&doc);
+	/* beyond a file size limit (ulimit -f) a write fails with EFBIG, and says so */
+	signal(SIGXFSZ, SIG_IGN);
 	if (strcmp(argv[1], "status") == 0)
 	{
 		if (argc != 3)

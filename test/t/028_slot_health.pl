@@ -59,7 +59,7 @@ for (1 .. 40)
 	sql(q{INSERT INTO quiet.noise (pad) SELECT repeat('x', 1000) FROM generate_series(1, 2000)});
 	$warning = sql('SELECT slot_warning FROM zero_stream.status()') and last;
 }
-like($warning, qr/^the replication slot may be lost soon: wal_status \w+, \d+ kB of WAL may still be written before it is \(safe_wal_size\), the decoder is \d+ kB behind$/,
+like($warning, qr/^The replication slot may be lost soon: wal_status \w+, \d+ kB of WAL may still be written before it is \(safe_wal_size\), the decoder is \d+ kB behind$/,
 	'before it is lost: status().slot_warning says the slot is at risk');
 isnt(sql(q{SELECT wal_status FROM pg_replication_slots WHERE slot_name = 'zero_stream_zero_0'}), 'lost',
 	'and it is not lost yet');
@@ -70,6 +70,7 @@ for (1 .. 150)
 	usleep(100_000);
 }
 ok($warned, 'the server worker logs a WARNING while the decoder is held back');
+ok($node->log_contains('DETAIL:  The replication slot may be lost soon: wal_status '), 'with the figures');
 for (1 .. 6)
 {
 	sql(q{INSERT INTO quiet.noise (pad) SELECT repeat('x', 1000) FROM generate_series(1, 20000)});
@@ -83,6 +84,8 @@ for (1 .. 600)
 	usleep(100_000);
 }
 ok($invalidated, 'the checkpoint invalidates the slot (max_slot_wal_keep_size)');
+sleep 6;
+ok(!$node->log_contains('is no longer at risk of being lost'), 'a lost slot is not said to be out of danger');
 $in .= "ROLLBACK;\n\\q\n";
 $locker->finish;
 
