@@ -76,8 +76,13 @@ SHOW zero_stream.app_id;
 SHOW zero_stream.changelog_batch_size;
 SET zero_stream.changelog_batch_size = 10;
 
--- no subscriber server in this instance (zero_stream.port = 0): no connections
+-- no subscriber server in this instance (zero_stream.port = 0): no connections,
+-- no retained positions, nothing saved; a healthy slot
 SELECT count(*) AS connections FROM zero_stream.subscribers();
+SELECT retained_subscribers, slot_warning FROM zero_stream.status();
+SELECT count(*) AS saved_positions FROM zero_stream.subscriber_positions;
+-- the positions table is the extension's: no one else may write it
+SELECT has_table_privilege('public', 'zero_stream.subscriber_positions', 'INSERT') AS public_may_write;
 -- (last: it writes a published table) the permissions hash is kept by a trigger
 UPDATE zero.permissions SET permissions = '{"tables":{}}';
 SELECT hash = md5('{"tables": {}}') AS hash_kept_by_trigger FROM zero.permissions;
