@@ -276,7 +276,8 @@ run_server(void)
 		if (ShutdownRequestPending)
 		{
 			close_for_shutdown();
-			proc_exit(0);
+			/* as die() would: 1, so that a SIGTERM of this worker alone restarts it */
+			proc_exit(1);
 		}
 		old = MemoryContextSwitchTo(loop_context);
 		timeout = serve_round(events, nevents);
