@@ -305,9 +305,18 @@ sub cli_error
 }
 
 my $closed_port = PostgreSQL::Test::Cluster::get_free_port();
-my ($code, $err) = cli_error('sync', "ws://127.0.0.1:$closed_port", "$dir/none.db");
-is($code, 2, 'unreachable server: exit 2');
-like($err, qr/could not connect to 127\.0\.0\.1:$closed_port: Connection refused/, 'unreachable server: clear error');
+# an unreachable server is waited for (TAP 035 has it start later)
+my ($code, $err);
+{
+	my ($o, $e) = ('', '');
+	my $h = IPC::Run::start([ $CLI, 'sync', "ws://127.0.0.1:$closed_port", "$dir/none.db" ], '>', \$o, '2>', \$e);
+	usleep(1_500_000);
+	$h->signal('TERM');
+	$h->finish;
+	is($h->result(0), 0, 'unreachable server: retried until stopped');
+	like($e, qr/server at ws:\/\/127\.0\.0\.1:$closed_port not reachable \(Connection refused\); retrying with back-off up to 10 s/,
+		'unreachable server: a clear note');
+}
 
 PostgreSQL::Test::Utils::append_to_file("$dir/foreign.db", "this is not a SQLite database at all, just text\n" x 20);
 ($code, $err) = cli_error('sync', "ws://127.0.0.1:$sport", "$dir/foreign.db");
