@@ -89,6 +89,23 @@ zs_shared_state_install_hooks(void)
 	shmem_startup_hook = zs_shmem_startup;
 }
 
+const char *
+zs_subscriber_mode_name(ZsSubscriberMode mode)
+{
+	switch (mode)
+	{
+		case ZS_SUB_MODE_NONE:
+			return NULL;
+		case ZS_SUB_MODE_SERVING:
+			return "serving";
+		case ZS_SUB_MODE_BACKUP:
+			return "backup";
+		case ZS_SUB_MODE_SNAPSHOT:
+			return "snapshot";
+	}
+	return "unknown";
+}
+
 void
 zs_set_decoder_state(ZsDecoderState state)
 {

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  * shmem.h
  *	  The one shared-memory struct: what the workers publish for each other
- *	  and for the SQL functions, which alone turn its states into text.
+ *	  and for the SQL functions, which alone turn its states into text (a
+ *	  subscriber's mode also names it in zero_stream.subscriber_positions).
  *-------------------------------------------------------------------------
  */
 #ifndef ZS_SHMEM_H
@@ -36,6 +37,9 @@ typedef enum ZsSubscriberState
 	ZS_SUB_SENDING_SNAPSHOT,
 	ZS_SUB_CLOSING
 } ZsSubscriberState;
+
+/* "serving", "backup", "snapshot"; NULL for none */
+extern const char *zs_subscriber_mode_name(ZsSubscriberMode mode);
 
 /* One connection of the subscriber server, as zero_stream.subscribers() shows it. */
 typedef struct ZsSubscriberSlot

@@ -24,6 +24,26 @@
 
 #define WARNING_INTERVAL_MS (60 * 1000)
 
+void
+zs_slot_positions(const char *name, XLogRecPtr *restart_lsn, XLogRecPtr *confirmed_lsn)
+{
+	ReplicationSlot *slot;
+
+	*restart_lsn = *confirmed_lsn = InvalidXLogRecPtr;
+	if (name[0] == '\0')
+		return;
+	LWLockAcquire(ReplicationSlotControlLock, LW_SHARED);
+	slot = SearchNamedReplicationSlot(name, false);
+	if (slot != NULL)
+	{
+		SpinLockAcquire(&slot->mutex);
+		*restart_lsn = slot->data.restart_lsn;
+		*confirmed_lsn = slot->data.confirmed_flush;
+		SpinLockRelease(&slot->mutex);
+	}
+	LWLockRelease(ReplicationSlotControlLock);
+}
+
 /* what PostgreSQL's pg_get_replication_slots() shows as safe_wal_size, or -1 */
 static int64
 safe_wal_size(XLogRecPtr restart_lsn, XLogRecPtr current)
@@ -81,25 +101,13 @@ zs_warn_if_slot_at_risk(void)
 	static bool at_risk = false;
 	char		slot_name[NAMEDATALEN];
 	char		why[ZS_ERROR_LEN];
-	ReplicationSlot *slot;
-	XLogRecPtr	restart_lsn = InvalidXLogRecPtr;
-	XLogRecPtr	confirmed = InvalidXLogRecPtr;
+	XLogRecPtr	restart_lsn;
+	XLogRecPtr	confirmed;
 
 	LWLockAcquire(zs_shared->lock, LW_SHARED);
 	strlcpy(slot_name, zs_shared->slot_name, sizeof(slot_name));
 	LWLockRelease(zs_shared->lock);
-	if (slot_name[0] == '\0')
-		return;
-	LWLockAcquire(ReplicationSlotControlLock, LW_SHARED);
-	slot = SearchNamedReplicationSlot(slot_name, false);
-	if (slot != NULL)
-	{
-		SpinLockAcquire(&slot->mutex);
-		restart_lsn = slot->data.restart_lsn;
-		confirmed = slot->data.confirmed_flush;
-		SpinLockRelease(&slot->mutex);
-	}
-	LWLockRelease(ReplicationSlotControlLock);
+	zs_slot_positions(slot_name, &restart_lsn, &confirmed);
 
 	/* gone or lost already: the decoder says so as it starts anew */
 	if (XLogRecPtrIsInvalid(restart_lsn) || GetWALAvailability(restart_lsn) == WALAVAIL_REMOVED)

@@ -9,6 +9,13 @@
 #include "access/xlogdefs.h"
 
 /*
+ * The slot's restart_lsn and confirmed_flush, InvalidXLogRecPtr for both if
+ * name is empty or no such slot exists.
+ */
+extern void zs_slot_positions(const char *name, XLogRecPtr *restart_lsn,
+							  XLogRecPtr *confirmed_lsn);
+
+/*
  * Does a slot at restart_lsn, confirmed up to confirmed_lsn, risk losing
  * its WAL? True, with a sentence saying why in buf, when its wal_status is
  * unreserved, or when less WAL may be written before it is lost

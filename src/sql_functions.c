@@ -112,23 +112,6 @@ backup_state_text(const ZsSharedState *snap)
 }
 
 static const char *
-subscriber_mode_name(ZsSubscriberMode mode)
-{
-	switch (mode)
-	{
-		case ZS_SUB_MODE_NONE:
-			return NULL;
-		case ZS_SUB_MODE_SERVING:
-			return "serving";
-		case ZS_SUB_MODE_BACKUP:
-			return "backup";
-		case ZS_SUB_MODE_SNAPSHOT:
-			return "snapshot";
-	}
-	return "unknown";
-}
-
-static const char *
 subscriber_state_name(ZsSubscriberState state)
 {
 	switch (state)
@@ -224,7 +207,6 @@ zs_status(PG_FUNCTION_ARGS)
 	Datum		values[STATUS_COLUMNS];
 	bool		nulls[STATUS_COLUMNS];
 	ZsSharedState snap;
-	ReplicationSlot *slot;
 	XLogRecPtr	restart_lsn = InvalidXLogRecPtr;
 	XLogRecPtr	confirmed_lsn = InvalidXLogRecPtr;
 	XLogRecPtr	flush = GetFlushRecPtr(NULL);
@@ -239,19 +221,7 @@ zs_status(PG_FUNCTION_ARGS)
 	memcpy(&snap, zs_shared, offsetof(ZsSharedState, subscribers));
 	LWLockRelease(zs_shared->lock);
 
-	if (snap.slot_name[0] != '\0')
-	{
-		LWLockAcquire(ReplicationSlotControlLock, LW_SHARED);
-		slot = SearchNamedReplicationSlot(snap.slot_name, false);
-		if (slot != NULL)
-		{
-			SpinLockAcquire(&slot->mutex);
-			restart_lsn = slot->data.restart_lsn;
-			confirmed_lsn = slot->data.confirmed_flush;
-			SpinLockRelease(&slot->mutex);
-		}
-		LWLockRelease(ReplicationSlotControlLock);
-	}
+	zs_slot_positions(snap.slot_name, &restart_lsn, &confirmed_lsn);
 
 	memset(nulls, 0, sizeof(nulls));
 	values[i++] = CStringGetTextDatum(decoder_state_name(snap.decoder_state));
@@ -366,7 +336,7 @@ zs_subscribers(PG_FUNCTION_ARGS)
 		i++;
 		values[i] = text_or_null(slot->address, &nulls[i]);
 		i++;
-		values[i] = text_or_null(subscriber_mode_name(slot->mode), &nulls[i]);
+		values[i] = text_or_null(zs_subscriber_mode_name(slot->mode), &nulls[i]);
 		i++;
 		values[i] = Int32GetDatum(slot->protocol);
 		nulls[i++] = (slot->protocol == 0);
@@ -399,7 +369,7 @@ zs_subscribers(PG_FUNCTION_ARGS)
 		values[i] = CStringGetTextDatum(d->id);
 		nulls[i] = false;
 		i += 2;					/* no address */
-		values[i] = text_or_null(subscriber_mode_name(d->mode), &nulls[i]);
+		values[i] = text_or_null(zs_subscriber_mode_name(d->mode), &nulls[i]);
 		i += 2;					/* no protocol */
 		values[i] = CStringGetTextDatum(d->restored ? "restored" : "departed");
 		nulls[i] = false;

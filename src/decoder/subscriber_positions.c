@@ -63,28 +63,11 @@ static Position *current = NULL;
 static int	capacity = 0;
 static TimestampTz last_save = 0;
 
-static const char *
-mode_name(ZsSubscriberMode mode)
-{
-	switch (mode)
-	{
-		case ZS_SUB_MODE_SERVING:
-			return "serving";
-		case ZS_SUB_MODE_BACKUP:
-			return "backup";
-		case ZS_SUB_MODE_SNAPSHOT:
-			return "snapshot";
-		case ZS_SUB_MODE_NONE:
-			break;
-	}
-	return NULL;
-}
-
 static bool
 mode_from_name(const char *name, ZsSubscriberMode *mode)
 {
 	for (ZsSubscriberMode m = ZS_SUB_MODE_SERVING; m <= ZS_SUB_MODE_SNAPSHOT; m++)
-		if (strcmp(name, mode_name(m)) == 0)
+		if (strcmp(name, zs_subscriber_mode_name(m)) == 0)
 		{
 			*mode = m;
 			return true;
@@ -227,7 +210,7 @@ write_positions(int n, const char *replica_version)
 		Position   *p = &current[i];
 
 		appendStringInfo(&sql, "%s(%s, '%s', %s, %s, %s, %s)", i > 0 ? ", " : "",
-						 id_literal(p->id), mode_name(p->mode),
+						 id_literal(p->id), zs_subscriber_mode_name(p->mode),
 						 quote_literal_cstr(replica_version), quote_literal_cstr(p->watermark),
 						 p->connected ? "true" : "false",
 						 p->connected ? "now()" :

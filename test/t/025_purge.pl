@@ -36,22 +36,16 @@ sub write_txns
 	sql("INSERT INTO t (v) SELECT 'row ' || g FROM generate_series(1, $n) g");
 	sql(join ';', map { "INSERT INTO t (v) VALUES ('tx $_')" } 1 .. $n);
 	zs_wait_catchup($node);
-	$node->poll_query_until('postgres', 'SELECT backup_watermark = last_watermark FROM zero_stream.status()')
-	  or die 'the backup replica did not catch up';
+	zs_wait_backup($node);
 }
 
 sub url
 {
 	my (%p) = @_;
-	my %q = (id => 'tap', taskID => 'task', replicaVersion => $rv, watermark => $rv, %p);
-	return "ws://127.0.0.1:$port/replication/v6/changes?" . join '&', map { "$_=$q{$_}" } sort keys %q;
+	return zs_changes_url($node, id => 'tap', taskID => 'task', replicaVersion => $rv, watermark => $rv, %p);
 }
 
-sub purge
-{
-	my $r = sql(q{SELECT rows || '|' || coalesce(floor, '') || '|' || coalesce(held_by, '') FROM zero_stream.purge()});
-	return split /\|/, $r, 3;
-}
+sub purge { return zs_purge($node); }
 
 sub oldest { return sql(qq{SELECT min(watermark COLLATE "C") FROM $CDC."changeLog"}); }
 sub newest { return sql(qq{SELECT max(watermark COLLATE "C") FROM $CDC."changeLog"}); }

@@ -40,22 +40,16 @@ sub write_txns
 	my ($n) = @_;
 	sql(join ';', map { "INSERT INTO t (v) VALUES ('tx $_')" } 1 .. $n);
 	zs_wait_catchup($node);
-	$node->poll_query_until('postgres', 'SELECT backup_watermark = last_watermark FROM zero_stream.status()')
-	  or die 'the backup replica did not catch up';
+	zs_wait_backup($node);
 }
 
 sub url
 {
 	my (%p) = @_;
-	my %q = (id => 'away', taskID => 'task', replicaVersion => $rv, watermark => $rv, %p);
-	return "ws://127.0.0.1:$port/replication/v6/changes?" . join '&', map { "$_=$q{$_}" } sort keys %q;
+	return zs_changes_url($node, id => 'away', taskID => 'task', replicaVersion => $rv, watermark => $rv, %p);
 }
 
-sub purge
-{
-	my $r = sql(q{SELECT rows || '|' || coalesce(floor, '') || '|' || coalesce(held_by, '') FROM zero_stream.purge()});
-	return split /\|/, $r, 3;
-}
+sub purge { return zs_purge($node); }
 
 sub start_cli
 {
@@ -105,8 +99,7 @@ sub check_restored
 	my ($label, $w) = @_;
 	zs_wait_streaming($node);
 	# the backup replica reached the head of the start: it vouches for its watermark
-	$node->poll_query_until('postgres', 'SELECT backup_watermark = last_watermark FROM zero_stream.status()')
-	  or die "$label: the backup replica did not catch up";
+	zs_wait_backup($node);
 	my ($rows, $floor, $held) = purge();
 	cmp_ok($rows, '>', 0, "$label: the first purge after the start purges ($rows rows)");
 	cmp_ok($floor, 'le', $w, "$label: not past the departed subscriber's position");

@@ -13,7 +13,8 @@ use Time::HiRes qw(usleep);
 use Exporter 'import';
 
 our @EXPORT = qw(zs_new_node zs_wait_streaming zs_wait_catchup zs_decoder_pid zs_rss_kb
-  zs_check_log_integrity zs_sqlite zs_replica_equals zs_wait_ready zs_start_pgbench);
+  zs_check_log_integrity zs_sqlite zs_replica_equals zs_wait_ready zs_start_pgbench
+  zs_wait_backup zs_changes_url zs_purge);
 
 our $CDC = '"zero_0/cdc"';
 
@@ -80,6 +81,31 @@ sub zs_wait_catchup
 	my $ok = $node->safe_psql('postgres',
 		"SELECT zero_stream.wait_for_catchup('$timeout')");
 	die "decoder did not catch up within $timeout" unless $ok eq 't';
+}
+
+# Until the backup replica has the decoder's head.
+sub zs_wait_backup
+{
+	my ($node) = @_;
+	$node->poll_query_until('postgres', 'SELECT backup_watermark = last_watermark FROM zero_stream.status()')
+	  or die 'the backup replica did not catch up';
+}
+
+# A v6 /changes URL of the node's subscriber server with the query %q.
+sub zs_changes_url
+{
+	my ($node, %q) = @_;
+	return "ws://127.0.0.1:$node->{zs_server_port}/replication/v6/changes?"
+	  . join '&', map { "$_=$q{$_}" } sort keys %q;
+}
+
+# zero_stream.purge() now: (rows, floor, held_by)
+sub zs_purge
+{
+	my ($node) = @_;
+	my $r = $node->safe_psql('postgres',
+		q{SELECT rows || '|' || coalesce(floor, '') || '|' || coalesce(held_by, '') FROM zero_stream.purge()});
+	return split /\|/, $r, 3;
 }
 
 sub zs_decoder_pid
