@@ -19,13 +19,21 @@
 #include "guc.h"
 #include "shmem.h"
 
-static void record_departed(const char *id, ZsSubscriberMode mode, const char *watermark);
+static bool record_departed(const char *id, ZsSubscriberMode mode, const char *replica_version,
+							const char *watermark, char *evicted);
+
+static int
+max_departed(void)
+{
+	return zs_max_subscribers + ZS_EXTRA_DEPARTED;
+}
 
 static Size
 shared_state_size(void)
 {
-	return add_size(offsetof(ZsSharedState, subscribers),
-					mul_size(zs_max_subscribers, sizeof(ZsSubscriberSlot)));
+	return add_size(add_size(offsetof(ZsSharedState, subscribers),
+							 mul_size(zs_max_subscribers, sizeof(ZsSubscriberSlot))),
+					mul_size(max_departed(), sizeof(ZsDepartedSubscriber)));
 }
 
 static Size
@@ -65,6 +73,7 @@ zs_shmem_startup(void)
 	{
 		memset(zs_shared, 0, shared_state_size());
 		zs_shared->max_subscribers = zs_max_subscribers;
+		zs_shared->max_departed = max_departed();
 		zs_shared->lock = &(GetNamedLWLockTranche("zero_stream"))->lock;
 	}
 	if (live_round_size() > 0)
@@ -181,7 +190,7 @@ worker_detach(int code, Datum arg)
 			ZsSubscriberSlot *s = &zs_shared->subscribers[i];
 
 			if (s->in_use && s->mode != ZS_SUB_MODE_NONE && s->state != ZS_SUB_FAILED)
-				record_departed(s->id, s->mode, s->watermark_acked);
+				(void) record_departed(s->id, s->mode, s->replica_version, s->watermark_acked, NULL);
 			s->in_use = false;
 		}
 	LWLockRelease(zs_shared->lock);
@@ -280,15 +289,19 @@ zs_publish_stored(const char *head, uint64 ntxns, uint64 nchanges,
 		SetLatch(replicator_latch);
 }
 
-/* with the lock held: the entry of (id, mode), else a free one, else the oldest */
+/*
+ * With the lock held: the entry of (id, mode), else a free one, else the
+ * one that left first.
+ */
 static ZsDepartedSubscriber *
 departed_entry(const char *id, ZsSubscriberMode mode)
 {
+	ZsDepartedSubscriber *entries = zs_departed_entries();
 	ZsDepartedSubscriber *slot = NULL;
 
-	for (int i = 0; i < ZS_MAX_DEPARTED; i++)
+	for (int i = 0; i < zs_shared->max_departed; i++)
 	{
-		ZsDepartedSubscriber *d = &zs_shared->departed[i];
+		ZsDepartedSubscriber *d = &entries[i];
 
 		if (d->departed_at != 0 && d->mode == mode && strcmp(d->id, id) == 0)
 			return d;
@@ -298,42 +311,95 @@ departed_entry(const char *id, ZsSubscriberMode mode)
 	return slot;
 }
 
-/* with the lock held */
-static void
-record_departed(const char *id, ZsSubscriberMode mode, const char *watermark)
+/*
+ * With the lock held. True if a retained entry of another subscriber gave
+ * way (its id in evicted, if not NULL).
+ */
+static bool
+record_departed(const char *id, ZsSubscriberMode mode, const char *replica_version,
+				const char *watermark, char *evicted)
 {
 	ZsDepartedSubscriber *slot;
+	bool		gave_way;
 
 	if (watermark == NULL || watermark[0] == '\0' || id == NULL || id[0] == '\0')
-		return;
+		return false;
 	slot = departed_entry(id, mode);
+	gave_way = slot->departed_at != 0 && (slot->mode != mode || strcmp(slot->id, id) != 0) &&
+		zs_departed_is_retained(slot, "", GetCurrentTimestamp(), zs_subscriber_retention_ms);
+	if (gave_way && evicted != NULL)
+		strlcpy(evicted, slot->id, ZS_NAME_LEN);
 	strlcpy(slot->id, id, sizeof(slot->id));
 	slot->mode = mode;
 	slot->restored = false;
-	strlcpy(slot->replica_version, zs_shared->replica_version, sizeof(slot->replica_version));
+	strlcpy(slot->replica_version, replica_version ? replica_version : "",
+			sizeof(slot->replica_version));
 	strlcpy(slot->watermark, watermark, sizeof(slot->watermark));
 	slot->departed_at = GetCurrentTimestamp();
+	return gave_way;
+}
+
+static void
+log_evicted(const char *evicted)
+{
+	ereport(LOG,
+			(errmsg("zero_stream: the position kept for departed subscriber \"%s\" gave way to a newer departure",
+					evicted),
+			 errdetail("All %d departed entries (zero_stream.max_subscribers + %d) are taken; that subscriber restores if it returns.",
+					   zs_shared->max_departed, ZS_EXTRA_DEPARTED)));
 }
 
 void
-zs_record_departed_subscriber(const char *id, ZsSubscriberMode mode, const char *watermark)
+zs_record_departed_subscriber(const char *id, ZsSubscriberMode mode, const char *replica_version,
+							  const char *watermark)
 {
+	char		evicted[ZS_NAME_LEN];
+	bool		gave_way;
+
 	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
-	record_departed(id, mode, watermark);
+	gave_way = record_departed(id, mode, replica_version, watermark, evicted);
 	LWLockRelease(zs_shared->lock);
+	if (gave_way)
+		log_evicted(evicted);
 }
 
 void
 zs_restore_departed_subscriber(const ZsDepartedSubscriber *entry)
 {
 	ZsDepartedSubscriber *slot;
+	char		evicted[ZS_NAME_LEN];
+	bool		gave_way = false;
 
 	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
 	slot = departed_entry(entry->id, entry->mode);
 	/* a departure recorded since the restart is newer */
 	if (slot->departed_at == 0 || slot->mode != entry->mode || strcmp(slot->id, entry->id) != 0)
-		*slot = *entry;
+	{
+		gave_way = slot->departed_at != 0 &&
+			zs_departed_is_retained(slot, "", GetCurrentTimestamp(), zs_subscriber_retention_ms);
+		if (gave_way)
+			strlcpy(evicted, slot->id, sizeof(evicted));
+		memcpy(slot, entry, sizeof(*slot));
+	}
 	LWLockRelease(zs_shared->lock);
+	if (gave_way)
+		log_evicted(evicted);
+}
+
+int
+zs_count_retained(int retention_ms)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	ZsDepartedSubscriber *entries;
+	int			n = 0;
+
+	LWLockAcquire(zs_shared->lock, LW_SHARED);
+	entries = zs_departed_entries();
+	for (int i = 0; i < zs_shared->max_departed; i++)
+		if (zs_departed_is_retained(&entries[i], zs_shared->replica_version, now, retention_ms))
+			n++;
+	LWLockRelease(zs_shared->lock);
+	return n;
 }
 
 bool
@@ -414,9 +480,9 @@ zs_purge_floor(const char *gate, int retention_ms, char *floor, char *holder, in
 				 s->mode == ZS_SUB_MODE_SNAPSHOT ? "reservation" : "subscriber", s->id, s->address);
 		lower_floor(floor, holder, holder_len, s->watermark_acked, who);
 	}
-	for (int i = 0; i < ZS_MAX_DEPARTED; i++)
+	for (int i = 0; i < zs_shared->max_departed; i++)
 	{
-		ZsDepartedSubscriber *d = &zs_shared->departed[i];
+		ZsDepartedSubscriber *d = &zs_departed_entries()[i];
 		char		who[ZS_NAME_LEN + 160];
 
 		if (!zs_departed_is_retained(d, zs_shared->replica_version, now, retention_ms))

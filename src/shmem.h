@@ -50,6 +50,7 @@ typedef struct ZsSubscriberSlot
 	ZsSubscriberMode mode;
 	int			protocol;
 	ZsSubscriberState state;
+	char		replica_version[ZS_WATERMARK_MAXLEN];	/* of its subscription or reservation */
 	char		watermark_sent[ZS_WATERMARK_MAXLEN];
 	char		watermark_acked[ZS_WATERMARK_MAXLEN];
 	int64		messages_sent;
@@ -64,9 +65,11 @@ typedef struct ZsSubscriberSlot
  * without restoring (the purge floor counts it until then). The decoder
  * keeps these and the connected subscribers' positions in the table
  * zero_stream.subscriber_positions (decoder/subscriber_positions.c) and
- * reads them back after a restart or a crash: restored entries.
+ * reads them back after a restart or a crash: restored entries. There are
+ * max_subscribers + ZS_EXTRA_DEPARTED of them, after the subscriber slots
+ * (zs_departed_entries()): every connection of a restart, and then some.
  */
-#define ZS_MAX_DEPARTED 64
+#define ZS_EXTRA_DEPARTED 64
 
 typedef struct ZsDepartedSubscriber
 {
@@ -170,7 +173,6 @@ typedef struct ZsSharedState
 	TimestampTz last_purge_time;
 	char		purge_floor[ZS_WATERMARK_MAXLEN];	/* "" while nothing may be purged */
 	char		purge_holder[ZS_ERROR_LEN / 4];	/* what holds the floor, or why no purge */
-	ZsDepartedSubscriber departed[ZS_MAX_DEPARTED];
 	bool		positions_restored; /* the decoder read back the saved positions */
 
 	/* values stored as text because they could not be encoded */
@@ -190,12 +192,22 @@ typedef struct ZsSharedState
 	char		last_error[ZS_ERROR_LEN];
 	TimestampTz last_error_time;
 
-	/* the server's connections: max_subscribers slots */
+	/*
+	 * the server's connections: max_subscribers slots, then max_departed
+	 * departed entries
+	 */
 	int			max_subscribers;
+	int			max_departed;
 	ZsSubscriberSlot subscribers[FLEXIBLE_ARRAY_MEMBER];
 } ZsSharedState;
 
 extern ZsSharedState *zs_shared;
+
+static inline ZsDepartedSubscriber *
+zs_departed_entries(void)
+{
+	return (ZsDepartedSubscriber *) &zs_shared->subscribers[zs_shared->max_subscribers];
+}
 
 /*
  * The decoder's latest round of decoded rows, published before it is
@@ -268,16 +280,22 @@ extern void zs_publish_stored(const char *head, uint64 ntxns, uint64 nchanges,
 							  TimestampTz upstream_commit_time);
 
 /*
- * A subscriber (serving or backup mode) left, having acked watermark; or a
- * snapshot reservation's connection ended by the server (its restart or
- * failure). Of the lineage the decoder last published, unless
- * replica_version is given; restored entries keep departed_at.
+ * A subscriber (serving or backup mode) of lineage replica_version left,
+ * having acked watermark; or a snapshot reservation's connection was ended
+ * by the server (its failure). A restored entry keeps its departed_at. If
+ * every entry is taken, the one that left first gives way (with a LOG).
  */
 extern void zs_record_departed_subscriber(const char *id, ZsSubscriberMode mode,
-										  const char *watermark);
+										  const char *replica_version, const char *watermark);
 extern void zs_restore_departed_subscriber(const ZsDepartedSubscriber *entry);
 
-/* Is a departed entry still retained: of this lineage, left less than retention_ms ago? */
+/* How many departed entries are retained (zs_departed_is_retained). */
+extern int	zs_count_retained(int retention_ms);
+
+/*
+ * Is a departed entry still retained: of this lineage (any, if
+ * replica_version is ""), left less than retention_ms ago?
+ */
 extern bool zs_departed_is_retained(const ZsDepartedSubscriber *d, const char *replica_version,
 									TimestampTz now, int retention_ms);
 

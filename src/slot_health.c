@@ -4,12 +4,12 @@
  *	  figures of pg_replication_slots' wal_status and safe_wal_size.
  *
  * With max_slot_wal_keep_size set, a checkpoint removes the WAL a slot
- * still needs once the slot holds more than that, and the slot is lost
- * (docs: a new lineage, every replica restores). A slot whose wal_status is
- * unreserved is past max_wal_size and kept only until the next checkpoint;
- * safe_wal_size says how much more WAL may be written before the slot is
- * lost. zero_stream.status() shows the warning (slot_warning), and the
- * server worker logs it (at a bounded rate), both from here.
+ * still needs once the slot holds more than that (or wal_keep_size), and
+ * the slot is lost: a new lineage, every replica restores. Its wal_status
+ * is unreserved from the moment it holds more, until that checkpoint;
+ * safe_wal_size says how much more WAL may be written before it is lost.
+ * zero_stream.status() shows the warning (slot_warning); the server worker
+ * (or, without one, the decoder) logs it at a bounded rate.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -124,7 +124,8 @@ zs_warn_if_slot_at_risk(void)
 		at_risk = false;
 		return;
 	}
-	if (!at_risk || TimestampDifferenceExceeds(last_warning, GetCurrentTimestamp(), WARNING_INTERVAL_MS))
+	if (last_warning == 0 ||
+		TimestampDifferenceExceeds(last_warning, GetCurrentTimestamp(), WARNING_INTERVAL_MS))
 	{
 		ereport(WARNING,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

@@ -27,9 +27,10 @@ extern bool zs_slot_at_risk(XLogRecPtr restart_lsn, XLogRecPtr confirmed_lsn,
 
 /*
  * The same for the slot the decoder last published (shmem's slot_name):
- * a WARNING at most once a minute while it is at risk, a LOG once it is not
- * any more. Called by the server's loop, which never waits for the
- * decoder, so that a decoder held back is reported too.
+ * a WARNING at most once a minute, a LOG once it is not at risk any more.
+ * Called by the server's loop, which never waits for the decoder, so that
+ * a decoder held back is reported too; by the decoder at its slot saves
+ * when there is no server (zero_stream.port = 0).
  */
 extern void zs_warn_if_slot_at_risk(void);
 

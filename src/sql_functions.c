@@ -186,20 +186,6 @@ change_log_size(Datum *rows, bool *rows_null, Datum *bytes, bool *bytes_null)
 	*bytes = DirectFunctionCall1(pg_total_relation_size, ObjectIdGetDatum(relid));
 }
 
-/* positions the purge floor counts for subscribers that left (subscribers()) */
-static int
-retained_positions(const ZsSharedState *snap)
-{
-	TimestampTz now = GetCurrentTimestamp();
-	int			n = 0;
-
-	for (int i = 0; i < ZS_MAX_DEPARTED; i++)
-		if (zs_departed_is_retained(&snap->departed[i], snap->replica_version, now,
-									zs_subscriber_retention_ms))
-			n++;
-	return n;
-}
-
 Datum
 zs_status(PG_FUNCTION_ARGS)
 {
@@ -294,7 +280,7 @@ zs_status(PG_FUNCTION_ARGS)
 	i++;
 	values[i] = time_or_null(snap.last_reset_time, &nulls[i]);
 	i++;
-	values[i++] = Int32GetDatum(retained_positions(&snap));
+	values[i++] = Int32GetDatum(zs_count_retained(zs_subscriber_retention_ms));
 	if (zs_slot_at_risk(restart_lsn, confirmed_lsn, slot_warning, sizeof(slot_warning)))
 		values[i++] = CStringGetTextDatum(slot_warning);
 	else
@@ -356,9 +342,9 @@ zs_subscribers(PG_FUNCTION_ARGS)
 		Assert(i == SUBSCRIBER_COLUMNS);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
-	for (int s = 0; s < ZS_MAX_DEPARTED; s++)
+	for (int s = 0; s < zs_shared->max_departed; s++)
 	{
-		ZsDepartedSubscriber *d = &zs_shared->departed[s];
+		ZsDepartedSubscriber *d = &zs_departed_entries()[s];
 		Datum		values[SUBSCRIBER_COLUMNS];
 		bool		nulls[SUBSCRIBER_COLUMNS];
 		int			i = 0;

@@ -525,6 +525,8 @@ read_response_head(ZsClientConn *conn, StringInfo head, StringInfo leftover, int
 		if (got == 0)
 		{
 			snprintf(err, ZS_CLIENT_ERR_LEN, "connection closed before a complete HTTP response");
+			/* closed before answering at all (a server shutting down): as a reset */
+			errno = head->len == 0 ? ECONNRESET : 0;
 			return false;
 		}
 		appendBinaryStringInfo(head, buf, (int) got);

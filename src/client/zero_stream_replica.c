@@ -264,7 +264,8 @@ static bool
 connection_lost(int e)
 {
 	return e == ECONNREFUSED || e == ECONNRESET || e == ECONNABORTED || e == EPIPE ||
-		e == ETIMEDOUT || e == EHOSTUNREACH || e == ENETUNREACH || e == ENETDOWN;
+		e == ETIMEDOUT || e == EHOSTUNREACH || e == ENETUNREACH || e == ENETDOWN ||
+		e == EADDRNOTAVAIL;
 }
 
 /*

@@ -66,6 +66,7 @@
 #include "decoder/output_plugin.h"
 #include "decoder/pgoutput_read.h"
 #include "shmem.h"
+#include "slot_health.h"
 #include "spi_xact.h"
 #include "codec/json_read.h"
 #include "decoder/purge.h"
@@ -1250,7 +1251,7 @@ run_decoder(MemoryContext worker_context)
 	zs_backfill_reset();
 	strlcpy(purge_gate, stored_head, sizeof(purge_gate));
 	/* where subscribers were before a restart, for the first purge */
-	zs_positions_restore();
+	zs_positions_restore(replica_version);
 
 	message_context = AllocSetContextCreate(worker_context, "zero_stream message",
 											ALLOCSET_DEFAULT_SIZES);
@@ -1315,6 +1316,9 @@ run_decoder(MemoryContext worker_context)
 			mark_restart_point();
 			ReplicationSlotSave();
 			last_slot_save = GetCurrentTimestamp();
+			/* the server checks its health, if there is one: it never waits for us */
+			if (zs_port == 0)
+				zs_warn_if_slot_at_risk();
 		}
 		if (busy)
 			continue;

@@ -19,12 +19,19 @@
  *     the server stopped, or a reservation's connection, is retained for
  *     subscriber_retention from the restart, since it could not come back
  *     while the server was down.
- * A saved position is at most SAVE_INTERVAL_MS older than the one in
- * shared memory and never ahead of it (acks only move forward), so the
- * floor read back is never above what a subscriber has. Only a subscriber
- * that first connected less than SAVE_INTERVAL_MS before a crash is missing
- * from the table; it restores from the backup replica if the first purge
- * passed its position.
+ * A saved position is never ahead of the one in shared memory (acks only
+ * move forward), so the floor read back is never above what a subscriber
+ * has; while the decoder loop runs it is at most SAVE_INTERVAL_MS older
+ * (a decoder held back, by a lock or a long initial copy, saves nothing
+ * meanwhile, and purges nothing either). A subscriber that first connected
+ * after the last save before a crash is missing from the table; it
+ * restores from the backup replica if the first purge passed its position.
+ * Positions of another lineage than the change log's are not read back.
+ *
+ * Ids are the subscribers' own bytes, cut at ZS_NAME_LEN: the table holds
+ * them escaped one-to-one into valid text (a backslash doubled, a byte that
+ * does not begin a valid character as \xNN), and they are unescaped when
+ * read back.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -51,6 +58,7 @@ typedef struct Position
 {
 	char		id[ZS_NAME_LEN];
 	ZsSubscriberMode mode;
+	char		replica_version[ZS_WATERMARK_MAXLEN];
 	bool		connected;		/* else departed at departed_at */
 	char		watermark[ZS_WATERMARK_MAXLEN];
 	TimestampTz departed_at;
@@ -58,7 +66,6 @@ typedef struct Position
 
 static Position *saved = NULL;	/* what the table holds, as last written */
 static int	nsaved = -1;		/* -1: not known, write at the next save */
-static char saved_version[ZS_WATERMARK_MAXLEN];
 static Position *current = NULL;
 static int	capacity = 0;
 static TimestampTz last_save = 0;
@@ -95,11 +102,7 @@ positions_table(void)
 	return OidIsValid(schema) ? get_relname_relid(POSITIONS_TABLE, schema) : InvalidOid;
 }
 
-/*
- * A client's id as a literal of the database's encoding: ids are the
- * subscribers' own bytes, cut at ZS_NAME_LEN, so a byte that does not
- * begin a valid character is written as '?' (an id only names a position).
- */
+/* An id as a literal of valid text: escaped one-to-one (see the header). */
 static char *
 id_literal(const char *id)
 {
@@ -114,9 +117,11 @@ id_literal(const char *id)
 
 		if (l <= 0)
 		{
-			appendStringInfoChar(&buf, '?');
+			appendStringInfo(&buf, "\\x%02x", (unsigned char) *id);
 			l = 1;
 		}
+		else if (*id == '\\')
+			appendStringInfoString(&buf, "\\\\");
 		else
 			appendBinaryStringInfo(&buf, id, l);
 		id += l;
@@ -125,20 +130,46 @@ id_literal(const char *id)
 	return quote_literal_cstr(buf.data);
 }
 
+/* id_literal's text back to the id's bytes, in id (ZS_NAME_LEN) */
+static void
+unescape_id(const char *text, char *id)
+{
+	int			n = 0;
+
+	while (*text != '\0' && n < ZS_NAME_LEN - 1)
+	{
+		if (text[0] == '\\' && text[1] == '\\')
+		{
+			id[n++] = '\\';
+			text += 2;
+		}
+		else if (text[0] == '\\' && text[1] == 'x' && isxdigit((unsigned char) text[2]) &&
+				 isxdigit((unsigned char) text[3]))
+		{
+			char		hex[3] = {text[2], text[3], '\0'};
+
+			id[n++] = (char) strtol(hex, NULL, 16);
+			text += 4;
+		}
+		else
+			id[n++] = *text++;
+	}
+	id[n] = '\0';
+}
+
 /*
  * What holds the floor now, in shared memory: connected subscribers and
  * reservations, and departed ones still retained, one position per (mode,
  * id), sorted; the lowest watermark where an id appears more than once.
  */
 static int
-collect(char *replica_version)
+collect(void)
 {
 	TimestampTz now = GetCurrentTimestamp();
 	int			n = 0;
 	int			merged = 0;
 
 	LWLockAcquire(zs_shared->lock, LW_SHARED);
-	strlcpy(replica_version, zs_shared->replica_version, ZS_WATERMARK_MAXLEN);
 	for (int i = 0; i < zs_shared->max_subscribers && n < capacity; i++)
 	{
 		ZsSubscriberSlot *s = &zs_shared->subscribers[i];
@@ -150,20 +181,22 @@ collect(char *replica_version)
 		memset(p, 0, sizeof(*p));
 		strlcpy(p->id, s->id, sizeof(p->id));
 		p->mode = s->mode;
+		strlcpy(p->replica_version, s->replica_version, sizeof(p->replica_version));
 		p->connected = true;
 		strlcpy(p->watermark, s->watermark_acked, sizeof(p->watermark));
 		n++;
 	}
-	for (int i = 0; i < ZS_MAX_DEPARTED && n < capacity; i++)
+	for (int i = 0; i < zs_shared->max_departed && n < capacity; i++)
 	{
-		ZsDepartedSubscriber *d = &zs_shared->departed[i];
+		ZsDepartedSubscriber *d = &zs_departed_entries()[i];
 		Position   *p = &current[n];
 
-		if (!zs_departed_is_retained(d, replica_version, now, zs_subscriber_retention_ms))
+		if (!zs_departed_is_retained(d, zs_shared->replica_version, now, zs_subscriber_retention_ms))
 			continue;
 		memset(p, 0, sizeof(*p));
 		strlcpy(p->id, d->id, sizeof(p->id));
 		p->mode = d->mode;
+		strlcpy(p->replica_version, d->replica_version, sizeof(p->replica_version));
 		strlcpy(p->watermark, d->watermark, sizeof(p->watermark));
 		p->departed_at = d->departed_at;
 		n++;
@@ -182,8 +215,17 @@ collect(char *replica_version)
 			merged++;
 			continue;
 		}
-		/* connected again after it left, or two connections of one id */
+		/*
+		 * Connected again after it left, or two connections of one id: the
+		 * newer lineage's position (replicaVersions grow), the lowest of one.
+		 */
 		m = &current[merged - 1];
+		if (strcmp(current[i].replica_version, m->replica_version) != 0)
+		{
+			if (strcmp(current[i].replica_version, m->replica_version) > 0)
+				memcpy(m, &current[i], sizeof(Position));
+			continue;
+		}
 		if (strcmp(current[i].watermark, m->watermark) < 0)
 			strlcpy(m->watermark, current[i].watermark, sizeof(m->watermark));
 		m->connected |= current[i].connected;
@@ -194,7 +236,7 @@ collect(char *replica_version)
 
 /* Replace the table's rows by current[0..n-1], in the transaction. */
 static void
-write_positions(int n, const char *replica_version)
+write_positions(int n)
 {
 	StringInfoData sql;
 
@@ -211,7 +253,7 @@ write_positions(int n, const char *replica_version)
 
 		appendStringInfo(&sql, "%s(%s, '%s', %s, %s, %s, %s)", i > 0 ? ", " : "",
 						 id_literal(p->id), zs_subscriber_mode_name(p->mode),
-						 quote_literal_cstr(replica_version), quote_literal_cstr(p->watermark),
+						 quote_literal_cstr(p->replica_version), quote_literal_cstr(p->watermark),
 						 p->connected ? "true" : "false",
 						 p->connected ? "now()" :
 						 quote_literal_cstr(timestamptz_to_str(p->departed_at)));
@@ -225,7 +267,7 @@ ensure_buffers(void)
 {
 	if (current != NULL)
 		return;
-	capacity = zs_shared->max_subscribers + ZS_MAX_DEPARTED;
+	capacity = zs_shared->max_subscribers + zs_shared->max_departed;
 	current = MemoryContextAllocZero(TopMemoryContext, sizeof(Position) * capacity);
 	saved = MemoryContextAllocZero(TopMemoryContext, sizeof(Position) * capacity);
 }
@@ -234,30 +276,32 @@ void
 zs_positions_save_step(void)
 {
 	TimestampTz now = GetCurrentTimestamp();
-	char		replica_version[ZS_WATERMARK_MAXLEN];
 	int			n;
 
 	if (!TimestampDifferenceExceeds(last_save, now, SAVE_INTERVAL_MS))
 		return;
 	ensure_buffers();
 	last_save = now;
-	n = collect(replica_version);
-	if (n == nsaved && strcmp(replica_version, saved_version) == 0 &&
-		memcmp(current, saved, sizeof(Position) * n) == 0)
+	n = collect();
+	if (n == nsaved && memcmp(current, saved, sizeof(Position) * n) == 0)
 		return;
 
 	zs_spi_xact_begin("zero_stream: saving the subscriber positions");
-	if (OidIsValid(positions_table()))
-		write_positions(n, replica_version);
+	if (!OidIsValid(positions_table()))
+	{
+		zs_spi_xact_commit();
+		nsaved = -1;			/* the extension is being dropped: nothing saved */
+		return;
+	}
+	write_positions(n);
 	zs_spi_xact_commit();
 
 	memcpy(saved, current, sizeof(Position) * n);
 	nsaved = n;
-	strlcpy(saved_version, replica_version, sizeof(saved_version));
 }
 
 void
-zs_positions_restore(void)
+zs_positions_restore(const char *replica_version)
 {
 	TimestampTz now = GetCurrentTimestamp();
 	bool		restored;
@@ -290,14 +334,14 @@ zs_positions_restore(void)
 			memset(&entry, 0, sizeof(entry));
 			if (mode == NULL || !mode_from_name(mode, &entry.mode) || watermark == NULL)
 				continue;
-			strlcpy(entry.id, SPI_getvalue(tuple, desc, 1), sizeof(entry.id));
+			unescape_id(SPI_getvalue(tuple, desc, 1), entry.id);
 			strlcpy(entry.replica_version, SPI_getvalue(tuple, desc, 3), sizeof(entry.replica_version));
 			strlcpy(entry.watermark, watermark, sizeof(entry.watermark));
 			connected = DatumGetBool(SPI_getbinval(tuple, desc, 5, &isnull));
 			entry.departed_at = connected ? now :
 				DatumGetTimestampTz(SPI_getbinval(tuple, desc, 6, &isnull));
 			entry.restored = true;
-			if (!zs_departed_is_retained(&entry, "", now, zs_subscriber_retention_ms))
+			if (!zs_departed_is_retained(&entry, replica_version, now, zs_subscriber_retention_ms))
 				continue;
 			zs_restore_departed_subscriber(&entry);
 			nretained++;
@@ -313,6 +357,9 @@ zs_positions_restore(void)
 	last_save = 0;
 	if (nrows > 0)
 		ereport(LOG,
-				(errmsg("zero_stream read back %d saved subscriber positions, %d of them retained for subscriber_retention",
-						nrows, nretained)));
+				(errmsg_plural("zero_stream read back %d saved subscriber position",
+							   "zero_stream read back %d saved subscriber positions",
+							   nrows, nrows),
+				 errdetail("%d of them are of this lineage and still within zero_stream.subscriber_retention.",
+						   nretained)));
 }

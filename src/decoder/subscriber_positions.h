@@ -9,10 +9,11 @@
 
 /*
  * Once per shared-memory lifetime, before the first purge: the positions
- * saved before the restart become departed entries, retained for
- * subscriber_retention as if the server had not restarted.
+ * of lineage replica_version saved before the restart become departed
+ * entries, retained for subscriber_retention as if the server had not
+ * restarted.
  */
-extern void zs_positions_restore(void);
+extern void zs_positions_restore(const char *replica_version);
 
 /*
  * Between decoding rounds: save the positions if they changed, at most

@@ -225,7 +225,8 @@ zs_conn_close(ZsConn *c)
 		zs_subscriber_describe(c->sub, "", &info);
 		if (info.state != ZS_SUB_FAILED)
 			zs_record_departed_subscriber(info.id, info.backup_mode ? ZS_SUB_MODE_BACKUP :
-										  ZS_SUB_MODE_SERVING, info.watermark_acked);
+										  ZS_SUB_MODE_SERVING, info.replica_version,
+										  info.watermark_acked);
 	}
 	zs_tls_close(c);
 	closesocket(c->sock);

@@ -35,6 +35,8 @@
 #include "postmaster/interrupt.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
+#include "storage/lwlock.h"
+#include "tcop/tcopprot.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
@@ -55,8 +57,8 @@
 PGDLLEXPORT void zs_server_main(Datum main_arg);
 
 #define TICK_MS				1000
-#define SHUTDOWN_DRAIN_MS	1000
-#define SLOT_CHECK_MS		5000	/* for close frames after what was queued */
+#define SHUTDOWN_DRAIN_MS	1000	/* for close frames after what was queued */
+#define SLOT_CHECK_MS		5000	/* how often the slot's health is checked */
 
 static pgsocket listeners[ZS_MAX_LISTENERS];
 static int	nlisteners = 0;
@@ -194,34 +196,51 @@ serve_round(WaitEvent *events, int nevents)
 	return flow.next_ms >= 0 ? Min(flow.next_ms, TICK_MS) : TICK_MS;
 }
 
+static volatile sig_atomic_t shutdown_requested = false;
+
+/* SIGTERM: as die(), and the exit sends close frames (close_at_exit) */
+static void
+server_sigterm(SIGNAL_ARGS)
+{
+	shutdown_requested = true;
+	die(postgres_signal_arg);
+}
+
 /*
- * A fast shutdown (SIGTERM): every WebSocket client gets a close frame,
- * 1001 going away, after what it was already sent, so that it logs a clean
- * close, not a reset, and reconnects; output is drained for at most
- * SHUTDOWN_DRAIN_MS, then whatever is still open is closed. Requests still
- * in their HTTP head and downloads are just closed.
+ * When a fast shutdown (or any SIGTERM) ends the worker: every WebSocket
+ * client gets a close frame, 1001 going away, after what it was already
+ * sent, so that it logs a clean close, not a reset, and reconnects; output
+ * is drained for at most SHUTDOWN_DRAIN_MS, then whatever is still open is
+ * closed. Requests still in their HTTP head and downloads are just closed.
+ * After an error the sockets just close with the process: a frame being
+ * queued may have been cut.
  */
 static void
-close_for_shutdown(void)
+close_at_exit(int code, Datum arg)
 {
-	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), SHUTDOWN_DRAIN_MS);
+	TimestampTz deadline;
 	int			nclosing = 0;
-	int			nopen;
+	int			nopen = 0;
 
+	if (!shutdown_requested)
+		return;
+	/* an error on the way out may have left our lock held */
+	LWLockReleaseAll();
+	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), SHUTDOWN_DRAIN_MS);
 	for (int i = 0; i < zs_nconns; i++)
 	{
 		ZsConn	   *c = zs_conns[i];
 
 		if (c->closed)
 			continue;
-		if (c->state != ZS_CONN_WEBSOCKET || c->file_fd >= 0)
-			zs_conn_close(c);
-		else
+		if (c->state != ZS_CONN_WEBSOCKET || c->file_fd >= 0 || c->close_after_flush)
 		{
 			if (!c->close_after_flush)
-				zs_conn_send_close(c, ZS_WS_CLOSE_GOING_AWAY, "server shutting down");
-			nclosing++;
+				zs_conn_close(c);
+			continue;
 		}
+		zs_conn_send_close(c, ZS_WS_CLOSE_GOING_AWAY, "server shutting down");
+		nclosing++;
 	}
 	for (;;)
 	{
@@ -235,15 +254,17 @@ close_for_shutdown(void)
 		}
 		if (nopen == 0 || GetCurrentTimestamp() >= deadline)
 			break;
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10L,
-						 PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
+		pg_usleep(10 * 1000L);
 	}
 	for (int i = 0; i < zs_nconns; i++)
 		zs_conn_close(zs_conns[i]);
-	ereport(LOG,
-			(errmsg("zero_stream server shutting down: %d subscriber connections closed with 1001 going away, %d of them before their output was sent",
-					nclosing, nopen)));
+	if (nclosing > 0)
+		ereport(LOG,
+				(errmsg_plural("zero_stream server shutting down: %d subscriber connection closed with 1001 going away",
+							   "zero_stream server shutting down: %d subscriber connections closed with 1001 going away",
+							   nclosing, nclosing),
+				 nopen > 0 ? errdetail_plural("%d of them had output not yet sent.",
+											  "%d of them had output not yet sent.", nopen, nopen) : 0));
 }
 
 static void
@@ -262,6 +283,7 @@ run_server(void)
 	zs_tls_init();
 	nlisteners = zs_listeners_open(listeners);
 	zs_conns_init();
+	before_shmem_exit(close_at_exit, (Datum) 0);
 	/* open connections: max_subscribers admitted, max_pending_connections others */
 	max_events = 2 + ZS_MAX_LISTENERS + zs_max_subscribers + zs_max_pending_connections;
 	events = MemoryContextAlloc(TopMemoryContext, sizeof(WaitEvent) * max_events);
@@ -273,12 +295,6 @@ run_server(void)
 		MemoryContext old;
 
 		CHECK_FOR_INTERRUPTS();
-		if (ShutdownRequestPending)
-		{
-			close_for_shutdown();
-			/* as die() would: 1, so that a SIGTERM of this worker alone restarts it */
-			proc_exit(1);
-		}
 		old = MemoryContextSwitchTo(loop_context);
 		timeout = serve_round(events, nevents);
 		MemoryContextSwitchTo(old);
@@ -307,7 +323,7 @@ zs_server_main(Datum main_arg)
 
 	zs_worker_attach(ZS_WORKER_SERVER, "zero_stream server");
 	/* a fast shutdown closes the connections with a close frame first */
-	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
+	pqsignal(SIGTERM, server_sigterm);
 	worker_context = AllocSetContextCreate(TopMemoryContext, "zero_stream server",
 										   ALLOCSET_DEFAULT_SIZES);
 

@@ -28,6 +28,7 @@ describe_subscription(ZsConn *c, const char *head, ZsSubscriberSlot *slot)
 
 	zs_subscriber_describe(c->sub, head, &info);
 	strlcpy(slot->id, info.id, sizeof(slot->id));
+	strlcpy(slot->replica_version, info.replica_version, sizeof(slot->replica_version));
 	slot->mode = info.backup_mode ? ZS_SUB_MODE_BACKUP : ZS_SUB_MODE_SERVING;
 	slot->protocol = info.protocol;
 	strlcpy(slot->watermark_sent, info.watermark_sent, sizeof(slot->watermark_sent));
@@ -37,11 +38,12 @@ describe_subscription(ZsConn *c, const char *head, ZsSubscriberSlot *slot)
 	slot->state = c->close_after_flush ? ZS_SUB_CLOSING : info.state;
 }
 
-/* a reservation pins the change log at its watermark */
+/* a reservation pins the change log at its watermark, of the current lineage */
 static void
 describe_reservation(ZsConn *c, ZsSubscriberSlot *slot)
 {
 	strlcpy(slot->id, c->up.reserved_task, sizeof(slot->id));
+	strlcpy(slot->replica_version, zs_shared->replica_version, sizeof(slot->replica_version));
 	slot->mode = ZS_SUB_MODE_SNAPSHOT;
 	slot->protocol = c->protocol;
 	slot->state = ZS_SUB_RESERVED;

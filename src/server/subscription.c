@@ -176,6 +176,7 @@ void
 zs_subscriber_describe(const ZsSubscriber *sub, const char *head, ZsSubscriberInfo *info)
 {
 	info->id = sub->id;
+	info->replica_version = sub->replica_version;
 	info->backup_mode = sub->backup_mode;
 	info->protocol = sub->protocol;
 	info->watermark_sent = sub->watermark;

@@ -87,6 +87,7 @@ extern const char *zs_subscriber_task(const ZsSubscriber *sub);
 typedef struct ZsSubscriberInfo
 {
 	const char *id;
+	const char *replica_version;	/* the one it asked for */
 	bool		backup_mode;
 	int			protocol;
 	const char *watermark_sent;		/* last commit sent (or the requested one) */

@@ -372,7 +372,7 @@ SELECT count(*) = 20 AND bool_and(protocol = 6 AND mode = 'serving')
 	$node->safe_psql('postgres',
 		"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'zero_stream server'");
 	my ($rc, $out1) = finish_tail($t);
-	is($rc, 2, 'server restart: the subscriber sees the connection drop');
+	is($rc, 3, 'server restart: the subscriber is told it goes away (a close frame, not a drop)');
 	my @commits = $out1 =~ /"commit",.*?\{"watermark":"([0-9a-z.]+)"\}\]\}/g;
 	my $resume = @commits ? $commits[-1] : $start;
 	load(300);

@@ -90,13 +90,13 @@ SELECT count(*) = 2 AND bool_and(NOT connected)
 	  or diag sql('SELECT * FROM zero_stream.subscriber_positions');
 	is(sql(q{SELECT watermark FROM zero_stream.subscriber_positions WHERE id = 'away'}), $w,
 		"$label: the saved position is the subscriber's last ack");
-	return $w;
+	return ($w, sql(q{SELECT last_seen FROM zero_stream.subscriber_positions WHERE id = 'away'}));
 }
 
 # PostgreSQL restarted: purge at once; the positions hold the floor
 sub check_restored
 {
-	my ($label, $w) = @_;
+	my ($label, $w, $left) = @_;
 	zs_wait_streaming($node);
 	# the backup replica reached the head of the start: it vouches for its watermark
 	zs_wait_backup($node);
@@ -113,6 +113,9 @@ sub check_restored
 	is(sql(qq{SELECT state || '|' || watermark_acked || '|' || (retained_until - disconnected_at = '120 s')::int
 		FROM zero_stream.subscribers() WHERE id = 'away'}), "restored|$w|1",
 		"$label: subscribers() shows the restored position, retained for subscriber_retention");
+	is(sql(qq{SELECT disconnected_at = '$left'::timestamptz AND disconnected_at < pg_postmaster_start_time()
+		FROM zero_stream.subscribers() WHERE id = 'away'}), 't',
+		"$label: retained from when it left, before the restart, not from the start");
 	cmp_ok(sql('SELECT retained_subscribers FROM zero_stream.status()'), '>=', 2,
 		"$label: status() counts the retained positions");
 	write_txns(10);
@@ -131,12 +134,12 @@ sub check_restored
 }
 
 write_txns(50);
-my $w = follow_then_leave('fast restart');
+my ($w, $left) = follow_then_leave('fast restart');
 write_txns(30);
 
 # a subscriber still connected at the fast shutdown is told 1001 going away
 my $live = IPC::Run::start([ $TAIL, url(id => 'live', watermark => sql('SELECT last_watermark FROM zero_stream.status()')) ],
-	'>', "$dir/live.out", '2>', "$dir/live.err");
+	'>', "$dir/live.out", '2>', "$dir/live.err", IPC::Run::timeout(120));
 push @running, $live;
 $node->poll_query_until('postgres', q{SELECT connected FROM zero_stream.subscriber_positions WHERE id = 'live'})
   or die 'the live subscriber was not saved as connected';
@@ -144,16 +147,36 @@ $node->restart;
 $live->finish;
 like(slurp_file("$dir/live.err"), qr/^closed: 1001 server shutting down/m,
 	'fast shutdown: a connected subscriber gets a close frame, 1001 going away');
-check_restored('fast restart', $w);
+check_restored('fast restart', $w, $left);
 is(sql(q{SELECT state || '|' || (disconnected_at >= pg_postmaster_start_time())::int
 	FROM zero_stream.subscribers() WHERE id = 'live'}), 'restored|1',
 	'fast restart: the subscriber connected at the shutdown is retained from the start on');
 
-$w = follow_then_leave('immediate restart');
+($w, $left) = follow_then_leave('immediate restart');
 write_txns(30);
+
+# ids are the clients' bytes: ones that are not valid text, or that differ
+# only in such bytes, or hold a backslash, are kept apart and come back
+my @odd;
+for my $id ('odd%FF', 'odd%FE', 'odd%5Cxff')
+{
+	my $h = IPC::Run::start([ $TAIL, url(id => $id, watermark => $w) ], '>', \my $o, '2>', \my $e);
+	push @running, $h;
+	push @odd, $h;
+}
+ok($node->poll_query_until('postgres', q{SELECT count(*) = 3 FROM zero_stream.subscriber_positions WHERE id LIKE 'odd%'}),
+	'odd ids: all three are saved, apart');
+is(sql(q{SELECT string_agg(id, ' ' ORDER BY id COLLATE "C") FROM zero_stream.subscriber_positions WHERE id LIKE 'odd%'}),
+	'odd\\\\xff odd\\xfe odd\\xff', 'odd ids: escaped one-to-one');
+is(sql(q{SELECT state = 'streaming' AND last_error IS NULL FROM zero_stream.status()}), 't',
+	'odd ids: the decoder goes on');
+$_->kill_kill for @odd;
 $node->stop('immediate');
 $node->start;
-check_restored('immediate restart', $w);
+check_restored('immediate restart', $w, $left);
+is(sql(q{SELECT count(*) FROM zero_stream.subscribers() WHERE state = 'restored'
+	AND (id = E'odd\\\\xff' OR (octet_length(id) = 4 AND left(id, 3) = 'odd'))}), '3',
+	'odd ids: read back as the bytes they were');
 
 # past subscriber_retention: not retained any more, as without a restart
 $node->append_conf('postgresql.conf', "zero_stream.subscriber_retention = '2s'\n");
