@@ -85,7 +85,9 @@ $(OBJS): $(wildcard $(srcdir)/src/*.h $(srcdir)/src/*/*.h)
 
 # ---------------------------------------------------------------- client
 CLIENT = zero-stream-tail
-CLIENT_CFLAGS = -O2 -g -Wall $(ZS_WERROR) -DFRONTEND -I$(srcdir)/src \
+# USE_PRIVATE_ENCODING_FUNCS: libpgcommon's encoding functions under the
+# names PostgreSQL 17+ gives them (pg_utf_mblen_private); no effect before
+CLIENT_CFLAGS = -O2 -g -Wall $(ZS_WERROR) -DFRONTEND -DUSE_PRIVATE_ENCODING_FUNCS -I$(srcdir)/src \
 	-I$(shell $(PG_CONFIG) --includedir-server) -I$(shell $(PG_CONFIG) --includedir)
 CLIENT_LIBS = -L$(shell $(PG_CONFIG) --pkglibdir) -lpgcommon -lpgport -lssl -lcrypto -lm
 
@@ -127,7 +129,7 @@ PG_PERL_LIB = $(dir $(PGXS))../../src/test/perl
 UNIT_TESTS = test/unit/test_watermark test/unit/test_json test/unit/test_pgoutput \
 	test/unit/test_websocket test/unit/test_http test/unit/test_codec \
 	test/unit/test_replica test/unit/test_schema_diff test/unit/test_stream_frame
-UNIT_CFLAGS = -O2 -g -Wall $(ZS_WERROR) -DFRONTEND -I$(srcdir)/src -I$(PG_INCLUDEDIR) \
+UNIT_CFLAGS = -O2 -g -Wall $(ZS_WERROR) -DFRONTEND -DUSE_PRIVATE_ENCODING_FUNCS -I$(srcdir)/src -I$(PG_INCLUDEDIR) \
 	-I$(shell $(PG_CONFIG) --includedir)
 UNIT_LIBS = -L$(PG_LIBDIR) -lpgcommon -lpgport -lcrypto -lm
 

@@ -14,6 +14,7 @@
 #include "storage/lwlock.h"
 
 #include "codec/watermark.h"
+#include "compat/noreturn.h"
 
 #define ZS_ERROR_LEN 1024
 #define ZS_NAME_LEN 64
@@ -251,7 +252,7 @@ extern void zs_worker_attach(ZsWorkerKind kind, const char *name);
  * In a worker's PG_CATCH: record the error in its slot (and the decoder's
  * or backup's state), then re-throw; the postmaster restarts the worker.
  */
-extern void zs_worker_fail(ZsWorkerKind kind, MemoryContext context) pg_attribute_noreturn();
+extern void zs_worker_fail(ZsWorkerKind kind, MemoryContext context) zs_noreturn;
 
 /* The worker's latch, to wake it; NULL if it is not running. */
 extern Latch *zs_worker_latch(ZsWorkerKind kind);

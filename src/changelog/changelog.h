@@ -12,6 +12,7 @@
 #include "nodes/pg_list.h"
 
 #include "codec/watermark.h"
+#include "compat/noreturn.h"
 
 /* Create the schema and tables if missing; check an existing schema's version. */
 extern void zs_changelog_ensure_schema(void);
@@ -43,7 +44,7 @@ extern void zs_changelog_claim_ownership(const char *address);
 extern bool zs_changelog_taken_over(char **owner);
 
 /* ERROR: owner (NULL: nobody) has taken the log over; this decoder stops writing it. */
-extern void zs_changelog_report_taken_over(const char *owner) pg_attribute_noreturn();
+extern void zs_changelog_report_taken_over(const char *owner) zs_noreturn;
 
 /* replicationState.lastWatermark */
 extern void zs_changelog_read_head(char *last_watermark);

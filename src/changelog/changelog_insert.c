@@ -32,6 +32,7 @@
 #include "utils/rel.h"
 
 #include "changelog/changelog_insert.h"
+#include "compat/executor.h"
 
 typedef struct ChangelogInserter
 {
@@ -126,7 +127,7 @@ zs_changelog_insert_open(const char *schema)
 	rte->relid = relid;
 	rte->relkind = rel->rd_rel->relkind;
 	rte->rellockmode = RowExclusiveLock;
-	ExecInitRangeTable(inserter->estate, list_make1(rte));
+	zs_exec_init_range_table(inserter->estate, list_make1(rte));
 	inserter->rri = makeNode(ResultRelInfo);
 	InitResultRelInfo(inserter->rri, rel, 1, NULL, 0);
 	ExecOpenIndices(inserter->rri, false);
@@ -179,8 +180,7 @@ zs_changelog_insert_rows(int n, const Datum *watermarks, const Datum *positions,
 	{
 		List	   *recheck;
 
-		recheck = ExecInsertIndexTuples(inserter->rri, inserter->slots[i], estate,
-										false, false, NULL, NIL);
+		recheck = zs_exec_insert_index_tuples(inserter->rri, inserter->slots[i], estate);
 		list_free(recheck);
 		ExecClearTuple(inserter->slots[i]);
 	}

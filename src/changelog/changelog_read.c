@@ -34,6 +34,7 @@
 
 #include "changelog/changelog.h"
 #include "codec/change_message.h"
+#include "compat/executor.h"
 #include "guc.h"
 
 static SPIPlanPtr page_plan = NULL;
@@ -106,7 +107,7 @@ key_scan_open(const char *after_watermark, int64 after_pos)
 		table_close(heap, AccessShareLock);
 		return NULL;
 	}
-	index_oid = RelationGetPrimaryKeyIndex(heap);
+	index_oid = zs_relation_primary_key_index(heap);
 	watermark_att = get_attnum(relid, "watermark");
 	pos_att = get_attnum(relid, "pos");
 	change_att = get_attnum(relid, "change");
@@ -140,7 +141,7 @@ key_scan_open(const char *after_watermark, int64 after_pos)
 	ks->slot = table_slot_create(heap, NULL);
 	ks->row_context = AllocSetContextCreate(CurrentMemoryContext, "zero_stream change-log row",
 											ALLOCSET_SMALL_SIZES);
-	ks->scan = index_beginscan(heap, index, GetActiveSnapshot(), 2, 0);
+	ks->scan = zs_index_beginscan(heap, index, GetActiveSnapshot(), 2, 0);
 	init_key(&keys[0], index, 0, BTEqualStrategyNumber, ks->after_watermark);
 	init_key(&keys[1], index, 1, BTGreaterStrategyNumber, Int64GetDatum(after_pos));
 	index_rescan(ks->scan, keys, 2, NULL, 0);
@@ -167,7 +168,7 @@ key_scan_next(ZsChangeLogScan *scan)
 		/* a scan has the number of keys it began with: a new one */
 		ks->greater = true;
 		index_endscan(ks->scan);
-		ks->scan = index_beginscan(ks->heap, ks->index, GetActiveSnapshot(), 1, 0);
+		ks->scan = zs_index_beginscan(ks->heap, ks->index, GetActiveSnapshot(), 1, 0);
 		init_key(&key, ks->index, 0, BTGreaterStrategyNumber, ks->after_watermark);
 		index_rescan(ks->scan, &key, 1, NULL, 0);
 	}

@@ -28,8 +28,8 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
-#include "common/base64.h"
 
+#include "compat/base64.h"
 #include "codec/websocket.h"
 #include "client/ws_client.h"
 
@@ -498,7 +498,7 @@ append_request_head(StringInfo req, const ZsUrl *url, const char *target)
 	{
 		int			enc = pg_b64_enc_len(strlen(url->userinfo));
 		char	   *b64 = palloc(enc + 1);
-		int			len = pg_b64_encode(url->userinfo, strlen(url->userinfo), b64, enc);
+		int			len = zs_b64_encode(url->userinfo, strlen(url->userinfo), b64, enc);
 
 		b64[len] = '\0';
 		appendStringInfo(req, "Authorization: Basic %s\r\n", b64);
@@ -566,7 +566,7 @@ zs_client_ws_handshake(ZsClientConn *conn, const ZsUrl *url, const char *target,
 		snprintf(err, ZS_CLIENT_ERR_LEN, "no random source");
 		return false;
 	}
-	n = pg_b64_encode((const char *) nonce, sizeof(nonce), key, sizeof(key));
+	n = zs_b64_encode(nonce, sizeof(nonce), key, sizeof(key));
 	key[n] = '\0';
 	initStringInfo(&req);
 	append_request_head(&req, url, target ? target : url->target);

@@ -76,6 +76,7 @@
 #include "replica/replica_apply.h"
 #include "codec/websocket.h"
 #include "codec/zero_errors.h"
+#include "compat/noreturn.h"
 #include "client/ws_client.h"
 
 #define PROGRESS_INTERVAL_S 2.0
@@ -145,7 +146,7 @@ handle_stop(int signo)
 	stop_requested = 1;
 }
 
-static void usage(void) pg_attribute_noreturn();
+static void usage(void) zs_noreturn;
 
 static void
 usage(void)
@@ -183,7 +184,7 @@ note(const char *fmt,...)
 	va_end(args);
 }
 
-static void pg_attribute_noreturn()
+static void zs_noreturn
 die_with(int code, const char *fmt,...) pg_attribute_printf(2, 3);
 
 static void
@@ -1110,7 +1111,7 @@ flag_in(const char *name, const char *const *flags)
 	return false;
 }
 
-static void pg_attribute_noreturn()
+static void zs_noreturn
 restore_usage(const char *fmt,...) pg_attribute_printf(1, 2);
 
 static void

@@ -13,8 +13,8 @@
 #include "postgres.h"
 #endif
 
-#include "common/base64.h"
 
+#include "compat/base64.h"
 #include "codec/hex.h"
 #include "codec/http.h"
 
@@ -250,7 +250,7 @@ zs_http_basic_credentials(const char *authorization, StringInfo user, StringInfo
 	if (len == 0 || len > 4096)
 		return false;
 	decoded = palloc(pg_b64_dec_len(len) + 1);
-	n = pg_b64_decode(b64, len, decoded, pg_b64_dec_len(len));
+	n = zs_b64_decode(b64, len, decoded, pg_b64_dec_len(len));
 	if (n < 0)
 	{
 		pfree(decoded);

@@ -742,9 +742,9 @@ zs_json_double(const ZsJsonDoc *doc, int node)
 	else
 	{
 		char	   *copy = pnstrdup(doc->text + n->raw_start, n->raw_len);
-		double		d = strtod(copy, NULL);
+		double		value = strtod(copy, NULL);
 
 		pfree(copy);
-		return d;
+		return value;
 	}
 }

@@ -16,11 +16,11 @@
 #include "postgres.h"
 #endif
 
-#include "common/base64.h"
 #include "common/cryptohash.h"
 #include "common/sha1.h"
 #include "mb/pg_wchar.h"
 
+#include "compat/base64.h"
 #include "codec/websocket.h"
 
 static const char ws_guid[] = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
@@ -278,7 +278,7 @@ zs_ws_accept_key(const char *client_key, char *accept)
 	bool		ok;
 
 	/* the key must be the base64 form of 16 bytes */
-	if (keylen != 24 || pg_b64_decode(client_key, keylen, decoded, sizeof(decoded)) != 16)
+	if (keylen != 24 || zs_b64_decode(client_key, keylen, decoded, sizeof(decoded)) != 16)
 		return false;
 	ctx = pg_cryptohash_create(PG_SHA1);
 	ok = ctx != NULL &&
@@ -290,7 +290,7 @@ zs_ws_accept_key(const char *client_key, char *accept)
 		pg_cryptohash_free(ctx);
 	if (!ok)
 		return false;
-	n = pg_b64_encode((const char *) digest, SHA1_DIGEST_LENGTH, accept, ZS_WS_ACCEPT_KEY_LEN + 1);
+	n = zs_b64_encode(digest, SHA1_DIGEST_LENGTH, accept, ZS_WS_ACCEPT_KEY_LEN + 1);
 	if (n != ZS_WS_ACCEPT_KEY_LEN)
 		return false;
 	accept[n] = '\0';

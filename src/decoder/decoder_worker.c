@@ -29,7 +29,7 @@
 #include "access/xlogutils.h"
 #include "commands/extension.h"
 #include "commands/publicationcmds.h"
-#include "catalog/pg_publication.h"
+#include "catalog/pg_publication.h"	/* get_publication_oid on 15 */
 #include "catalog/pg_type_d.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -51,6 +51,7 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/inval.h"
+#include "utils/lsyscache.h"	/* get_publication_oid on 17+ */
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 #include "utils/snapmgr.h"
@@ -59,6 +60,7 @@
 #include "decoder/backfill.h"
 #include "decoder/change_encode.h"
 #include "changelog/changelog.h"
+#include "compat/replication.h"
 #include "changelog/changelog_live.h"
 #include "decoder/lag_report.h"
 #include "decoder/lineage.h"
@@ -869,7 +871,7 @@ set_up_origin(void)
 	if (origin == InvalidRepOriginId)
 		origin = replorigin_create(name);
 	CommitTransactionCommand();
-	replorigin_session_setup(origin);
+	zs_replorigin_session_setup(origin);
 	replorigin_session_origin = origin;
 	zs_own_origin = origin;
 }

@@ -30,6 +30,7 @@
 #include "utils/timestamp.h"
 
 #include "codec/json_read.h"
+#include "compat/replication.h"
 #include "decoder/change_encode.h"
 #include "decoder/lag_report.h"
 #include "guc.h"
@@ -79,7 +80,7 @@ zs_lag_report_step(void)
 	PG_TRY();
 	{
 		StartTransactionCommand();
-		lsn = LogLogicalMessage(zs_lag_report_prefix(), content, strlen(content), false);
+		lsn = zs_log_logical_message(zs_lag_report_prefix(), content, strlen(content), false);
 		CommitTransactionCommand();
 		XLogFlush(lsn);
 	}

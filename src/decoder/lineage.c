@@ -32,6 +32,7 @@
 #include "utils/snapmgr.h"
 
 #include "changelog/changelog.h"
+#include "compat/replication.h"
 #include "decoder/lineage.h"
 #include "guc.h"
 #include "decoder/initial_copy.h"
@@ -53,7 +54,7 @@ zs_create_snapshot_slot(const char *name, XLogRecPtr *consistent)
 	LogicalDecodingContext *ctx;
 	MemoryContext old;
 
-	ReplicationSlotCreate(name, true, RS_EPHEMERAL, false);
+	zs_replication_slot_create(name, RS_EPHEMERAL);
 
 	/*
 	 * Inside a transaction, so this backend's xmin keeps counting (fact 3).
@@ -149,15 +150,14 @@ check_slot_not_in_use(const char *slot_name)
 static bool
 slot_was_invalidated(const char *slot_name, const char *replica_version)
 {
-	ReplicationSlot *slot = MyReplicationSlot;
+	char		why[256];
 	char	   *message;
 
-	if (XLogRecPtrIsInvalid(slot->data.invalidated_at) || !XLogRecPtrIsInvalid(slot->data.restart_lsn))
+	if (!zs_slot_invalidation(MyReplicationSlot, why, sizeof(why)))
 		return false;
-	message = psprintf("replication slot \"%s\" was invalidated: the WAL it needed from %X/%X was removed; "
+	message = psprintf("replication slot \"%s\" was invalidated: %s; "
 					   "change log %s of replicaVersion %s cannot continue and a new lineage is started",
-					   slot_name, LSN_FORMAT_ARGS(slot->data.invalidated_at), zs_cdc_schema_name(),
-					   replica_version);
+					   slot_name, why, zs_cdc_schema_name(), replica_version);
 	ereport(WARNING,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 			 errmsg("%s", message),
@@ -238,7 +238,7 @@ create_slot_and_lineage(const char *slot_name, List *publications, char *replica
 	ReplicationSlotPersist();
 	/* as the walsender does: release drops the copy's data xmin; take it back */
 	ReplicationSlotRelease();
-	ReplicationSlotAcquire(slot_name, true);
+	zs_replication_slot_acquire(slot_name, true);
 
 	ereport(LOG,
 			(errmsg("zero_stream created replication slot \"%s\" at %X/%X; change log %s starts at replicaVersion %s",
@@ -274,7 +274,7 @@ static void
 acquire_existing_slot(const char *slot_name)
 {
 	check_slot_not_in_use(slot_name);
-	ReplicationSlotAcquire(slot_name, true);
+	zs_replication_slot_acquire(slot_name, true);
 	check_slot_is_ours(slot_name);
 }
 

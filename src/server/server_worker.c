@@ -43,6 +43,7 @@
 #include "utils/timestamp.h"
 
 #include "guc.h"
+#include "compat/wait_event_set.h"
 #include "server/admission.h"
 #include "server/connection.h"
 #include "server/flow_control.h"
@@ -71,7 +72,7 @@ rebuild_wait_set(void)
 {
 	if (wait_set != NULL)
 		FreeWaitEventSet(wait_set);
-	wait_set = CreateWaitEventSet(TopMemoryContext, 2 + nlisteners + zs_nconns);
+	wait_set = zs_create_wait_event_set(2 + nlisteners + zs_nconns);
 	AddWaitEventToSet(wait_set, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
 	AddWaitEventToSet(wait_set, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, NULL, NULL);
 	for (int i = 0; i < nlisteners; i++)

@@ -3,8 +3,9 @@
 
 1. README.md's Layout section lists every file under src/ and nothing that
    does not exist.
-2. Includes follow the layers (docs/architecture.md): codec/ includes only
-   codec/; the infrastructure (guc, shmem, spi_xact, slot_health) only codec/ and itself;
+2. Includes follow the layers (docs/architecture.md): compat/ (the
+   PostgreSQL version guards) includes none of ours and anyone may include it;
+   codec/ includes only codec/; the infrastructure (guc, shmem, spi_xact, slot_health) only codec/ and itself;
    changelog/ and the replica library below the workers; a worker's files
    (decoder/, server/, replica/replicator_worker.c) never include another
    worker's; client/ only codec/, client/ and the replica library.
@@ -36,15 +37,16 @@ def unit_of(path):
 
 # what each unit may include (besides itself)
 ALLOWED = {
-    'codec': set(),
-    'infra': {'codec'},
-    'changelog': {'codec', 'infra'},
-    'replica-lib': {'codec', 'infra', 'changelog'},
-    'decoder': {'codec', 'infra', 'changelog', 'replica-lib'},
-    'server': {'codec', 'infra', 'changelog', 'replica-lib'},
-    'replicator': {'codec', 'infra', 'changelog', 'replica-lib'},
-    'client': {'codec', 'replica-lib'},
-    'entry': {'codec', 'infra'},
+    'compat': set(),
+    'codec': {'compat'},
+    'infra': {'codec', 'compat'},
+    'changelog': {'codec', 'infra', 'compat'},
+    'replica-lib': {'codec', 'infra', 'changelog', 'compat'},
+    'decoder': {'codec', 'infra', 'changelog', 'replica-lib', 'compat'},
+    'server': {'codec', 'infra', 'changelog', 'replica-lib', 'compat'},
+    'replicator': {'codec', 'infra', 'changelog', 'replica-lib', 'compat'},
+    'client': {'codec', 'replica-lib', 'compat'},
+    'entry': {'codec', 'infra', 'compat'},
 }
 
 

@@ -1,0 +1,113 @@
+/*-------------------------------------------------------------------------
+ * compat/replication.h
+ *	  Replication slots, origins and logical messages across PostgreSQL
+ *	  15 to 18: the calls whose arguments changed, with what we pass for the
+ *	  new ones, and why.
+ *-------------------------------------------------------------------------
+ */
+#ifndef ZS_COMPAT_REPLICATION_H
+#define ZS_COMPAT_REPLICATION_H
+
+#include "replication/message.h"
+#include "replication/origin.h"
+#include "replication/slot.h"
+
+/*
+ * 16 added acquired_by, for parallel apply workers sharing an origin: 0
+ * means this process acquires it alone, as on 15.
+ */
+static inline void
+zs_replorigin_session_setup(RepOriginId origin)
+{
+#if PG_VERSION_NUM >= 160000
+	replorigin_session_setup(origin, 0);
+#else
+	replorigin_session_setup(origin);
+#endif
+}
+
+/*
+ * A logical slot of this database, without two-phase decoding. 17 added
+ * failover (synchronize it to standbys; the failover issue sets it) and
+ * synced (only the slot sync worker creates synced slots): false, false.
+ */
+static inline void
+zs_replication_slot_create(const char *name, ReplicationSlotPersistency persistency)
+{
+#if PG_VERSION_NUM >= 170000
+	ReplicationSlotCreate(name, true, persistency, false, false, false);
+#else
+	ReplicationSlotCreate(name, true, persistency, false);
+#endif
+}
+
+/*
+ * 18 added error_if_invalid: false, because the decoder tells an
+ * invalidated slot itself (zs_slot_invalidation) and starts a new lineage.
+ */
+static inline void
+zs_replication_slot_acquire(const char *name, bool nowait)
+{
+#if PG_VERSION_NUM >= 180000
+	ReplicationSlotAcquire(name, nowait, false);
+#else
+	ReplicationSlotAcquire(name, nowait);
+#endif
+}
+
+/*
+ * Was the slot invalidated, and why, as a phrase ("the WAL it needed from
+ * 0/1A000000 was removed"), in buf? 15 keeps the position the removed WAL
+ * started at (invalidated_at, restart_lsn then invalid); 16 replaced it
+ * by the cause, as the WAL removed is no longer the only one (rows removed
+ * that a slot on a standby needed, wal_level lowered; 18 adds idle slots).
+ */
+static inline bool
+zs_slot_invalidation(const ReplicationSlot *slot, char *buf, size_t len)
+{
+#if PG_VERSION_NUM >= 160000
+	switch (slot->data.invalidated)
+	{
+		case RS_INVAL_NONE:
+			return false;
+		case RS_INVAL_WAL_REMOVED:
+			snprintf(buf, len, "the WAL it needed was removed");
+			return true;
+		case RS_INVAL_HORIZON:
+			snprintf(buf, len, "rows it needed were removed (its xmin horizon conflicted with recovery)");
+			return true;
+		case RS_INVAL_WAL_LEVEL:
+			snprintf(buf, len, "wal_level was lowered below logical");
+			return true;
+#if PG_VERSION_NUM >= 180000
+		case RS_INVAL_IDLE_TIMEOUT:
+			snprintf(buf, len, "it was idle for longer than idle_replication_slot_timeout");
+			return true;
+#endif
+	}
+	snprintf(buf, len, "of cause %d", (int) slot->data.invalidated);
+	return true;
+#else
+	if (XLogRecPtrIsInvalid(slot->data.invalidated_at) || !XLogRecPtrIsInvalid(slot->data.restart_lsn))
+		return false;
+	snprintf(buf, len, "the WAL it needed from %X/%X was removed",
+			 LSN_FORMAT_ARGS(slot->data.invalidated_at));
+	return true;
+#endif
+}
+
+/*
+ * A logical message; 17 added flush (flush it before returning): false, the
+ * caller flushes what it must, as on 15.
+ */
+static inline XLogRecPtr
+zs_log_logical_message(const char *prefix, const char *message, size_t size, bool transactional)
+{
+#if PG_VERSION_NUM >= 170000
+	return LogLogicalMessage(prefix, message, size, transactional, false);
+#else
+	return LogLogicalMessage(prefix, message, size, transactional);
+#endif
+}
+
+#endif							/* ZS_COMPAT_REPLICATION_H */
