@@ -71,16 +71,23 @@ for (1 .. 150)
 }
 ok($warned, 'the server worker logs a WARNING while the decoder is held back');
 ok($node->log_contains('DETAIL:  The replication slot may be lost soon: wal_status '), 'with the figures');
-for (1 .. 6)
+# 15 logs 'invalidating slot', 16 and later 'invalidating obsolete replication slot'
+my $invalidating = 'invalidating (obsolete replication )?slot "zero_stream_zero_0"';
+# a checkpoint the WAL above started may have invalidated it already: then
+# more WAL would invalidate the next lineage's slot too, while it is held back
+unless ($node->log_contains($invalidating))
 {
-	sql(q{INSERT INTO quiet.noise (pad) SELECT repeat('x', 1000) FROM generate_series(1, 20000)});
-	sql('SELECT pg_switch_wal()');
+	for (1 .. 6)
+	{
+		sql(q{INSERT INTO quiet.noise (pad) SELECT repeat('x', 1000) FROM generate_series(1, 20000)});
+		sql('SELECT pg_switch_wal()');
+	}
+	sql('CHECKPOINT');
 }
-sql('CHECKPOINT');
 my $invalidated = 0;
 for (1 .. 600)
 {
-	$invalidated = $node->log_contains('invalidating slot "zero_stream_zero_0"') and last;
+	$invalidated = $node->log_contains($invalidating) and last;
 	usleep(100_000);
 }
 ok($invalidated, 'the checkpoint invalidates the slot (max_slot_wal_keep_size)');
