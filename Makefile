@@ -178,6 +178,7 @@ regresscheck:
 
 tapcheck:
 	PATH="$(PG_BINDIR):$$PATH" PG_REGRESS='$(PG_REGRESS_BIN)' TESTDIR='$(CURDIR)/test' \
+	  TESTDATADIR='$(CURDIR)/test/tmp_check' TESTLOGDIR='$(CURDIR)/test/tmp_check/log' \
 	  prove -I $(PG_PERL_LIB) -I test/t $(PROVE_FLAGS) $(if $(PROVE_TESTS),$(PROVE_TESTS),test/t/*.pl)
 
 check-all: unitcheck regresscheck tapcheck

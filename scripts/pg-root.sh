@@ -42,7 +42,9 @@
 #
 # Inside the root, CMD gets a clean environment: PATH with
 # /usr/lib/postgresql/VERSION/bin first, PG_CONFIG set to its pg_config, HOME,
-# USER, LANG=C.UTF-8, TERM, the caller's ZS_* variables, and --env's.
+# USER, LANG=C.UTF-8, TERM, the host's trusted certificates (bound over the
+# root's bundle, and named for Node: npm in the root trusts what the host's
+# does), the caller's ZS_* variables, and --env's.
 set -euo pipefail
 
 self=$(readlink -f "$0")
@@ -91,6 +93,11 @@ if [ "${1:-}" = "__ns" ]; then
 	mnt --bind /dev "$dir/dev"
 	mnt --bind /dev/pts "$dir/dev/pts"
 	mnt -t tmpfs -o mode=1777,nosuid,nodev tmpfs "$dir/dev/shm"
+	# the host's trusted certificates (a proxy's CA among them, if the host
+	# trusts one), for npm in the root (TAP 023 installs zero-cache)
+	if [ -f /etc/ssl/certs/ca-certificates.crt ] && [ -f "$dir/etc/ssl/certs/ca-certificates.crt" ]; then
+		mnt --bind /etc/ssl/certs/ca-certificates.crt "$dir/etc/ssl/certs/ca-certificates.crt"
+	fi
 	for b in ${binds[@]+"${binds[@]}"}; do
 		mkdir -p "$dir${b#*:}"
 		mnt --bind "${b%%:*}" "$dir${b#*:}"
@@ -99,7 +106,8 @@ if [ "${1:-}" = "__ns" ]; then
 	[ "$user" = root ] || home=$(chroot "$dir" getent passwd "$user" | cut -d: -f6)
 	vars=(PATH="/usr/lib/postgresql/$version/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 		PG_CONFIG="/usr/lib/postgresql/$version/bin/pg_config" HOME="$home" USER="$user" LOGNAME="$user"
-		LANG=C.UTF-8 TERM="${TERM:-dumb}" DEBIAN_FRONTEND=noninteractive)
+		LANG=C.UTF-8 TERM="${TERM:-dumb}" DEBIAN_FRONTEND=noninteractive
+		SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt)
 	while IFS= read -r v; do vars+=("$v=${!v}"); done < <(compgen -v ZS_ || true)
 	vars+=(${envs[@]+"${envs[@]}"})
 	as_user=()

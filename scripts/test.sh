@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
-# Run every zero_stream test: C unit tests, pg_regress, TAP.
+# Run every zero_stream test: the C unit tests and the fuzzers once (against
+# the host's PostgreSQL 15), then pg_regress and the TAP suite on each
+# PostgreSQL version of ZS_PG_VERSIONS (default "15 17 18"): 15 on the host,
+# 17 and 18 in cached Debian roots (scripts/pg-root.sh), the versions' suites
+# side by side. A version whose root or packages cannot be made fails the
+# run, loudly; it is never skipped. ZS_PG_VERSIONS=15 runs the host's alone.
 #
 # Builds and installs the extension (root, or sudo), then runs the suites as
 # an unprivileged user, because initdb refuses to run as root. As root, that
 # user is "zstest" (created if missing) and the tests run in a copy of the
-# tree it owns.
+# tree it owns; in a root, in a copy of the tree bound into it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
+versions=${ZS_PG_VERSIONS:-15 17 18}
 
 scripts/install-deps.sh
 
@@ -18,21 +24,123 @@ werror="ZS_WERROR=${ZS_WERROR:-}"
 make -s -j2 "$werror"
 "${SUDO[@]}" make -s install "$werror" >/dev/null
 
-run_suites="make -s unitcheck '$werror' && env '$werror' test/fuzz/run.sh && make -s regresscheck && make -s tapcheck"
+logs=$(mktemp -d /tmp/zero_stream-test-logs.XXXXXX)
+chmod 755 "$logs"
 
+# the other versions' roots are made (or found cached) while the host tests run
+root_jobs=()
+for v in $versions; do
+	[ "$v" = 15 ] && continue
+	scripts/pg-root.sh "$v" >"$logs/root$v.log" 2>&1 &
+	root_jobs+=("$v:$!")
+done
+
+# as_tester DIR CMD: CMD in DIR as the unprivileged user
 if [ "$(id -u)" -eq 0 ]; then
 	id zstest >/dev/null 2>&1 || useradd --create-home --shell /bin/bash zstest
 	work=$(mktemp -d /tmp/zero_stream-test.XXXXXX)
 	cp -a "$root/." "$work/"
 	chown -R zstest "$work"
-	status=0
-	runuser -u zstest -- bash -c "cd '$work' && $run_suites" || status=$?
-	if [ $status -ne 0 ]; then
-		for f in "$work"/test/regression.diffs; do [ -f "$f" ] && cat "$f"; done
-		mkdir -p "$root/test/log" && cp -r "$work"/test/tmp_check/log/. "$root/test/log/" 2>/dev/null || true
-	fi
-	rm -rf "$work"
-	exit $status
+	as_tester() { runuser -u zstest -- bash -c "cd '$1' && $2"; }
 else
-	bash -c "$run_suites" || { [ -f test/regression.diffs ] && cat test/regression.diffs; exit 1; }
+	work=$root
+	as_tester() { bash -c "cd '$1' && $2"; }
 fi
+
+status=0
+failed=()
+passed=()
+suite() {	# suite NAME: record the result of the command just run
+	if [ "$1" = ok ]; then passed+=("$2"); else failed+=("$2"); status=1; fi
+}
+
+if as_tester "$work" "make -s unitcheck '$werror' && env '$werror' test/fuzz/run.sh"; then
+	suite ok "unit and fuzz"
+else
+	suite fail "unit and fuzz"
+fi
+
+# one version's pg_regress and TAP suite, its output in $logs/pg$v.log
+run_version() {
+	local v=$1
+	if [ "$v" = 15 ]; then
+		as_tester "$work" "make -s regresscheck && make -s tapcheck" || {
+			[ -f "$work/test/regression.diffs" ] && cat "$work/test/regression.diffs"
+			return 1
+		}
+		return 0
+	fi
+	# a clean copy of the tree, owned by zstest, built against the root's server
+	local copy
+	copy=$(mktemp -d "/tmp/zero_stream-test-pg$v.XXXXXX")
+	cp -a "$root/." "$copy/"
+	make -s -C "$copy" clean >/dev/null 2>&1 || true
+	rm -rf "$copy/test/fuzz/build" "$copy"/zero-stream-{tail,replica,fanout}
+	# owned by the root's zstest (the host's zstest has its uid, when there is one)
+	"${SUDO[@]}" chown -R "$(scripts/pg-root.sh "$v" run -- id -u zstest | tail -1)" "$copy"
+	local in_root=(scripts/pg-root.sh "$v" run --bind "$copy:/src" --bind "$ports:$ports"
+		--env "PG_TEST_PORT_DIR=$ports" --cd /src)
+	"${in_root[@]}" --user zstest -- make -s -j2 "$werror" &&
+		"${in_root[@]}" -- make -s install "$werror" >/dev/null &&
+		"${in_root[@]}" --user zstest -- bash -c 'make -s regresscheck && make -s tapcheck' || {
+		[ -f "$copy/test/regression.diffs" ] && cat "$copy/test/regression.diffs"
+		# (17 and later write the TAP logs under the tree's top, 15 under test/)
+		mkdir -p "$root/test/log/pg$v"
+		for d in "$copy/test/tmp_check/log" "$copy/tmp_check/log" "$copy/log"; do
+			[ -d "$d" ] && cp -r "$d/." "$root/test/log/pg$v/"
+		done
+		rm -rf "$copy"
+		return 1
+	}
+	rm -rf "$copy"
+}
+
+# clusters of every version share one port reservation folder
+# (PostgreSQL::Test::Cluster's PG_TEST_PORT_DIR), so that side by side they
+# never take the same port
+ports=$(mktemp -d /tmp/zero_stream-test-ports.XXXXXX)
+chmod 1777 "$ports"
+export PG_TEST_PORT_DIR=$ports
+
+jobs_of=()
+for v in $versions; do
+	if [ "$v" != 15 ]; then
+		for j in "${root_jobs[@]}"; do
+			[ "${j%%:*}" = "$v" ] || continue
+			if ! wait "${j#*:}"; then
+				echo "=== PostgreSQL $v: its root could not be made (FAILED, not skipped):" >&2
+				cat "$logs/root$v.log" >&2
+				suite fail "PostgreSQL $v (no root)"
+				continue 2
+			fi
+		done
+	fi
+	start=$(date +%s)
+	{
+		rc=0
+		run_version "$v" || rc=$?
+		echo "exit=$rc seconds=$(($(date +%s) - start))"
+	} >"$logs/pg$v.log" 2>&1 &
+	jobs_of+=("$v:$!")
+done
+for j in ${jobs_of[@]+"${jobs_of[@]}"}; do
+	v=${j%%:*}
+	wait "${j#*:}" || true
+	echo "=== PostgreSQL $v: pg_regress and TAP"
+	cat "$logs/pg$v.log"
+	if tail -1 "$logs/pg$v.log" | grep -q '^exit=0 '; then
+		suite ok "PostgreSQL $v"
+	else
+		suite fail "PostgreSQL $v"
+	fi
+done
+
+if [ "$(id -u)" -eq 0 ] && [ $status -ne 0 ]; then
+	mkdir -p "$root/test/log" && cp -r "$work"/test/tmp_check/log/. "$root/test/log/" 2>/dev/null || true
+fi
+[ "$work" = "$root" ] || rm -rf "$work"
+rm -rf "$logs" "$ports"
+for s in ${passed[@]+"${passed[@]}"}; do echo "passed: $s"; done
+for s in ${failed[@]+"${failed[@]}"}; do echo "FAILED: $s"; done
+echo "suites: ${#passed[@]} passed, ${#failed[@]} failed"
+exit $status

@@ -1111,6 +1111,43 @@ check_dropped_publication(MemoryContext context)
 	FreeErrorData(edata);
 }
 
+/*
+ * PostgreSQL 18's pgoutput skips a publication that no longer exists, with
+ * a WARNING, where 15 to 17 stop decoding with the error that
+ * check_dropped_publication() turns into a new lineage: the tables of a
+ * skipped publication would silently stop reaching the change log. So the
+ * decoder looks for its publications itself, at each slot save, on every
+ * version, and stops the same way.
+ */
+static void
+check_publications_exist(void)
+{
+	char	   *missing = NULL;
+	ListCell   *lc;
+
+	StartTransactionCommand();
+	foreach(lc, stream_publications)
+	{
+		const char *name = (const char *) lfirst(lc);
+
+		if (!OidIsValid(get_publication_oid(name, true)))
+		{
+			missing = MemoryContextStrdup(TopMemoryContext, name);
+			break;
+		}
+	}
+	CommitTransactionCommand();
+	if (missing == NULL)
+		return;
+	zs_request_reset(psprintf("publication \"%s\" does not exist at %X/%X, where decoding stopped",
+							  missing, LSN_FORMAT_ARGS(position.lsn)));
+	ereport(ERROR,
+			(errcode(ERRCODE_UNDEFINED_OBJECT),
+			 errmsg("publication \"%s\" does not exist", missing),
+			 errdetail("The decoder streams it (zero_stream.stream_publications()); its tables no longer reach the change log."),
+			 errhint("The decoder starts a new lineage; create the publication again if it is not zero_stream's default.")));
+}
+
 /* Has another change streamer taken the change log over? (*owner: its owner) */
 static bool
 change_log_taken_over(char **owner)
@@ -1318,6 +1355,7 @@ run_decoder(MemoryContext worker_context)
 			mark_restart_point();
 			ReplicationSlotSave();
 			last_slot_save = GetCurrentTimestamp();
+			check_publications_exist();
 			/* the server checks its health, if there is one: it never waits for us */
 			if (zs_port == 0)
 				zs_warn_if_slot_at_risk();
