@@ -74,7 +74,11 @@ echo '{"name":"zero-stream-interop","private":true}' >"$dir/package.json"
 start=$(date +%s)
 npm_install()
 {
-	if ! npm install --prefix "$dir" --cache "$cache/npm-cache" --no-audit --no-fund \
+	# npm 12 (Debian sid's) runs no dependency's install scripts unless
+	# allowed; the node package's preinstall is what puts Node in place, so
+	# allow them as every earlier npm does (the variable means nothing to those)
+	if ! npm_config_dangerously_allow_all_scripts=true \
+		npm install --prefix "$dir" --cache "$cache/npm-cache" --no-audit --no-fund \
 		--loglevel=error "$@" >>"$cache/install.log" 2>&1; then
 		log "npm install $* failed; its last lines:"
 		tail -n 30 "$cache/install.log" >&2
