@@ -189,7 +189,7 @@ worker_detach(int code, Datum arg)
 		{
 			ZsSubscriberSlot *s = &zs_shared->subscribers[i];
 
-			if (s->in_use && s->mode != ZS_SUB_MODE_NONE && s->state != ZS_SUB_FAILED)
+			if (zs_slot_holds_floor(s))
 				(void) record_departed(s->id, s->mode, s->replica_version, s->watermark_acked, NULL);
 			s->in_use = false;
 		}
@@ -312,6 +312,22 @@ departed_entry(const char *id, ZsSubscriberMode mode)
 }
 
 /*
+ * With the lock held: is slot, which departed_entry() gave for (id, mode),
+ * a retained entry of another subscriber that must give way? Its id in
+ * evicted, if not NULL.
+ */
+static bool
+gives_way(const ZsDepartedSubscriber *slot, const char *id, ZsSubscriberMode mode, char *evicted)
+{
+	if (slot->departed_at == 0 || (slot->mode == mode && strcmp(slot->id, id) == 0) ||
+		!zs_departed_is_retained(slot, "", GetCurrentTimestamp(), zs_subscriber_retention_ms))
+		return false;
+	if (evicted != NULL)
+		strlcpy(evicted, slot->id, ZS_NAME_LEN);
+	return true;
+}
+
+/*
  * With the lock held. True if a retained entry of another subscriber gave
  * way (its id in evicted, if not NULL).
  */
@@ -325,10 +341,7 @@ record_departed(const char *id, ZsSubscriberMode mode, const char *replica_versi
 	if (watermark == NULL || watermark[0] == '\0' || id == NULL || id[0] == '\0')
 		return false;
 	slot = departed_entry(id, mode);
-	gave_way = slot->departed_at != 0 && (slot->mode != mode || strcmp(slot->id, id) != 0) &&
-		zs_departed_is_retained(slot, "", GetCurrentTimestamp(), zs_subscriber_retention_ms);
-	if (gave_way && evicted != NULL)
-		strlcpy(evicted, slot->id, ZS_NAME_LEN);
+	gave_way = gives_way(slot, id, mode, evicted);
 	strlcpy(slot->id, id, sizeof(slot->id));
 	slot->mode = mode;
 	slot->restored = false;
@@ -375,10 +388,7 @@ zs_restore_departed_subscriber(const ZsDepartedSubscriber *entry)
 	/* a departure recorded since the restart is newer */
 	if (slot->departed_at == 0 || slot->mode != entry->mode || strcmp(slot->id, entry->id) != 0)
 	{
-		gave_way = slot->departed_at != 0 &&
-			zs_departed_is_retained(slot, "", GetCurrentTimestamp(), zs_subscriber_retention_ms);
-		if (gave_way)
-			strlcpy(evicted, slot->id, sizeof(evicted));
+		gave_way = gives_way(slot, entry->id, entry->mode, evicted);
 		memcpy(slot, entry, sizeof(*slot));
 	}
 	LWLockRelease(zs_shared->lock);
@@ -474,7 +484,7 @@ zs_purge_floor(const char *gate, int retention_ms, char *floor, char *holder, in
 
 		char		who[2 * ZS_NAME_LEN + 32];
 
-		if (!s->in_use || s->mode == ZS_SUB_MODE_NONE || s->state == ZS_SUB_FAILED)
+		if (!zs_slot_holds_floor(s))
 			continue;
 		snprintf(who, sizeof(who), "%s %s (%s)",
 				 s->mode == ZS_SUB_MODE_SNAPSHOT ? "reservation" : "subscriber", s->id, s->address);

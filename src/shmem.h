@@ -204,6 +204,17 @@ typedef struct ZsSharedState
 
 extern ZsSharedState *zs_shared;
 
+/*
+ * Does a connection's slot hold the purge floor at its acked watermark: a
+ * subscription or a reservation that was not failed? (The floor, its saved
+ * copy and a failing server's departures count the same ones.)
+ */
+static inline bool
+zs_slot_holds_floor(const ZsSubscriberSlot *s)
+{
+	return s->in_use && s->mode != ZS_SUB_MODE_NONE && s->state != ZS_SUB_FAILED;
+}
+
 static inline ZsDepartedSubscriber *
 zs_departed_entries(void)
 {

@@ -175,8 +175,7 @@ collect(void)
 		ZsSubscriberSlot *s = &zs_shared->subscribers[i];
 		Position   *p = &current[n];
 
-		if (!s->in_use || s->mode == ZS_SUB_MODE_NONE || s->state == ZS_SUB_FAILED ||
-			s->watermark_acked[0] == '\0' || s->id[0] == '\0')
+		if (!zs_slot_holds_floor(s) || s->watermark_acked[0] == '\0' || s->id[0] == '\0')
 			continue;
 		memset(p, 0, sizeof(*p));
 		strlcpy(p->id, s->id, sizeof(p->id));
