@@ -17,23 +17,24 @@ OBJS = \
 	src/codec/stream_frame.o \
 	src/decoder/decoder_worker.o \
 	src/decoder/lineage.o \
-	src/decoder/output_plugin.o \
-	src/decoder/pgoutput_read.o \
+	src/decoding/output_plugin.o \
+	src/decoding/pgoutput_read.o \
 	src/decoder/spool.o \
-	src/decoder/change_encode.o \
-	src/decoder/value_encode.o \
-	src/decoder/schema_diff.o \
-	src/decoder/backfill.o \
-	src/decoder/backfill_worker.o \
+	src/decoding/change_encode.o \
+	src/decoding/value_encode.o \
+	src/decoding/schema_diff.o \
+	src/decoding/snapshot.o \
+	src/backfill/backfill.o \
+	src/backfill/backfill_worker.o \
 	src/decoder/shard_setup.o \
-	src/decoder/purge.o \
+	src/purge/purge.o \
 	src/decoder/subscriber_positions.o \
 	src/decoder/lag_report.o \
 	src/changelog/changelog.o \
 	src/changelog/changelog_read.o \
 	src/changelog/changelog_insert.o \
 	src/changelog/changelog_live.o \
-	src/changelog/changelog_purge.o \
+	src/purge/changelog_purge.o \
 	src/server/server_worker.o \
 	src/server/listener.o \
 	src/server/admission.o \
@@ -50,7 +51,7 @@ OBJS = \
 	src/replica/replica_ddl.o \
 	src/replica/replica_schema.o \
 	src/replica/replica_sqlite.o \
-	src/replica/replicator_worker.o \
+	src/replicator/replicator_worker.o \
 	src/decoder/initial_copy.o \
 	src/replica/backup_copy.o \
 	src/replica/backup_file.o
@@ -136,11 +137,11 @@ UNIT_LIBS = -L$(PG_LIBDIR) -lpgcommon -lpgport -lcrypto -lm
 test/unit/test_watermark: test/unit/test_watermark.c src/codec/watermark.c test/unit/unit.h $(wildcard $(srcdir)/src/*/*.h)
 	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_watermark.c src/codec/watermark.c $(UNIT_LIBS)
 
-test/unit/test_json: test/unit/test_json.c src/decoder/value_encode.c src/codec/json_out.c src/codec/json_js.c src/codec/json_read.c test/unit/js_reference.h test/unit/unit.h $(wildcard $(srcdir)/src/*/*.h)
-	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_json.c src/decoder/value_encode.c src/codec/json_out.c src/codec/json_js.c src/codec/json_read.c $(UNIT_LIBS)
+test/unit/test_json: test/unit/test_json.c src/decoding/value_encode.c src/codec/json_out.c src/codec/json_js.c src/codec/json_read.c test/unit/js_reference.h test/unit/unit.h $(wildcard $(srcdir)/src/*/*.h)
+	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_json.c src/decoding/value_encode.c src/codec/json_out.c src/codec/json_js.c src/codec/json_read.c $(UNIT_LIBS)
 
-test/unit/test_pgoutput: test/unit/test_pgoutput.c src/decoder/pgoutput_read.c test/unit/unit.h $(wildcard $(srcdir)/src/*/*.h)
-	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_pgoutput.c src/decoder/pgoutput_read.c $(UNIT_LIBS)
+test/unit/test_pgoutput: test/unit/test_pgoutput.c src/decoding/pgoutput_read.c test/unit/unit.h $(wildcard $(srcdir)/src/*/*.h)
+	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_pgoutput.c src/decoding/pgoutput_read.c $(UNIT_LIBS)
 
 test/unit/test_websocket: test/unit/test_websocket.c src/codec/websocket.c test/unit/unit.h $(wildcard $(srcdir)/src/*/*.h)
 	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_websocket.c src/codec/websocket.c $(UNIT_LIBS)
@@ -154,8 +155,8 @@ test/unit/test_codec: test/unit/test_codec.c src/codec/change_message.c test/uni
 test/unit/test_replica: test/unit/test_replica.c src/replica/replica_apply.c src/replica/replica_ddl.c src/replica/replica_schema.c src/replica/replica_sqlite.c src/codec/json_read.c src/codec/json_out.c test/unit/unit.h test/unit/replica_fixture.h $(wildcard $(srcdir)/src/*/*.h)
 	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_replica.c src/replica/replica_apply.c src/replica/replica_ddl.c src/replica/replica_schema.c src/replica/replica_sqlite.c src/codec/json_read.c src/codec/json_out.c $(UNIT_LIBS) -lsqlite3
 
-test/unit/test_schema_diff: test/unit/test_schema_diff.c src/decoder/schema_diff.c src/codec/json_read.c src/codec/json_out.c src/codec/json_js.c test/unit/unit.h $(wildcard $(srcdir)/src/*/*.h)
-	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_schema_diff.c src/decoder/schema_diff.c src/codec/json_read.c src/codec/json_out.c src/codec/json_js.c $(UNIT_LIBS)
+test/unit/test_schema_diff: test/unit/test_schema_diff.c src/decoding/schema_diff.c src/codec/json_read.c src/codec/json_out.c src/codec/json_js.c test/unit/unit.h $(wildcard $(srcdir)/src/*/*.h)
+	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_schema_diff.c src/decoding/schema_diff.c src/codec/json_read.c src/codec/json_out.c src/codec/json_js.c $(UNIT_LIBS)
 
 test/unit/test_stream_frame: test/unit/test_stream_frame.c src/codec/stream_frame.c src/codec/change_message.c test/unit/unit.h $(wildcard $(srcdir)/src/*/*.h)
 	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_stream_frame.c src/codec/stream_frame.c src/codec/change_message.c $(UNIT_LIBS)

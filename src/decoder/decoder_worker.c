@@ -57,22 +57,23 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "decoder/backfill.h"
-#include "decoder/change_encode.h"
+#include "backfill/backfill.h"
+#include "decoding/change_encode.h"
 #include "changelog/changelog.h"
 #include "compat/replication.h"
 #include "changelog/changelog_live.h"
 #include "decoder/lag_report.h"
 #include "decoder/lineage.h"
+#include "decoding/snapshot.h"
 #include "guc.h"
-#include "decoder/output_plugin.h"
-#include "decoder/pgoutput_read.h"
+#include "decoding/output_plugin.h"
+#include "decoding/pgoutput_read.h"
 #include "shmem.h"
 #include "slot_health.h"
 #include "spi_xact.h"
 #include "codec/json_read.h"
-#include "decoder/purge.h"
-#include "decoder/schema_diff.h"
+#include "purge/purge.h"
+#include "decoding/schema_diff.h"
 #include "decoder/shard_setup.h"
 #include "decoder/spool.h"
 #include "decoder/subscriber_positions.h"
@@ -952,7 +953,7 @@ load_schema_baseline(void)
 
 	if (snapshot == NULL)
 	{
-		snapshot = zs_current_published_schema(stream_publications);
+		snapshot = zs_snapshot_published_schema(stream_publications);
 		zs_changelog_write_published_schema(snapshot);
 		ereport(LOG,
 				(errmsg("change log %s had no published schema; starting from the current one",
@@ -1316,7 +1317,7 @@ run_decoder(MemoryContext worker_context)
 
 		CHECK_FOR_INTERRUPTS();
 		busy = decode_and_store(ctx, &round_stored);
-		/* a backfill's messages, between rounds (decoder/backfill.c) */
+		/* a backfill's messages, between rounds (backfill/backfill.c) */
 		if (zs_backfill_step(stored_head, ctx->reader->EndRecPtr))
 			busy = true;
 		/*

@@ -45,10 +45,10 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "decoder/change_encode.h"
+#include "decoding/change_encode.h"
 #include "guc.h"
 #include "decoder/initial_copy.h"
-#include "decoder/schema_diff.h"
+#include "decoding/schema_diff.h"
 #include "codec/json_out.h"
 #include "codec/json_read.h"
 #include "replica/backup_file.h"

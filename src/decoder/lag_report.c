@@ -31,7 +31,7 @@
 
 #include "codec/json_read.h"
 #include "compat/replication.h"
-#include "decoder/change_encode.h"
+#include "decoding/change_encode.h"
 #include "decoder/lag_report.h"
 #include "guc.h"
 #include "shmem.h"

@@ -34,57 +34,14 @@
 #include "changelog/changelog.h"
 #include "compat/replication.h"
 #include "decoder/lineage.h"
+#include "decoding/snapshot.h"
 #include "guc.h"
 #include "decoder/initial_copy.h"
-#include "decoder/output_plugin.h"
+#include "decoding/output_plugin.h"
 #include "decoder/shard_setup.h"
 #include "shmem.h"
 #include "spi_xact.h"
 #include "codec/watermark.h"
-
-static XLogReaderRoutine wal_reader_routine = {
-	.page_read = read_local_xlog_page,
-	.segment_open = wal_segment_open,
-	.segment_close = wal_segment_close,
-};
-
-LogicalDecodingContext *
-zs_create_snapshot_slot(const char *name, XLogRecPtr *consistent)
-{
-	LogicalDecodingContext *ctx;
-	MemoryContext old;
-
-	zs_replication_slot_create(name, RS_EPHEMERAL);
-
-	/*
-	 * Inside a transaction, so this backend's xmin keeps counting (fact 3).
-	 * need_full_snapshot holds back the data xmin too, until the slot is
-	 * released, so the snapshot taken from it stays valid.
-	 */
-	StartTransactionCommand();
-	/* the context and its WAL reader's buffers outlive this transaction */
-	old = MemoryContextSwitchTo(TopMemoryContext);
-	ctx = CreateInitDecodingContext(ZS_OUTPUT_PLUGIN_NAME, NIL, true, InvalidXLogRecPtr,
-									&wal_reader_routine, NULL, NULL, NULL);
-	DecodingContextFindStartpoint(ctx);
-	MemoryContextSwitchTo(old);
-	*consistent = MyReplicationSlot->data.confirmed_flush;
-	CommitTransactionCommand();
-	return ctx;
-}
-
-void
-zs_begin_at_slot_snapshot(LogicalDecodingContext *ctx)
-{
-	Snapshot	snap;
-
-	StartTransactionCommand();
-	XactIsoLevel = XACT_REPEATABLE_READ;
-	snap = SnapBuildInitialSnapshot(ctx->snapshot_builder);
-	RestoreTransactionSnapshot(snap, MyProc);
-	SPI_connect();
-	PushActiveSnapshot(GetTransactionSnapshot());
-}
 
 static bool
 read_lineage(char *replica_version)
@@ -181,11 +138,11 @@ copy_at_slot_snapshot(LogicalDecodingContext *ctx, const char *replica_version,
 	char	   *schema;
 
 	zs_set_decoder_state(ZS_DECODER_INITIAL_COPY);
-	zs_begin_at_slot_snapshot(ctx);
+	zs_snapshot_begin(ctx);
 	/* as zero-cache's initial sync: a table its replicas cannot hold stops it */
 	(void) zs_check_published_tables(publications, ERROR);
 	/* the published schema the stream starts from, as of the copy's snapshot */
-	schema = MemoryContextStrdup(TopMemoryContext, zs_current_published_schema(publications));
+	schema = MemoryContextStrdup(TopMemoryContext, zs_snapshot_published_schema(publications));
 	zs_initial_copy(replica_version, publications, schema);
 	zs_spi_xact_commit();
 	return schema;
@@ -205,7 +162,7 @@ create_slot_and_lineage(const char *slot_name, List *publications, char *replica
 	char	   *schema;
 
 	zs_set_decoder_state(ZS_DECODER_CREATING_SLOT);
-	ctx = zs_create_snapshot_slot(slot_name, &consistent);
+	ctx = zs_snapshot_slot_create(slot_name, &consistent);
 
 	/*
 	 * The lineage is named one byte before the consistent point, not at it
@@ -331,17 +288,4 @@ zs_acquire_slot(const char *slot_name, List *publications, char *replica_version
 								   slot_name, replica_version));
 
 	create_slot_and_lineage(slot_name, publications, replica_version, false);
-}
-
-char *
-zs_current_published_schema(List *publications)
-{
-	Oid			types[1] = {TEXTARRAYOID};
-	Datum		values[1] = {zs_publication_array(publications)};
-	if (SPI_execute_with_args("SELECT zero_stream.published_schema($1)::text", 1, types, values,
-							  NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INTERNAL_ERROR),
-				 errmsg_internal("could not read the published schema")));
-	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 }

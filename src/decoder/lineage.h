@@ -35,25 +35,4 @@ extern void zs_restart_lineage(const char *slot_name, List *publications,
 extern void zs_replace_lineage(const char *slot_name, List *publications,
 							   char *replica_version, bool take_over);
 
-/*
- * An ephemeral logical slot with a full snapshot, at its consistent point
- * (the walsender's CREATE_REPLICATION_SLOT ... USE_SNAPSHOT, in this
- * process): the decoding context, in TopMemoryContext. The slot is dropped
- * when released (or when the process exits) unless persisted.
- */
-extern LogicalDecodingContext *zs_create_snapshot_slot(const char *name, XLogRecPtr *consistent);
-
-/*
- * Start a REPEATABLE READ transaction on that slot's snapshot (exactly the
- * transactions that committed before its consistent point), with SPI
- * connected and the snapshot active.
- */
-extern void zs_begin_at_slot_snapshot(LogicalDecodingContext *ctx);
-
-/*
- * zero_stream.published_schema() of the publications, as text, in the
- * caller's transaction (SPI connected).
- */
-extern char *zs_current_published_schema(List *publications);
-
 #endif							/* ZS_LINEAGE_H */

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  * fuzz_pgoutput.c
- *	  libFuzzer target for src/decoder/pgoutput_read.c: any bytes as one
+ *	  libFuzzer target for src/decoding/pgoutput_read.c: any bytes as one
  *	  pgoutput (proto_version 1) message.
  *
  * Whatever parses must point into the message only and must be the whole
@@ -11,7 +11,7 @@
  */
 #include "postgres_fe.h"
 
-#include "decoder/pgoutput_read.h"
+#include "decoding/pgoutput_read.h"
 #include "fuzz.h"
 
 static ZsTuple old_tuple;

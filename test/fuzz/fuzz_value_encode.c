@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  * fuzz_value_encode.c
- *	  libFuzzer target for src/decoder/value_encode.c: any text as a column
+ *	  libFuzzer target for src/decoding/value_encode.c: any text as a column
  *	  value of every kind, as a scalar and as an array.
  *
  * Input: one byte choosing the kind (low nibble), array or scalar (bit 4)
@@ -16,7 +16,7 @@
 #include "mb/pg_wchar.h"
 
 #include "codec/json_read.h"
-#include "decoder/value_encode.h"
+#include "decoding/value_encode.h"
 #include "fuzz.h"
 
 #define NKINDS (ZS_KIND_BYTEA + 1)

@@ -41,8 +41,8 @@ targets=(
 	"fuzz_json_read 4096 src/codec/json_read.c src/codec/json_out.c"
 	"fuzz_json_js 4096 src/codec/json_js.c src/codec/json_read.c src/codec/json_out.c"
 	"fuzz_change_message 2048 src/codec/change_message.c src/codec/watermark.c src/codec/json_read.c src/codec/json_out.c"
-	"fuzz_pgoutput 4096 src/decoder/pgoutput_read.c"
-	"fuzz_value_encode 1024 src/decoder/value_encode.c src/codec/json_js.c src/codec/json_read.c src/codec/json_out.c"
+	"fuzz_pgoutput 4096 src/decoding/pgoutput_read.c"
+	"fuzz_value_encode 1024 src/decoding/value_encode.c src/codec/json_js.c src/codec/json_read.c src/codec/json_out.c"
 	"fuzz_watermark 64 src/codec/watermark.c"
 	"fuzz_replica 4096 src/replica/replica_apply.c src/replica/replica_ddl.c src/replica/replica_schema.c src/replica/replica_sqlite.c src/codec/json_read.c src/codec/json_out.c -lsqlite3"
 )

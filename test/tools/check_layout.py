@@ -31,7 +31,7 @@ def unit_of(path):
         return 'infra' if stem in INFRA else 'entry'
     folder = stem.split('/')[0]
     if folder == 'replica':
-        return 'replica-lib' if stem.startswith(REPLICA_LIBRARY_PREFIXES) else 'replicator'
+        return 'replica-lib'
     return folder
 
 
@@ -42,7 +42,10 @@ ALLOWED = {
     'infra': {'codec', 'compat'},
     'changelog': {'codec', 'infra', 'compat'},
     'replica-lib': {'codec', 'infra', 'changelog', 'compat'},
-    'decoder': {'codec', 'infra', 'changelog', 'replica-lib', 'compat'},
+    'decoding': {'codec', 'infra', 'compat'},
+    'purge': {'codec', 'infra', 'changelog', 'compat'},
+    'backfill': {'codec', 'infra', 'changelog', 'decoding', 'compat'},
+    'decoder': {'codec', 'infra', 'changelog', 'replica-lib', 'decoding', 'backfill', 'purge', 'compat'},
     'server': {'codec', 'infra', 'changelog', 'replica-lib', 'compat'},
     'replicator': {'codec', 'infra', 'changelog', 'replica-lib', 'compat'},
     'client': {'codec', 'replica-lib', 'compat'},

@@ -8,7 +8,7 @@
 
 #include "catalog/pg_type_d.h"
 
-#include "decoder/value_encode.h"
+#include "decoding/value_encode.h"
 #include "codec/json_out.h"
 #include "codec/json_read.h"
 #include "unit.h"

@@ -5,7 +5,7 @@
  */
 #include "postgres_fe.h"
 
-#include "decoder/pgoutput_read.h"
+#include "decoding/pgoutput_read.h"
 #include "unit.h"
 
 static ZsTuple old_tuple;

@@ -1,12 +1,12 @@
 /*
- * Unit tests for the schema diff (decoder/schema_diff.c): two published
+ * Unit tests for the schema diff (decoding/schema_diff.c): two published
  * schemas in, zero-cache's schema-change messages out, in its order, with
  * its fields. The golden change log (TAP 008) checks the same code against
  * zero-cache's own output for every kind of change.
  */
 #include "postgres_fe.h"
 
-#include "decoder/schema_diff.h"
+#include "decoding/schema_diff.h"
 #include "unit.h"
 
 #define COL(name, pos, type, notnull, dflt) \

@@ -9,7 +9,7 @@
 
 #include "lib/stringinfo.h"
 
-#include "decoder/pgoutput_read.h"
+#include "decoding/pgoutput_read.h"
 
 typedef struct ZsRelation ZsRelation;
 

@@ -24,7 +24,7 @@
 
 #include "catalog/pg_type_d.h"
 
-#include "decoder/value_encode.h"
+#include "decoding/value_encode.h"
 #include "codec/hex.h"
 #include "codec/json_js.h"
 #include "codec/json_out.h"

@@ -22,8 +22,8 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
-#include "decoder/change_encode.h"
-#include "decoder/value_encode.h"
+#include "decoding/change_encode.h"
+#include "decoding/value_encode.h"
 #include "guc.h"
 #include "codec/json_out.h"
 #include "shmem.h"

@@ -62,11 +62,11 @@
 
 #include "codec/json_out.h"
 #include "codec/watermark.h"
-#include "decoder/backfill_worker.h"
-#include "decoder/change_encode.h"
-#include "decoder/lineage.h"
-#include "decoder/output_plugin.h"
-#include "decoder/schema_diff.h"
+#include "backfill/backfill_worker.h"
+#include "decoding/change_encode.h"
+#include "decoding/snapshot.h"
+#include "decoding/output_plugin.h"
+#include "decoding/schema_diff.h"
 #include "guc.h"
 
 #define BACKFILL_FETCH_ROWS 1000
@@ -402,12 +402,12 @@ run_backfill(shm_mq_handle *queue, const char *request)
 	zs_relcache_init(TopMemoryContext, zs_cdc_schema_name());
 
 	/* 1. a snapshot of exactly the transactions before a consistent point */
-	ctx = zs_create_snapshot_slot(snapshot_slot_name(), &b.snapshot_lsn);
+	ctx = zs_snapshot_slot_create(snapshot_slot_name(), &b.snapshot_lsn);
 	zs_watermark_encode(b.snapshot_lsn - 1, b.watermark);
-	zs_begin_at_slot_snapshot(ctx);
+	zs_snapshot_begin(ctx);
 
 	/* 2. the request must still describe the published table */
-	schema = zs_current_published_schema(zs_publication_list());
+	schema = zs_snapshot_published_schema(zs_publication_list());
 	mismatch = zs_schema_backfill_table(schema, strlen(schema), request, strlen(request), &b.table);
 	if (mismatch != NULL)
 	{

@@ -45,8 +45,8 @@
 #include "changelog/changelog.h"
 #include "codec/json_read.h"
 #include "codec/watermark.h"
-#include "decoder/backfill.h"
-#include "decoder/backfill_worker.h"
+#include "backfill/backfill.h"
+#include "backfill/backfill_worker.h"
 #include "shmem.h"
 #include "spi_xact.h"
 

@@ -10,7 +10,7 @@
 #include "postgres.h"
 #endif
 
-#include "decoder/pgoutput_read.h"
+#include "decoding/pgoutput_read.h"
 
 typedef struct Reader
 {

@@ -33,7 +33,7 @@
 #include "codec/json_js.h"
 #include "codec/json_out.h"
 #include "codec/json_read.h"
-#include "decoder/schema_diff.h"
+#include "decoding/schema_diff.h"
 
 typedef struct Snapshot
 {

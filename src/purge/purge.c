@@ -27,7 +27,7 @@
 #include "utils/timestamp.h"
 
 #include "changelog/changelog.h"
-#include "decoder/purge.h"
+#include "purge/purge.h"
 #include "guc.h"
 #include "shmem.h"
 #include "spi_xact.h"

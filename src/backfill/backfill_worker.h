@@ -3,7 +3,7 @@
  *	  The backfill worker: reads one table at a snapshot of its own and
  *	  hands zero's backfill messages to the decoder (see backfill_worker.c).
  *
- * The decoder (decoder/backfill.c) creates a dynamic shared memory segment
+ * The decoder (backfill/backfill.c) creates a dynamic shared memory segment
  * holding the request and a message queue, starts the worker with the
  * segment's handle, and receives from the queue. Each queue message is a
  * ZsBackfillMessage header followed by the change's JSON.

@@ -17,7 +17,7 @@
 #include "utils/guc.h"
 #include "utils/varlena.h"
 
-#include "decoder/output_plugin.h"
+#include "decoding/output_plugin.h"
 
 RepOriginId zs_own_origin = InvalidRepOriginId;
 
