@@ -3,8 +3,8 @@
 
     test/fuzz/make_corpus.py [TRANSCRIPT]
 
-Sources: zero-cache 1.9.0's wire transcript (TRANSCRIPT, by default
-/work/shared/docs/zero-transcript.txt: the HTTP heads, websocket frames and
+Sources: zero-cache 1.9.0's wire transcript (TRANSCRIPT, by default the
+repository's docs/zero-transcript.txt: the HTTP heads, websocket frames and
 change messages of a replication-manager and a stock view-syncer) and the
 golden change log (test/golden/changelog.jsonl: what zero-cache stores for a
 workload of every value type and schema change, its "change" column the
@@ -25,7 +25,7 @@ import sys
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..')
 CORPUS = os.path.join(ROOT, 'test', 'fuzz', 'corpus')
 GOLDEN = os.path.join(ROOT, 'test', 'golden')
-TRANSCRIPT = sys.argv[1] if len(sys.argv) > 1 else '/work/shared/docs/zero-transcript.txt'
+TRANSCRIPT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, 'docs', 'zero-transcript.txt')
 
 # each file at most this many bytes, at most this many files per target
 MAX_FILE = 4096
