@@ -51,6 +51,8 @@ OBJS = \
 	src/replica/replica_ddl.o \
 	src/replica/replica_schema.o \
 	src/replica/replica_sqlite.o \
+	src/replica/replica_column_ddl.o \
+	src/replica/replica_backfill.o \
 	src/replicator/replicator_worker.o \
 	src/decoder/initial_copy.o \
 	src/replica/backup_copy.o \
@@ -101,7 +103,8 @@ $(CLIENT): $(CLIENT_SRCS) $(wildcard $(srcdir)/src/*/*.h)
 REPLICA_CLIENT = zero-stream-replica
 REPLICA_CLIENT_SRCS = src/client/zero_stream_replica.c src/client/ws_client.c src/codec/websocket.c \
 	src/codec/json_out.c src/codec/json_read.c src/codec/stream_frame.c src/replica/replica_apply.c \
-	src/replica/replica_ddl.c src/replica/replica_schema.c src/replica/replica_sqlite.c
+	src/replica/replica_ddl.c src/replica/replica_column_ddl.c src/replica/replica_backfill.c \
+	src/replica/replica_schema.c src/replica/replica_sqlite.c
 
 $(REPLICA_CLIENT): $(REPLICA_CLIENT_SRCS) $(wildcard $(srcdir)/src/*/*.h)
 	$(CC) $(CLIENT_CFLAGS) -o $@ $(REPLICA_CLIENT_SRCS) $(CLIENT_LIBS) -lsqlite3
@@ -152,8 +155,8 @@ test/unit/test_http: test/unit/test_http.c src/codec/http.c test/unit/unit.h $(w
 test/unit/test_codec: test/unit/test_codec.c src/codec/change_message.c test/unit/unit.h $(wildcard $(srcdir)/src/*/*.h)
 	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_codec.c src/codec/change_message.c $(UNIT_LIBS)
 
-test/unit/test_replica: test/unit/test_replica.c src/replica/replica_apply.c src/replica/replica_ddl.c src/replica/replica_schema.c src/replica/replica_sqlite.c src/codec/json_read.c src/codec/json_out.c test/unit/unit.h test/unit/replica_fixture.h $(wildcard $(srcdir)/src/*/*.h)
-	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_replica.c src/replica/replica_apply.c src/replica/replica_ddl.c src/replica/replica_schema.c src/replica/replica_sqlite.c src/codec/json_read.c src/codec/json_out.c $(UNIT_LIBS) -lsqlite3
+test/unit/test_replica: test/unit/test_replica.c src/replica/replica_apply.c src/replica/replica_ddl.c src/replica/replica_column_ddl.c src/replica/replica_backfill.c src/replica/replica_schema.c src/replica/replica_sqlite.c src/codec/json_read.c src/codec/json_out.c test/unit/unit.h test/unit/replica_fixture.h $(wildcard $(srcdir)/src/*/*.h)
+	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_replica.c src/replica/replica_apply.c src/replica/replica_ddl.c src/replica/replica_column_ddl.c src/replica/replica_backfill.c src/replica/replica_schema.c src/replica/replica_sqlite.c src/codec/json_read.c src/codec/json_out.c $(UNIT_LIBS) -lsqlite3
 
 test/unit/test_schema_diff: test/unit/test_schema_diff.c src/decoding/schema_diff.c src/codec/json_read.c src/codec/json_out.c src/codec/json_js.c test/unit/unit.h $(wildcard $(srcdir)/src/*/*.h)
 	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_schema_diff.c src/decoding/schema_diff.c src/codec/json_read.c src/codec/json_out.c src/codec/json_js.c $(UNIT_LIBS)

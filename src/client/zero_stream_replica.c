@@ -854,12 +854,12 @@ apply_frame(Connection *conn, ZsReplica *r)
 	for (int m = batch >= 0 ? doc.nodes[batch].first_child : single; m >= 0;
 		 m = batch >= 0 ? doc.nodes[m].next : -1)
 	{
-		int			rc = zs_replica_apply_message(r, &doc, m);
+		ZsReplicaMessageResult rc = zs_replica_apply_message(r, &doc, m);
 		int			type = zs_json_at(&doc, m, 0);
 
-		if (rc < 0)
+		if (rc == ZS_REPLICA_MESSAGE_FAILED)
 			replica_failed(r, "could not apply a message");
-		if (rc == 0 && zs_json_str_eq(&doc, type, "error"))
+		if (rc == ZS_REPLICA_MESSAGE_NOT_MINE && zs_json_str_eq(&doc, type, "error"))
 		{
 			int			body = zs_json_at(&doc, m, 1);
 			int			etype = zs_json_get(&doc, body, "type");

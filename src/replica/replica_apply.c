@@ -192,14 +192,14 @@ append_where_key(ZsReplica *r, StringInfo s, const char *table, const TableInfo 
 			return zs_replica_set_error(r, "table \"%s\" has columns rowid, _rowid_ and oid: "
 										"one of its identical rows cannot be addressed", table);
 		appendStringInfo(s, " WHERE %s = (SELECT %s FROM ", rowid, rowid);
-		append_ident(s, table);
+		zs_replica_append_ident(s, table);
 	}
 	appendStringInfoString(s, " WHERE ");
 	for (int i = 0; i < key->n; i++)
 	{
 		if (i > 0)
 			appendStringInfoString(s, " AND ");
-		append_ident(s, key->names[i]);
+		zs_replica_append_ident(s, key->names[i]);
 		appendStringInfoString(s, " IS ?");
 	}
 	if (rowid != NULL)
@@ -359,7 +359,7 @@ prepare_upsert(ZsReplica *r, const char *table, TableInfo *t, const ZsJsonDoc *d
 
 	resetStringInfo(s);
 	appendStringInfoString(s, "INSERT OR REPLACE INTO ");
-	append_ident(s, table);
+	zs_replica_append_ident(s, table);
 	appendStringInfoString(s, " (");
 	zs_replica_append_member_names(s, doc, row, ",");
 	appendStringInfoString(s, "\"_0_version\") VALUES (");
@@ -467,7 +467,7 @@ apply_update(ZsReplica *r, const ZsJsonDoc *doc, int change, const ChangeRelatio
 
 	resetStringInfo(s);
 	appendStringInfoString(s, "UPDATE ");
-	append_ident(s, table);
+	zs_replica_append_ident(s, table);
 	appendStringInfoString(s, " SET ");
 	zs_replica_append_member_names(s, doc, row, " = ?,");
 	appendStringInfoString(s, "\"_0_version\" = ?");
@@ -511,7 +511,7 @@ apply_delete(ZsReplica *r, const ZsJsonDoc *doc, int change, const ChangeRelatio
 		return zs_replica_set_error(r, "delete from \"%s\" with an empty key", table);
 	resetStringInfo(s);
 	appendStringInfoString(s, "DELETE FROM ");
-	append_ident(s, table);
+	zs_replica_append_ident(s, table);
 	if (!append_where_key(r, s, table, t, &rk) ||
 		(stmt = zs_replica_statement(r, s->data)) == NULL)
 		return false;
@@ -542,7 +542,7 @@ apply_truncate(ZsReplica *r, const ZsJsonDoc *doc, int change)
 		{
 			resetStringInfo(s);
 			appendStringInfoString(s, "DELETE FROM ");
-			append_ident(s, table);
+			zs_replica_append_ident(s, table);
 			ok = zs_replica_exec(r, s->data);
 		}
 		else if (r->error[0] != '\0')
@@ -606,27 +606,51 @@ read_relation(ZsReplica *r, const ZsJsonDoc *doc, int node)
 	return true;
 }
 
+/* The tags' names, in ZsReplicaChangeTag's order */
+static const char *const change_tag_names[] = {
+	"insert", "update", "delete", "truncate",
+	"create-table", "rename-table", "update-table-metadata", "add-column", "update-column",
+	"drop-column", "drop-table", "create-index", "drop-index", "backfill", "backfill-completed",
+};
+
+StaticAssertDecl(lengthof(change_tag_names) == ZS_REPLICA_TAG_UNKNOWN,
+				 "change_tag_names must name every ZsReplicaChangeTag");
+
+ZsReplicaChangeTag
+zs_replica_change_tag(const ZsJsonDoc *doc, int tag)
+{
+	for (int i = 0; i < (int) lengthof(change_tag_names); i++)
+	{
+		if (zs_json_str_eq(doc, tag, change_tag_names[i]))
+			return (ZsReplicaChangeTag) i;
+	}
+	return ZS_REPLICA_TAG_UNKNOWN;
+}
+
 bool
 zs_replica_apply_change(ZsReplica *r, const ZsJsonDoc *doc, int change)
 {
-	int			tag = zs_json_get(doc, change, "tag");
-	ChangeRelation	rel;
+	int			tag_node = zs_json_get(doc, change, "tag");
+	ZsReplicaChangeTag tag;
+	ChangeRelation rel;
 	char	   *table;
 	bool		ok;
 
 	r->error[0] = '\0';
 	if (!r->in_upstream_txn)
 		return zs_replica_set_error(r, "change outside a transaction");
-	if (tag < 0 || doc->nodes[tag].type != ZS_JSON_STRING)
+	if (tag_node < 0 || doc->nodes[tag_node].type != ZS_JSON_STRING)
 		return zs_replica_set_error(r, "change without a \"tag\"");
-	if (zs_json_str_eq(doc, tag, "truncate"))
+	tag = zs_replica_change_tag(doc, tag_node);
+	if (tag == ZS_REPLICA_TAG_UNKNOWN)
+		return zs_replica_set_error(r, "unsupported change \"%s\"", zs_json_str(doc, tag_node));
+	if (tag == ZS_REPLICA_TAG_TRUNCATE)
 		return apply_truncate(r, doc, change);
 
-	if (!zs_json_str_eq(doc, tag, "insert") && !zs_json_str_eq(doc, tag, "update") &&
-		!zs_json_str_eq(doc, tag, "delete"))
+	if (tag != ZS_REPLICA_TAG_INSERT && tag != ZS_REPLICA_TAG_UPDATE &&
+		tag != ZS_REPLICA_TAG_DELETE)
 	{
 		int			deferred = zs_json_get(doc, change, "relation");
-		int			rc;
 
 		/* schema changes and backfills read their relation: the whole change, parsed */
 		if (deferred >= 0 && doc->nodes[deferred].deferred)
@@ -637,11 +661,7 @@ zs_replica_apply_change(ZsReplica *r, const ZsJsonDoc *doc, int change)
 				return zs_replica_set_error(r, "change is not JSON: %s", r->change_doc.error);
 			return zs_replica_apply_change(r, &r->change_doc, 0);
 		}
-
-		rc = zs_replica_apply_schema_change(r, doc, change, tag);
-		if (rc == 0)
-			return zs_replica_set_error(r, "unsupported change \"%s\"", zs_json_str(doc, tag));
-		return rc > 0;
+		return zs_replica_apply_schema_change(r, doc, change, tag);
 	}
 	rel.doc = doc;
 	rel.node = zs_json_get(doc, change, "relation");
@@ -655,12 +675,18 @@ zs_replica_apply_change(ZsReplica *r, const ZsJsonDoc *doc, int change)
 	}
 	else if ((table = relation_table(r, doc, rel.node)) == NULL)
 		return false;
-	if (zs_json_str_eq(doc, tag, "insert"))
-		ok = apply_insert(r, doc, change, &rel, table);
-	else if (zs_json_str_eq(doc, tag, "update"))
-		ok = apply_update(r, doc, change, &rel, table);
-	else
-		ok = apply_delete(r, doc, change, &rel, table);
+	switch (tag)
+	{
+		case ZS_REPLICA_TAG_INSERT:
+			ok = apply_insert(r, doc, change, &rel, table);
+			break;
+		case ZS_REPLICA_TAG_UPDATE:
+			ok = apply_update(r, doc, change, &rel, table);
+			break;
+		default:
+			ok = apply_delete(r, doc, change, &rel, table);
+			break;
+	}
 	if (table != r->relation_table)
 		pfree(table);
 	if (ok)
@@ -676,29 +702,40 @@ zs_replica_rows_applied(const ZsReplica *r)
 
 /* ---------------------------------------------------------------- messages */
 
-int
+ZsReplicaMessageResult
 zs_replica_apply_message(ZsReplica *r, const ZsJsonDoc *doc, int message)
 {
 	int			type = zs_json_at(doc, message, 0);
 	int			body = zs_json_at(doc, message, 1);
 	int			extra = zs_json_at(doc, message, 2);
 	const char *watermark;
+	bool		ok;
 
 	if (zs_json_str_eq(doc, type, "data"))
-		return zs_replica_apply_change(r, doc, body) ? 1 : -1;
-	if (zs_json_str_eq(doc, type, "begin"))
+		ok = zs_replica_apply_change(r, doc, body);
+	else if (zs_json_str_eq(doc, type, "begin"))
 	{
 		if ((watermark = zs_json_get_string(doc, extra, "commitWatermark")) == NULL)
-			return zs_replica_set_error(r, "begin without a commitWatermark") ? 1 : -1;
-		return zs_replica_begin(r, watermark) ? 1 : -1;
+			ok = zs_replica_set_error(r, "begin without a commitWatermark");
+		else
+			ok = zs_replica_begin(r, watermark);
 	}
-	if (zs_json_str_eq(doc, type, "commit"))
+	else if (zs_json_str_eq(doc, type, "commit"))
 	{
 		if ((watermark = zs_json_get_string(doc, extra, "watermark")) == NULL)
-			return zs_replica_set_error(r, "commit without a watermark") ? 1 : -1;
-		return zs_replica_commit(r, watermark) ? 1 : -1;
+			ok = zs_replica_set_error(r, "commit without a watermark");
+		else
+			ok = zs_replica_commit(r, watermark);
 	}
-	if (zs_json_str_eq(doc, type, "rollback"))
-		return zs_replica_rollback(r) ? 1 : -1;
-	return 0;
+	else if (zs_json_str_eq(doc, type, "rollback"))
+		ok = zs_replica_rollback(r);
+	else
+		return ZS_REPLICA_MESSAGE_NOT_MINE;
+	return ok ? ZS_REPLICA_MESSAGE_APPLIED : ZS_REPLICA_MESSAGE_FAILED;
+}
+
+const char *
+zs_replica_transaction_watermark(const ZsReplica *r)
+{
+	return r->in_upstream_txn ? r->txn_watermark : NULL;
 }

@@ -114,17 +114,27 @@ extern bool zs_replica_apply_change(ZsReplica *r, const ZsJsonDoc *doc, int chan
 extern bool zs_replica_commit(ZsReplica *r, const char *watermark);
 extern bool zs_replica_rollback(ZsReplica *r);
 
+/* What zs_replica_apply_message did with a message */
+typedef enum ZsReplicaMessageResult
+{
+	ZS_REPLICA_MESSAGE_APPLIED, /* begin, data, commit or rollback, applied */
+	ZS_REPLICA_MESSAGE_NOT_MINE,	/* another type (status, error): the caller's */
+	ZS_REPLICA_MESSAGE_FAILED	/* not applied: zs_replica_error() says why */
+} ZsReplicaMessageResult;
+
 /*
  * One downstream message of the change stream (docs/zero-protocol.md §2.4):
  * ["begin",{...},{"commitWatermark":w}], ["data",{...}],
- * ["commit",{...},{"watermark":w}] or ["rollback",...]. Returns 1 when
- * applied, 0 for a message of another type (status, error: the caller's),
- * -1 with zs_replica_error() set.
+ * ["commit",{...},{"watermark":w}] or ["rollback",...].
  */
-extern int	zs_replica_apply_message(ZsReplica *r, const ZsJsonDoc *doc, int message);
+extern ZsReplicaMessageResult zs_replica_apply_message(ZsReplica *r, const ZsJsonDoc *doc,
+													   int message);
 
 /* Is an upstream transaction open (begun, not yet committed or rolled back)? */
 extern bool zs_replica_in_transaction(const ZsReplica *r);
+
+/* The open upstream transaction's commit watermark (for error reports), or NULL. */
+extern const char *zs_replica_transaction_watermark(const ZsReplica *r);
 
 /* Commit the SQLite transaction holding the committed upstream transactions. */
 extern bool zs_replica_flush(ZsReplica *r);

@@ -28,7 +28,7 @@
 
 #include "replica/replica_apply.h"
 
-#define STMT_CACHE_SIZE 256		/* power of two */
+#define ZS_REPLICA_STMT_CACHE_SIZE 256	/* power of two */
 
 typedef struct CachedStmt
 {
@@ -82,7 +82,7 @@ struct ZsReplica
 	char		state_version[ZS_WATERMARK_MAXLEN];
 	uint64		rows_applied;
 
-	CachedStmt	stmts[STMT_CACHE_SIZE];
+	CachedStmt	stmts[ZS_REPLICA_STMT_CACHE_SIZE];
 	int			nstmts;
 	uint32		stmt_generation;	/* counts zs_replica_forget_statements */
 	TableInfo  *tables;
@@ -116,8 +116,18 @@ extern void zs_replica_append_quoted(StringInfo s, const char *text, char quote)
 extern void zs_replica_append_member_names(StringInfo s, const ZsJsonDoc *doc, int row,
 										   const char *sep);
 
-#define append_ident(s, ident) zs_replica_append_quoted((s), (ident), '"')
-#define append_literal(s, text) zs_replica_append_quoted((s), (text), '\'')
+/* An SQL identifier ("...") and an SQL string literal ('...'), quotes doubled */
+static inline void
+zs_replica_append_ident(StringInfo s, const char *ident)
+{
+	zs_replica_append_quoted(s, ident, '"');
+}
+
+static inline void
+zs_replica_append_literal(StringInfo s, const char *text)
+{
+	zs_replica_append_quoted(s, text, '\'');
+}
 
 /* replica_sqlite.c: statements and values */
 extern bool zs_replica_exec(ZsReplica *r, const char *sql);
@@ -151,8 +161,35 @@ extern void zs_replica_append_row_key(StringInfo s, const ZsJsonDoc *doc, int n,
 									  const char *const *names, const int *nodes);
 extern bool zs_replica_log_reset(ZsReplica *r, const char *table);
 
-/* replica_ddl.c: 1 applied, 0 not a schema change or backfill tag, -1 error */
-extern int	zs_replica_apply_schema_change(ZsReplica *r, const ZsJsonDoc *doc, int change,
-										   int tag);
+/*
+ * A change's "tag", read once (zs_replica_change_tag): the row changes
+ * (replica_apply.c), then the schema changes and backfills (replica_ddl.c).
+ */
+typedef enum ZsReplicaChangeTag
+{
+	ZS_REPLICA_TAG_INSERT,
+	ZS_REPLICA_TAG_UPDATE,
+	ZS_REPLICA_TAG_DELETE,
+	ZS_REPLICA_TAG_TRUNCATE,
+	ZS_REPLICA_TAG_CREATE_TABLE,
+	ZS_REPLICA_TAG_RENAME_TABLE,
+	ZS_REPLICA_TAG_UPDATE_TABLE_METADATA,
+	ZS_REPLICA_TAG_ADD_COLUMN,
+	ZS_REPLICA_TAG_UPDATE_COLUMN,
+	ZS_REPLICA_TAG_DROP_COLUMN,
+	ZS_REPLICA_TAG_DROP_TABLE,
+	ZS_REPLICA_TAG_CREATE_INDEX,
+	ZS_REPLICA_TAG_DROP_INDEX,
+	ZS_REPLICA_TAG_BACKFILL,
+	ZS_REPLICA_TAG_BACKFILL_COMPLETED,
+	ZS_REPLICA_TAG_UNKNOWN		/* not a tag this library applies */
+} ZsReplicaChangeTag;
+
+/* replica_apply.c: the tag of a "tag" string node */
+extern ZsReplicaChangeTag zs_replica_change_tag(const ZsJsonDoc *doc, int tag);
+
+/* replica_ddl.c: a schema change or backfill (tag from CREATE_TABLE on); false with the error */
+extern bool zs_replica_apply_schema_change(ZsReplica *r, const ZsJsonDoc *doc, int change,
+										   ZsReplicaChangeTag tag);
 
 #endif							/* ZS_REPLICA_INTERNAL_H */

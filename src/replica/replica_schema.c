@@ -296,7 +296,7 @@ zs_replica_append_declared_type(StringInfo s, const ZsReplicaColumn *c)
 		appendStringInfoString(&t, "|TEXT_ENUM");
 	if (c->is_array)
 		appendStringInfoString(&t, "|TEXT_ARRAY");
-	append_ident(s, t.data);
+	zs_replica_append_ident(s, t.data);
 	pfree(t.data);
 }
 
@@ -314,11 +314,11 @@ zs_replica_create_table_columns(ZsReplica *r, const char *name,
 
 	resetStringInfo(s);
 	appendStringInfoString(s, "CREATE TABLE ");
-	append_ident(s, name);
+	zs_replica_append_ident(s, name);
 	appendStringInfoString(s, " (\n");
 	for (int i = 0; i < ncolumns; i++)
 	{
-		append_ident(s, columns[i].name);
+		zs_replica_append_ident(s, columns[i].name);
 		appendStringInfoChar(s, ' ');
 		zs_replica_append_declared_type(s, &columns[i]);
 		appendStringInfoString(s, ",\n");
@@ -327,7 +327,7 @@ zs_replica_create_table_columns(ZsReplica *r, const char *name,
 	if (version_default != NULL)
 	{
 		appendStringInfoString(s, " DEFAULT ");
-		append_literal(s, version_default);
+		zs_replica_append_literal(s, version_default);
 	}
 	appendStringInfoString(s, "\n)");
 	return zs_replica_exec(r, s->data);
@@ -385,23 +385,23 @@ zs_replica_create_table(ZsReplica *r, const ZsReplicaTable *table)
 		resetStringInfo(s);
 		appendStringInfoString(s, "CREATE UNIQUE INDEX ");
 		if (table->key_index != NULL && strcmp(table->schema, "public") == 0)
-			append_ident(s, table->key_index);
+			zs_replica_append_ident(s, table->key_index);
 		else
 		{
 			char	   *iname = psprintf("%s.%s", table->schema,
 										 table->key_index ? table->key_index : "key");
 
-			append_ident(s, iname);
+			zs_replica_append_ident(s, iname);
 			pfree(iname);
 		}
 		appendStringInfoString(s, " ON ");
-		append_ident(s, name);
+		zs_replica_append_ident(s, name);
 		appendStringInfoString(s, " (");
 		for (int i = 0; i < table->nkeys; i++)
 		{
 			if (i > 0)
 				appendStringInfoChar(s, ',');
-			append_ident(s, table->key_columns[i]);
+			zs_replica_append_ident(s, table->key_columns[i]);
 			appendStringInfoString(s, " ASC");
 		}
 		appendStringInfoChar(s, ')');
@@ -466,7 +466,7 @@ zs_replica_row_table(ZsReplica *r, const char *name, const ZsJsonDoc *doc, int r
 
 		resetStringInfo(s);
 		appendStringInfoString(s, "CREATE TABLE ");
-		append_ident(s, name);
+		zs_replica_append_ident(s, name);
 		appendStringInfoString(s, " (");
 		zs_replica_append_member_names(s, doc, row, ", ");
 		appendStringInfoString(s, "\"_0_version\" \"text\")");
@@ -478,15 +478,15 @@ zs_replica_row_table(ZsReplica *r, const char *name, const ZsJsonDoc *doc, int r
 
 			resetStringInfo(s);
 			appendStringInfoString(s, "CREATE UNIQUE INDEX ");
-			append_ident(s, iname);
+			zs_replica_append_ident(s, iname);
 			appendStringInfoString(s, " ON ");
-			append_ident(s, name);
+			zs_replica_append_ident(s, name);
 			appendStringInfoString(s, " (");
 			for (int i = 0; i < nkeys; i++)
 			{
 				if (i > 0)
 					appendStringInfoChar(s, ',');
-				append_ident(s, keys[i]);
+				zs_replica_append_ident(s, keys[i]);
 			}
 			appendStringInfoChar(s, ')');
 			pfree(iname);
@@ -508,9 +508,9 @@ zs_replica_row_table(ZsReplica *r, const char *name, const ZsJsonDoc *doc, int r
 			continue;
 		resetStringInfo(s);
 		appendStringInfoString(s, "ALTER TABLE ");
-		append_ident(s, name);
+		zs_replica_append_ident(s, name);
 		appendStringInfoString(s, " ADD COLUMN ");
-		append_ident(s, col);
+		zs_replica_append_ident(s, col);
 		if (!zs_replica_exec(r, s->data))
 			return NULL;
 		add_column_info(r, t, col);

@@ -116,7 +116,7 @@ zs_replica_append_member_names(StringInfo s, const ZsJsonDoc *doc, int row,
 {
 	for (int c = doc->nodes[row].first_child; c >= 0; c = doc->nodes[c].next)
 	{
-		append_ident(s, zs_json_key(doc, c));
+		zs_replica_append_ident(s, zs_json_key(doc, c));
 		appendStringInfoString(s, sep);
 	}
 }
@@ -140,7 +140,7 @@ zs_replica_exec(ZsReplica *r, const char *sql)
 void
 zs_replica_forget_statements(ZsReplica *r)
 {
-	for (int j = 0; j < STMT_CACHE_SIZE; j++)
+	for (int j = 0; j < ZS_REPLICA_STMT_CACHE_SIZE; j++)
 		if (r->stmts[j].sql != NULL)
 		{
 			sqlite3_finalize(r->stmts[j].stmt);
@@ -160,7 +160,7 @@ zs_replica_statement(ZsReplica *r, const char *sql)
 
 	for (const char *p = sql; *p; p++)
 		h = (h ^ (unsigned char) *p) * 16777619u;
-	for (i = h & (STMT_CACHE_SIZE - 1);; i = (i + 1) & (STMT_CACHE_SIZE - 1))
+	for (i = h & (ZS_REPLICA_STMT_CACHE_SIZE - 1);; i = (i + 1) & (ZS_REPLICA_STMT_CACHE_SIZE - 1))
 	{
 		CachedStmt *c = &r->stmts[i];
 
@@ -174,10 +174,10 @@ zs_replica_statement(ZsReplica *r, const char *sql)
 		}
 	}
 	/* keep the table at most half full: start over when it fills */
-	if (r->nstmts >= STMT_CACHE_SIZE / 2)
+	if (r->nstmts >= ZS_REPLICA_STMT_CACHE_SIZE / 2)
 	{
 		zs_replica_forget_statements(r);
-		i = h & (STMT_CACHE_SIZE - 1);
+		i = h & (ZS_REPLICA_STMT_CACHE_SIZE - 1);
 	}
 	{
 		CachedStmt *c = &r->stmts[i];

@@ -245,7 +245,8 @@ apply_one_change(ZsReplica *r, int change, int message)
 	int			tag = zs_json_get(&doc, change, "tag");
 	int			before = table_count(r);
 	int			after;
-	bool		ok = message >= 0 ? zs_replica_apply_message(r, &doc, message) == 1 :
+	bool		ok = message >= 0 ?
+		zs_replica_apply_message(r, &doc, message) == ZS_REPLICA_MESSAGE_APPLIED :
 		zs_replica_apply_change(r, &doc, change);
 
 	if (!ok)
@@ -317,7 +318,7 @@ apply_message(Run *run, int root)
 {
 	ZsReplica  *r = run->r;
 	int			type = zs_json_at(&doc, root, 0);
-	int			rc;
+	ZsReplicaMessageResult rc;
 
 	if (zs_json_str_eq(&doc, type, "data"))
 	{
@@ -330,12 +331,13 @@ apply_message(Run *run, int root)
 	if (zs_json_str_eq(&doc, type, "begin"))
 		before_begin(run);
 	rc = zs_replica_apply_message(r, &doc, root);
-	if (rc == 1 && zs_json_str_eq(&doc, type, "begin"))
+	if (rc == ZS_REPLICA_MESSAGE_APPLIED && zs_json_str_eq(&doc, type, "begin"))
 		strlcpy(run->watermark, zs_json_get_string(&doc, zs_json_at(&doc, root, 2), "commitWatermark"),
 				sizeof(run->watermark));
-	FUZZ_CHECK(rc >= -1 && rc <= 1, "apply_message returns -1, 0 or 1");
-	check_refusal(rc >= 0, r);
-	if (rc == 1)
+	FUZZ_CHECK(rc == ZS_REPLICA_MESSAGE_APPLIED || rc == ZS_REPLICA_MESSAGE_NOT_MINE ||
+			   rc == ZS_REPLICA_MESSAGE_FAILED, "apply_message returns one of its results");
+	check_refusal(rc != ZS_REPLICA_MESSAGE_FAILED, r);
+	if (rc == ZS_REPLICA_MESSAGE_APPLIED)
 	{
 		if (zs_json_str_eq(&doc, type, "begin") || zs_json_str_eq(&doc, type, "data"))
 			FUZZ_CHECK(zs_replica_in_transaction(r), "a transaction after begin or data");
@@ -346,11 +348,11 @@ apply_message(Run *run, int root)
 		else
 			FUZZ_CHECK(false, "only begin, data, commit and rollback are applied");
 	}
-	else if (rc == 0)
+	else if (rc == ZS_REPLICA_MESSAGE_NOT_MINE)
 		FUZZ_CHECK(!zs_json_str_eq(&doc, type, "begin") && !zs_json_str_eq(&doc, type, "data") &&
 				   !zs_json_str_eq(&doc, type, "commit") && !zs_json_str_eq(&doc, type, "rollback"),
 				   "begin, data, commit and rollback are never another type");
-	return rc >= 0;
+	return rc != ZS_REPLICA_MESSAGE_FAILED;
 }
 
 static bool

@@ -44,7 +44,7 @@ targets=(
 	"fuzz_pgoutput 4096 src/decoding/pgoutput_read.c"
 	"fuzz_value_encode 1024 src/decoding/value_encode.c src/codec/json_js.c src/codec/json_read.c src/codec/json_out.c"
 	"fuzz_watermark 64 src/codec/watermark.c"
-	"fuzz_replica 4096 src/replica/replica_apply.c src/replica/replica_ddl.c src/replica/replica_schema.c src/replica/replica_sqlite.c src/codec/json_read.c src/codec/json_out.c -lsqlite3"
+	"fuzz_replica 4096 src/replica/replica_apply.c src/replica/replica_ddl.c src/replica/replica_column_ddl.c src/replica/replica_backfill.c src/replica/replica_schema.c src/replica/replica_sqlite.c src/codec/json_read.c src/codec/json_out.c -lsqlite3"
 )
 
 build_only=false

@@ -135,7 +135,7 @@ apply(ZsReplica *r, const char *json)
 
 		msg = parse_frame(frame_of("{\"id\":7,\"msg\":", (const char *const *) &data, 1, "}"), false);
 		pfree(data);
-		ok = msg >= 0 && zs_replica_apply_message(r, &doc, msg) == 1;
+		ok = msg >= 0 && zs_replica_apply_message(r, &doc, msg) == ZS_REPLICA_MESSAGE_APPLIED;
 		return ok;
 	}
 	if (!parse_change(json))
@@ -415,15 +415,17 @@ test_changes(void)
 		for (int i = 0; i < 3; i++)
 		{
 			CHECK(zs_json_parse(&doc, msgs[i], strlen(msgs[i])), "parse message %d", i);
-			CHECK(zs_replica_apply_message(r, &doc, 0) == 1, "message %d applied: %s", i, zs_replica_error(r));
+			CHECK(zs_replica_apply_message(r, &doc, 0) == ZS_REPLICA_MESSAGE_APPLIED,
+				  "message %d applied: %s", i, zs_replica_error(r));
 			CHECK(zs_replica_in_transaction(r) == (i < 2), "in a transaction after message %d", i);
 		}
 		CHECK(zs_replica_flush(r), "flush");
 		CHECK_STR(query(r, "SELECT n || _0_version FROM t WHERE id = 42"), "10m");
 		CHECK(zs_json_parse(&doc, "[\"status\",{\"tag\":\"status\"}]", 27), "parse status");
-		CHECK(zs_replica_apply_message(r, &doc, 0) == 0, "status is left to the caller");
+		CHECK(zs_replica_apply_message(r, &doc, 0) == ZS_REPLICA_MESSAGE_NOT_MINE,
+			  "status is left to the caller");
 		CHECK(zs_json_parse(&doc, "[\"begin\",{\"tag\":\"begin\"},{}]", 28), "parse bad begin");
-		CHECK(zs_replica_apply_message(r, &doc, 0) == -1 &&
+		CHECK(zs_replica_apply_message(r, &doc, 0) == ZS_REPLICA_MESSAGE_FAILED &&
 			  strstr(zs_replica_error(r), "commitWatermark") != NULL,
 			  "begin without commitWatermark refused: %s", zs_replica_error(r));
 	}
@@ -816,7 +818,7 @@ apply_tx(ZsReplica *r, const char *watermark, const char *const *changes)
 							true);
 		ok = batch >= 0;
 		for (int m = ok ? doc.nodes[batch].first_child : -1; ok && m >= 0; m = doc.nodes[m].next)
-			ok = zs_replica_apply_message(r, &doc, m) == 1;
+			ok = zs_replica_apply_message(r, &doc, m) == ZS_REPLICA_MESSAGE_APPLIED;
 		for (int i = 0; i < n + 2; i++)
 			pfree(messages[i]);
 		free(messages);
@@ -842,7 +844,8 @@ apply_tx(ZsReplica *r, const char *watermark, const char *const *changes)
 		return zs_replica_commit(r, watermark) && zs_replica_flush(r);
 	}
 	snprintf(msg, sizeof(msg), "[\"begin\",{\"tag\":\"begin\",\"json\":\"s\"},{\"commitWatermark\":\"%s\"}]", watermark);
-	if (!zs_json_parse(&doc, msg, strlen(msg)) || zs_replica_apply_message(r, &doc, 0) != 1)
+	if (!zs_json_parse(&doc, msg, strlen(msg)) ||
+		zs_replica_apply_message(r, &doc, 0) != ZS_REPLICA_MESSAGE_APPLIED)
 		return false;
 	for (int i = 0; changes[i] != NULL; i++)
 	{
@@ -852,14 +855,15 @@ apply_tx(ZsReplica *r, const char *watermark, const char *const *changes)
 			fprintf(stderr, "bad test JSON: %s\n", doc.error);
 			return false;
 		}
-		if (zs_replica_apply_message(r, &doc, 0) != 1)
+		if (zs_replica_apply_message(r, &doc, 0) != ZS_REPLICA_MESSAGE_APPLIED)
 		{
 			(void) zs_replica_rollback(r);
 			return false;
 		}
 	}
 	snprintf(msg, sizeof(msg), "[\"commit\",{\"tag\":\"commit\"},{\"watermark\":\"%s\"}]", watermark);
-	if (!zs_json_parse(&doc, msg, strlen(msg)) || zs_replica_apply_message(r, &doc, 0) != 1)
+	if (!zs_json_parse(&doc, msg, strlen(msg)) ||
+		zs_replica_apply_message(r, &doc, 0) != ZS_REPLICA_MESSAGE_APPLIED)
 		return false;
 	return zs_replica_flush(r);
 }
