@@ -34,7 +34,7 @@ OBJS = \
 	src/changelog/changelog_read.o \
 	src/changelog/changelog_insert.o \
 	src/changelog/changelog_live.o \
-	src/purge/changelog_purge.o \
+	src/purge/purge_batch.o \
 	src/server/server_worker.o \
 	src/server/listener.o \
 	src/server/admission.o \
