@@ -3,48 +3,177 @@
 # zero_stream preloaded, some writes, the change log they produce, and a
 # SQLite replica (zero-stream-replica) that follows live writes.
 #
-#   scripts/demo.sh          run, show, stop the cluster and the replica
-#   scripts/demo.sh --keep   leave both running (the script prints how to use them)
+#   scripts/demo.sh          install what the demo needs, build, make install, run, show, stop
+#   scripts/demo.sh --keep   leave the cluster and the replica running (prints how to use and stop them)
+#   scripts/demo.sh --help   this text
 #
-# As root the cluster runs as the unprivileged user "zstest" (initdb refuses root).
+# Settings (environment):
+#   ZS_DEMO_DIR          the demo's folder: cluster (data/), its socket, app.db, server.log and
+#                        replica.log; emptied at each run. Default /tmp/zero_stream-demo-$USER
+#                        (one per user; if that name is taken by another user, a new
+#                        /tmp/zero_stream-demo-$USER.XXXXXX). As root it must be reachable by "zstest".
+#   ZS_DEMO_PORT         the cluster's port, default 54329: a Unix socket in ZS_DEMO_DIR only (no TCP)
+#   ZS_DEMO_SERVER_PORT  zero_stream's subscriber server (zero_stream.port), TCP on 127.0.0.1,
+#                        default 54330; when unset and 54330 is in use, the next free one of 54331..54349
+#   ZS_DEMO_TIMEOUT      seconds each step may wait (streaming, catch-up, the replica), default 60
+#
+# Installs its packages (scripts/install-deps.sh --demo: the build and the main
+# job, not the test toolchain) and the extension (make install) with sudo when
+# not root; a user without sudo can run it once the server has this tree's
+# build (the install is skipped when the installed files are the same). As
+# root the cluster runs as the unprivileged user "zstest" (initdb refuses root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+usage() { sed -n '2,/^$/{/^#/!q;s/^# \{0,1\}//p}' "$0"; }
 keep=false
-[ "${1:-}" = "--keep" ] && keep=true
+for a in "$@"; do
+	case $a in
+	--keep) keep=true ;;
+	-h|--help) usage; exit 0 ;;
+	*) echo "demo: unknown argument '$a'" >&2; usage >&2; exit 2 ;;
+	esac
+done
 
-scripts/install-deps.sh
-SUDO=()
-[ "$(id -u)" -ne 0 ] && SUDO=(sudo)
+TIMEOUT=${ZS_DEMO_TIMEOUT:-60}
+DIR=""
+cluster_started=false
+replica_pid=""
+say() { echo "demo: $*" >&2; }
+fail() { say "$*"; exit 1; }
+# a run that fails stops what it started and says where the logs are
+finish() {
+	local rc=$?
+	[ "$rc" -eq 0 ] && return
+	if [ -n "$replica_pid" ]; then kill "$replica_pid" 2>/dev/null || true; fi
+	if $cluster_started; then
+		# (a server still starting may have no postmaster.pid yet)
+		for _ in $(seq 1 50); do
+			run "$BIN/pg_ctl" -D "$DIR/data" stop -m fast >/dev/null 2>&1 && break
+			pgrep -f -- "-D $DIR/data" >/dev/null || break
+			sleep 0.1
+		done
+		say "failed (exit $rc); stopped what it started; logs: $DIR/server.log (the cluster), $DIR/replica.log (zero-stream-replica)"
+	fi
+}
+trap finish EXIT
+
+scripts/install-deps.sh --demo
 make -s -j2
-"${SUDO[@]}" make -s install >/dev/null
+
+# make install, unless the server already has this build (as a user without
+# sudo, that is the way to run the demo)
+pg_config=${PG_CONFIG:-pg_config}
+installed() {
+	local lib ext f
+	lib=$("$pg_config" --pkglibdir)
+	ext=$("$pg_config" --sharedir)/extension
+	cmp -s zero_stream.so "$lib/zero_stream.so" || return 1
+	for f in zero_stream.control sql/zero_stream--*.sql; do
+		cmp -s "$f" "$ext/$(basename "$f")" || return 1
+	done
+}
+if ! installed; then
+	if [ "$(id -u)" -eq 0 ]; then
+		make -s install >/dev/null
+	elif command -v sudo >/dev/null; then
+		sudo make -s install >/dev/null
+	else
+		fail "the server's zero_stream ($("$pg_config" --pkglibdir)/zero_stream.so) is not this tree's build, and installing it needs root or sudo: run 'make install' here as root, then this script again"
+	fi
+fi
 
 . scripts/common.sh
-DIR=${ZS_DEMO_DIR:-/tmp/zero_stream-demo}
+
+# the folder: the user's own; never another user's leftovers
+user=$(id -un)
+DIR=${ZS_DEMO_DIR:-/tmp/zero_stream-demo-$user}
+if [ "$(id -u)" -ne 0 ] && [ -e "$DIR" ] && [ ! -O "$DIR" ]; then
+	owner=$(stat -c %U "$DIR")
+	[ -z "${ZS_DEMO_DIR:-}" ] || fail "ZS_DEMO_DIR=$DIR belongs to $owner: choose another folder"
+	DIR=$(mktemp -d "/tmp/zero_stream-demo-$user.XXXXXX")
+	say "/tmp/zero_stream-demo-$user belongs to $owner; using $DIR"
+fi
 PORT=${ZS_DEMO_PORT:-54329}
-SPORT=${ZS_DEMO_SERVER_PORT:-54330}
 REPLICA=$DIR/app.db
 sql() { run "$BIN/psql" -X -h "$DIR" -p "$PORT" -U postgres -d postgres -v ON_ERROR_STOP=1 "$@"; }
 
-echo "== initdb and start a cluster in $DIR (port $PORT) with zero_stream preloaded"
-init_cluster "$DIR" "$PORT" "zero_stream.database = 'postgres'
-zero_stream.port = $SPORT"
-run "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w start >/dev/null
+# a replica this folder's last --keep run left running goes with its folder
+if [ -f "$DIR/replica.pid" ]; then
+	old=$(cat "$DIR/replica.pid")
+	if grep -qs zero-stream-replica "/proc/$old/cmdline"; then kill "$old" 2>/dev/null || true; fi
+fi
+
+echo "== initdb a cluster in $DIR (port $PORT) with zero_stream preloaded"
+init_cluster "$DIR" "$PORT"
+
+# the subscriber server's TCP port: a port in use (another user's demo) would
+# leave the replica following someone else's server
+port_in_use() { timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null; }
+if [ -n "${ZS_DEMO_SERVER_PORT:-}" ]; then
+	SPORT=$ZS_DEMO_SERVER_PORT
+	! port_in_use "$SPORT" || fail "port $SPORT (ZS_DEMO_SERVER_PORT) is in use on 127.0.0.1: choose another"
+else
+	SPORT=54330
+	while port_in_use "$SPORT"; do
+		SPORT=$((SPORT + 1))
+		[ "$SPORT" -lt 54350 ] || fail "ports 54330..54349 are all in use on 127.0.0.1: set ZS_DEMO_SERVER_PORT"
+	done
+fi
+cat >> "$DIR/data/postgresql.conf" <<CONF
+zero_stream.database = 'postgres'
+zero_stream.port = $SPORT
+CONF
+
+# wait_until WHAT CMD...: CMD until it succeeds, at most TIMEOUT seconds; else
+# fail naming WHAT (and fail at once if the replica exits meanwhile)
+wait_until() {
+	local what=$1 deadline=$((SECONDS + TIMEOUT))
+	shift
+	until "$@"; do
+		if [ -n "$replica_pid" ] && ! kill -0 "$replica_pid" 2>/dev/null; then
+			tail -5 "$DIR/replica.log" >&2 || true
+			fail "zero-stream-replica exited while waiting for $what"
+		fi
+		[ "$SECONDS" -lt "$deadline" ] || fail "timed out after $TIMEOUT s waiting for $what"
+		sleep 0.1
+	done
+}
+streaming() { [ "$(sql -Atc "SELECT state FROM zero_stream.status()")" = streaming ]; }
+replica_following() { [ -f "$REPLICA" ] && grep -q following "$DIR/replica.log"; }
+replica_at() { [ "$(./zero-stream-replica status "$REPLICA" 2>/dev/null | sed -n 's/^stateVersion: //p')" = "$1" ]; }
+backfilled() { [ "$(sql -Atc 'SELECT count(*) FROM "zero_0/cdc"."backfilling"')" = 0 ]; }
+# the head of the change log once everything committed is stored
+caught_up_head() {
+	local out
+	out=$(sql -Atc "SELECT zero_stream.wait_for_catchup('$TIMEOUT s'); SELECT last_watermark FROM zero_stream.status()")
+	[ "$(head -1 <<<"$out")" = t ] ||
+		fail "the decoder did not store the committed writes within $TIMEOUT s (zero_stream.wait_for_catchup)"
+	tail -1 <<<"$out"
+}
+# the replica reaches the head of the change log
+replica_follows() {
+	local target
+	target=$(caught_up_head)
+	wait_until "the replica $REPLICA to reach stateVersion $target" replica_at "$target"
+}
+
+echo "== start it (the subscriber server on 127.0.0.1:$SPORT)"
+cluster_started=true
+run "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/server.log" -w -t "$TIMEOUT" start >/dev/null ||
+	fail "the cluster did not start"
 
 echo "== CREATE EXTENSION zero_stream"
 sql -q -c "CREATE TABLE issue (id text PRIMARY KEY, title text, n int, big bigint, meta jsonb, created timestamptz)" \
 	-c "CREATE EXTENSION zero_stream"
-for _ in $(seq 1 100); do
-	[ "$(sql -Atc "SELECT state FROM zero_stream.status()")" = streaming ] && break
-	sleep 0.1
-done
+wait_until "zero_stream.status() to say 'streaming' (the decoder's start)" streaming
 
 echo "== write some rows"
 sql -q -c "INSERT INTO issue VALUES ('abc', 'first', 42, 9007199254740993, '{\"a\": 1}', '2026-01-01 12:00:00.123456+00')" \
 	-c "BEGIN" -c "INSERT INTO issue SELECT 'i' || g, 'bulk ' || g, g, g, NULL, now() FROM generate_series(1, 1000) g" -c "COMMIT" \
 	-c "UPDATE issue SET title = 'renamed' WHERE id = 'abc'" \
 	-c "DELETE FROM issue WHERE id = 'i1'"
-sql -Atc "SELECT zero_stream.wait_for_catchup()" >/dev/null
+caught_up_head >/dev/null
 
 echo "== the change log (\"zero_0/cdc\".\"changeLog\"), first rows of each transaction"
 sql -c "SELECT watermark, pos, left(change::text, 160) AS change
@@ -56,17 +185,17 @@ sql -x -c "SELECT * FROM zero_stream.status()"
 
 echo "== zero-stream-replica: restore a snapshot into $REPLICA and follow the stream"
 rm -f "$REPLICA" "$REPLICA"-*
-./zero-stream-replica sync "ws://127.0.0.1:$SPORT" "$REPLICA" 2> "$DIR/replica.log" &
+./zero-stream-replica sync "ws://127.0.0.1:$SPORT" "$REPLICA" </dev/null >/dev/null 2>"$DIR/replica.log" &
 replica_pid=$!
-until [ -f "$REPLICA" ] && grep -q following "$DIR/replica.log"; do sleep 0.1; done
+echo "$replica_pid" > "$DIR/replica.pid"
+wait_until "the replica to restore a snapshot into $REPLICA and follow the stream" replica_following
 cat "$DIR/replica.log"
 
 echo "== live writes while the replica follows"
 sql -q -c "INSERT INTO issue VALUES ('live', 'written after the snapshot', 7, 1, '[]', now())" \
 	-c "UPDATE issue SET n = n + 1000 WHERE id LIKE 'i1%'" \
 	-c "DELETE FROM issue WHERE id = 'i2'"
-target=$(sql -Atc "SELECT zero_stream.wait_for_catchup(); SELECT last_watermark FROM zero_stream.status()" | tail -1)
-until [ "$(./zero-stream-replica status "$REPLICA" | sed -n 's/^stateVersion: //p')" = "$target" ]; do sleep 0.1; done
+replica_follows
 ./zero-stream-replica status "$REPLICA"
 echo "== the same rows in Postgres and in the replica"
 sql -Atc "SELECT count(*), sum(n), max(title) FROM issue"
@@ -75,8 +204,7 @@ sqlite3 "$REPLICA" "SELECT count(*), sum(n), max(title) FROM issue"
 echo "== a migration: ALTER TABLE issue ADD COLUMN priority int NOT NULL DEFAULT 3 (the replica follows, typed)"
 sql -q -c "ALTER TABLE issue ADD COLUMN priority int NOT NULL DEFAULT 3" \
 	-c "UPDATE issue SET priority = 1 WHERE id = 'abc'"
-target=$(sql -Atc "SELECT zero_stream.wait_for_catchup(); SELECT last_watermark FROM zero_stream.status()" | tail -1)
-until [ "$(./zero-stream-replica status "$REPLICA" | sed -n 's/^stateVersion: //p')" = "$target" ]; do sleep 0.1; done
+replica_follows
 sql -Atc "SELECT change::text FROM \"zero_0/cdc\".\"changeLog\" WHERE change->>'tag' = 'add-column'" | cut -c1-160
 sqlite3 "$REPLICA" "SELECT name || ' ' || type FROM pragma_table_info('issue') WHERE name = 'priority'"
 echo "Postgres: $(sql -Atc "SELECT count(*), sum(priority) FROM issue")   replica: $(sqlite3 "$REPLICA" "SELECT count(*), sum(priority) FROM issue")"
@@ -84,20 +212,27 @@ echo "Postgres: $(sql -Atc "SELECT count(*), sum(priority) FROM issue")   replic
 echo "== a migration with a volatile default: ALTER TABLE issue ADD COLUMN seen timestamptz DEFAULT clock_timestamp()"
 echo "   (every existing row gets its own value, which the stream never carried: zero_stream backfills it)"
 sql -q -c "ALTER TABLE issue ADD COLUMN seen timestamptz DEFAULT clock_timestamp()"
-until [ "$(sql -Atc 'SELECT count(*) FROM "zero_0/cdc"."backfilling"')" = 0 ]; do sleep 0.1; done
-target=$(sql -Atc "SELECT zero_stream.wait_for_catchup(); SELECT last_watermark FROM zero_stream.status()" | tail -1)
-until [ "$(./zero-stream-replica status "$REPLICA" | sed -n 's/^stateVersion: //p')" = "$target" ]; do sleep 0.1; done
+wait_until "the backfill of issue.seen (\"zero_0/cdc\".\"backfilling\" to empty)" backfilled
+replica_follows
 sql -Atc "SELECT watermark || ' ' || left(change::text, 150) FROM \"zero_0/cdc\".\"changeLog\" WHERE change->>'tag' LIKE 'backfill%'"
 sqlite3 "$REPLICA" "SELECT name || ' ' || type FROM pragma_table_info('issue') WHERE name = 'seen'"
 echo "Postgres: $(sql -Atc "SELECT count(*), count(seen), sum(floor(extract(epoch FROM seen) * 1000)::int8) FROM issue")   replica: $(sqlite3 "$REPLICA" "SELECT count(*), count(seen), sum(CAST(seen AS INTEGER)) FROM issue")"
 
 if $keep; then
-	echo "left running: psql -h $DIR -p $PORT -U postgres; the replica $REPLICA (zero-stream-replica pid $replica_pid)"
-	echo "stop: kill $replica_pid; $BIN/pg_ctl -D $DIR/data stop"
+	# the commands as the user who ran this script can run them: the
+	# cluster's programs as its owner (zstest when run as root)
+	q() { local s; s=$(printf '%q ' "$@"); echo "${s% }"; }
+	echo "== left running (cluster in $DIR, owner $(stat -c %U "$DIR/data"); replica $REPLICA, zero-stream-replica pid $replica_pid)"
+	echo "psql:    $(q "$BIN/psql" -h "$DIR" -p "$PORT" -U postgres postgres)"
+	echo "replica: $(q sqlite3 "$REPLICA") (or: $(q "$(pwd)/zero-stream-replica" status "$REPLICA"))"
+	echo "stop:    kill $replica_pid; $(q "${as_user[@]}" "$BIN/pg_ctl" -D "$DIR/data" stop)"
 else
 	kill -INT "$replica_pid"
 	wait "$replica_pid" || true
+	replica_pid=""
+	rm -f "$DIR/replica.pid"
 	tail -1 "$DIR/replica.log"
 	run "$BIN/pg_ctl" -D "$DIR/data" stop -m fast >/dev/null
+	cluster_started=false
 	echo "== replica and cluster stopped (run with --keep to leave them running)"
 fi
