@@ -66,7 +66,7 @@
 #include "decoding/change_encode.h"
 #include "decoding/snapshot.h"
 #include "decoding/output_plugin.h"
-#include "decoding/schema_diff.h"
+#include "decoding/schema_backfill.h"
 #include "guc.h"
 
 #define BACKFILL_FETCH_ROWS 1000
@@ -292,7 +292,7 @@ describe(const ZsBackfillTable *t, Oid relid)
 		rel.attrs[i].typmod = -1;
 		rel.attrs[i].is_key = i < t->nkeys;
 	}
-	zs_relcache_update(&rel);
+	zs_encode_prepare(zs_relcache_update(&rel));
 	return zs_relcache_lookup(relid);
 }
 

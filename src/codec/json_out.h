@@ -49,7 +49,14 @@ extern bool zs_json_append_number_text_no_bigint(StringInfo out, const char *s, 
 /* Append an integer in decimal (as INT64_FORMAT prints it). */
 extern void zs_json_append_int64(StringInfo out, int64 value);
 
-/* Append a double as JavaScript prints it; NaN and infinities become null. */
+/*
+ * Append a double as JavaScript prints it; NaN and infinities become null.
+ * The change log writes numbers from their text (zs_json_append_number_text)
+ * and times through zs_json_append_millis, never from a double; these two
+ * are the general form both rest on, which the unit tests hold the fast
+ * paths to (test/unit/test_json.c compares zs_json_append_millis with the
+ * double it computes, for millions of values).
+ */
 extern void zs_json_append_double(StringInfo out, double value);
 
 /*

@@ -48,7 +48,7 @@
 #include "decoding/change_encode.h"
 #include "guc.h"
 #include "decoder/initial_copy.h"
-#include "decoding/schema_diff.h"
+#include "decoding/schema_snapshot.h"
 #include "codec/json_out.h"
 #include "codec/json_read.h"
 #include "replica/backup_file.h"
@@ -407,7 +407,7 @@ copy_rows(ZsReplica *r, const char *replica_version, const CopyTable *t,
 	TimestampTz last_log = GetCurrentTimestamp();
 	char	   *qualified = psprintf("%s.%s", quote_identifier(t->schema), quote_identifier(t->name));
 
-	zs_relcache_update(relmsg);
+	zs_encode_prepare(zs_relcache_update(relmsg));
 	rel = zs_relcache_lookup(t->relid);
 
 	initStringInfo(&sql);
@@ -555,7 +555,7 @@ zs_initial_copy(const char *replica_version, List *publications, const char *pub
 		if (!zs_replica_create_table(r, &spec))
 			replica_error(r, psprintf("creating table %s.%s", t->schema, t->name));
 		rows = copy_rows(r, replica_version, t, &relmsg,
-						 zs_schema_row_filter(published_schema, strlen(published_schema), t->schema, t->name),
+						 zs_schema_snapshot_row_filter(published_schema, strlen(published_schema), t->schema, t->name),
 						 foreach_current_index(lc) + 1,
 						 list_length(tables));
 		/* the other indexes after the rows: building one is faster than maintaining it */

@@ -23,65 +23,18 @@
 #include "utils/memutils.h"
 
 #include "decoding/change_encode.h"
+#include "decoding/relcache.h"
 #include "decoding/value_encode.h"
 #include "guc.h"
 #include "codec/json_out.h"
 #include "shmem.h"
 #include "codec/watermark.h"
 
-typedef struct ZsColumn
-{
-	char	   *name;
-	char	   *json_key;		/* "name": */
-	int			json_key_len;
-	unsigned int typid;
-	bool		is_key;
-	bool		is_array;
-	ZsValueKind kind;			/* of the value, or of the elements */
-	char		delim;
-} ZsColumn;
-
-struct ZsRelation
-{
-	Oid			relid;			/* hash key */
-	bool		valid;
-	bool		own;
-	char	   *schema;
-	char	   *name;
-	int			natts;
-	ZsColumn   *columns;
-	char	   *json;			/* the "relation" object */
-	int			json_len;
-	char	   *insert_open;	/* an insert's JSON up to its row's value */
-	int			insert_open_len;
-	MemoryContext context;		/* holds everything above */
-};
-
-static HTAB *relcache = NULL;
-static MemoryContext relcache_context = NULL;
-static char *own_schema_name = NULL;
-
 /* The transaction being encoded, for error reports. */
 static TransactionId current_xid = InvalidTransactionId;
 static XLogRecPtr current_commit_lsn = InvalidXLogRecPtr;
 
 static void open_row_change(StringInfo out, const char *tag, const ZsRelation *rel);
-
-
-void
-zs_relcache_init(MemoryContext context, const char *own_schema)
-{
-	HASHCTL		ctl;
-
-	relcache_context = AllocSetContextCreate(context, "zero_stream relations",
-											 ALLOCSET_DEFAULT_SIZES);
-	ctl.keysize = sizeof(Oid);
-	ctl.entrysize = sizeof(ZsRelation);
-	ctl.hcxt = relcache_context;
-	relcache = hash_create("zero_stream relations", 128, &ctl,
-						   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	own_schema_name = MemoryContextStrdup(relcache_context, own_schema);
-}
 
 static const char *
 identity_name(char replident)
@@ -97,29 +50,6 @@ identity_name(char replident)
 		default:
 			return "default";
 	}
-}
-
-static void
-resolve_column_type(ZsColumn *col)
-{
-	Oid			elem = get_element_type(col->typid);
-
-	col->is_array = OidIsValid(elem);
-	col->delim = ',';
-	if (col->is_array)
-	{
-		int16		typlen;
-		bool		typbyval;
-		char		typalign;
-		Oid			typioparam;
-		Oid			func;
-
-		get_type_io_data(elem, IOFunc_output, &typlen, &typbyval, &typalign,
-						 &col->delim, &typioparam, &func);
-		col->kind = zs_value_kind_for_type(elem);
-	}
-	else
-		col->kind = zs_value_kind_for_type(col->typid);
 }
 
 static void
@@ -140,46 +70,32 @@ append_key_columns(StringInfo out, const ZsRelation *rel)
 	appendStringInfoChar(out, ']');
 }
 
+/*
+ * What every change of a described relation shares, computed once: each
+ * column's "name": key, the relation object's JSON, and an insert's JSON up
+ * to its row's value.
+ */
 void
-zs_relcache_update(const ZsPgoutputMsg *msg)
+zs_encode_prepare(ZsRelation *rel)
 {
-	ZsRelation *rel;
-	bool		found;
-	MemoryContext old;
+	MemoryContext old = MemoryContextSwitchTo(rel->context);
 	StringInfoData json;
-	const char *identity = identity_name(msg->replident);
+	const char *identity = identity_name(rel->replident);
 
-	rel = hash_search(relcache, &msg->relid, HASH_ENTER, &found);
-	if (found && rel->context != NULL)
-		MemoryContextDelete(rel->context);
-	rel->context = AllocSetContextCreate(relcache_context, "zero_stream relation",
-										 ALLOCSET_SMALL_SIZES);
-	old = MemoryContextSwitchTo(rel->context);
-
-	rel->schema = pstrdup(msg->nspname);
-	rel->name = pstrdup(msg->relname);
-	rel->own = (strcmp(rel->schema, own_schema_name) == 0 ||
-				strcmp(rel->schema, ZS_EXTENSION_SCHEMA) == 0);
-	rel->natts = msg->natts;
-	rel->columns = palloc0(sizeof(ZsColumn) * Max(msg->natts, 1));
-	for (int i = 0; i < msg->natts; i++)
+	for (int i = 0; i < rel->natts; i++)
 	{
-		ZsColumn   *col = &rel->columns[i];
+		ZsRelColumn *col = &rel->columns[i];
 		StringInfoData key;
 
-		col->name = pstrdup(msg->attrs[i].name);
-		col->typid = msg->attrs[i].typid;
-		col->is_key = msg->attrs[i].is_key;
 		initStringInfo(&key);
 		zs_json_append_cstring(&key, col->name);
 		appendStringInfoChar(&key, ':');
 		col->json_key = key.data;
 		col->json_key_len = key.len;
-		resolve_column_type(col);
 	}
 
 	initStringInfo(&json);
-	appendStringInfo(&json, "{\"tag\":\"relation\",\"relationOid\":%u,\"schema\":", msg->relid);
+	appendStringInfo(&json, "{\"tag\":\"relation\",\"relationOid\":%u,\"schema\":", rel->relid);
 	zs_json_append_cstring(&json, rel->schema);
 	appendStringInfoString(&json, ",\"name\":");
 	zs_json_append_cstring(&json, rel->name);
@@ -196,42 +112,8 @@ zs_relcache_update(const ZsPgoutputMsg *msg)
 	appendStringInfoString(&json, ",\"new\":");
 	rel->insert_open = json.data;
 	rel->insert_open_len = json.len;
-	rel->valid = true;
 
 	MemoryContextSwitchTo(old);
-}
-
-ZsRelation *
-zs_relcache_lookup(uint32 relid)
-{
-	Oid			key = relid;
-	ZsRelation *rel = hash_search(relcache, &key, HASH_FIND, NULL);
-
-	if (rel == NULL || !rel->valid)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROTOCOL_VIOLATION),
-				 errmsg("pgoutput sent a change for relation %u before describing it", relid)));
-	return rel;
-}
-
-const char *
-zs_relcache_name(uint32 relid)
-{
-	Oid			key = relid;
-	ZsRelation *rel;
-
-	if (relcache == NULL)
-		return NULL;
-	rel = hash_search(relcache, &key, HASH_FIND, NULL);
-	if (rel == NULL || !rel->valid)
-		return NULL;
-	return psprintf("%s.%s", quote_identifier(rel->schema), quote_identifier(rel->name));
-}
-
-bool
-zs_relation_is_own(const ZsRelation *rel)
-{
-	return rel->own;
 }
 
 static void
@@ -284,7 +166,7 @@ zs_encode_commit(StringInfo out, const ZsPgoutputMsg *msg)
  * everything needed to find the row, and counted in zero_stream.status().
  */
 static void
-store_unencodable(StringInfo out, const ZsRelation *rel, const ZsColumn *col,
+store_unencodable(StringInfo out, const ZsRelation *rel, const ZsRelColumn *col,
 				  const ZsTupleColumn *value)
 {
 	char		message[ZS_ERROR_LEN];
@@ -307,7 +189,7 @@ store_unencodable(StringInfo out, const ZsRelation *rel, const ZsColumn *col,
 }
 
 static void
-encode_column_value(StringInfo out, const ZsRelation *rel, const ZsColumn *col,
+encode_column_value(StringInfo out, const ZsRelation *rel, const ZsRelColumn *col,
 					const ZsTupleColumn *value)
 {
 	int			start = out->len;
@@ -356,7 +238,7 @@ encode_row(StringInfo out, const ZsRelation *rel, const ZsTuple *tuple,
 	appendStringInfoChar(out, '{');
 	for (int i = 0; i < rel->natts; i++)
 	{
-		const ZsColumn *col = &rel->columns[i];
+		const ZsRelColumn *col = &rel->columns[i];
 		const ZsTupleColumn *value = &tuple->cols[i];
 
 		if (keys_only && !col->is_key)

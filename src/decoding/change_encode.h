@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  * change_encode.h
  *	  pgoutput messages -> Zero change objects (docs/zero-protocol.md §3.1-3.3),
- *	  with the relation cache that pgoutput's 'R' messages maintain.
+ *	  for relations of the relation cache (relcache.h).
  *-------------------------------------------------------------------------
  */
 #ifndef ZS_CHANGE_ENCODE_H
@@ -10,27 +10,13 @@
 #include "lib/stringinfo.h"
 
 #include "decoding/pgoutput_read.h"
-
-typedef struct ZsRelation ZsRelation;
-
-/* The extension's own schema (zero_stream.control): never part of the stream */
-#define ZS_EXTENSION_SCHEMA "zero_stream"
-
-extern void zs_relcache_init(MemoryContext context, const char *own_schema);
+#include "decoding/relcache.h"
 
 /*
- * Record a relation message. Must run where the historic catalog snapshot
- * of the change is active (inside the output plugin's write callback), as
- * column types are resolved through the syscache.
+ * Prepare a relation just described (zs_relcache_update) for encoding: its
+ * changes cannot be encoded before.
  */
-extern void zs_relcache_update(const ZsPgoutputMsg *msg);
-extern ZsRelation *zs_relcache_lookup(uint32 relid);
-
-/* "schema.name" of a described relation, or NULL (for error reports) */
-extern const char *zs_relcache_name(uint32 relid);
-
-/* Relations of our own change-log schema are never part of the stream. */
-extern bool zs_relation_is_own(const ZsRelation *rel);
+extern void zs_encode_prepare(ZsRelation *rel);
 
 extern void zs_encode_begin(StringInfo out, const ZsPgoutputMsg *msg);
 extern void zs_encode_commit(StringInfo out, const ZsPgoutputMsg *msg);

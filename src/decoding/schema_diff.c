@@ -34,18 +34,12 @@
 #include "codec/json_out.h"
 #include "codec/json_read.h"
 #include "decoding/schema_diff.h"
-
-typedef struct Snapshot
-{
-	ZsJsonDoc	doc;
-	int			tables;			/* array node */
-	int			indexes;		/* array node */
-} Snapshot;
+#include "decoding/schema_snapshot.h"
 
 typedef struct Diff
 {
-	Snapshot	prev;
-	Snapshot	next;
+	ZsSchemaSnapshot	prev;
+	ZsSchemaSnapshot	next;
 	const char *tag;
 	const char *const *own;
 	int			n_own;
@@ -56,25 +50,6 @@ typedef struct Diff
 } Diff;
 
 /* ---------------------------------------------------------------- access */
-
-static const char *
-member_str(const ZsJsonDoc *doc, int node, const char *key)
-{
-	const char *s = zs_json_get_string(doc, node, key);
-
-	return s ? s : "";
-}
-
-static int64
-member_int(const ZsJsonDoc *doc, int node, const char *key)
-{
-	int64		v = 0;
-	int			n = zs_json_get(doc, node, key);
-
-	if (n >= 0)
-		(void) zs_json_int64(doc, n, &v);
-	return v;
-}
 
 /* the raw text of a member, for comparisons ("" if absent) */
 static bool
@@ -98,104 +73,6 @@ is_own(const Diff *d, const char *schema)
 	return false;
 }
 
-/* The table of a snapshot with this oid, or -1. */
-static int
-table_by_oid(const Snapshot *s, int64 oid)
-{
-	for (int t = s->doc.nodes[s->tables].first_child; t >= 0; t = s->doc.nodes[t].next)
-		if (member_int(&s->doc, t, "oid") == oid)
-			return t;
-	return -1;
-}
-
-static int
-table_by_name(const Snapshot *s, const char *schema, const char *name)
-{
-	for (int t = s->doc.nodes[s->tables].first_child; t >= 0; t = s->doc.nodes[t].next)
-		if (strcmp(member_str(&s->doc, t, "schema"), schema) == 0 &&
-			strcmp(member_str(&s->doc, t, "name"), name) == 0)
-			return t;
-	return -1;
-}
-
-static int
-index_by_id(const Snapshot *s, const char *schema, const char *name)
-{
-	for (int i = s->doc.nodes[s->indexes].first_child; i >= 0; i = s->doc.nodes[i].next)
-		if (strcmp(member_str(&s->doc, i, "schema"), schema) == 0 &&
-			strcmp(member_str(&s->doc, i, "name"), name) == 0)
-			return i;
-	return -1;
-}
-
-/* A table's column (a member of "columns") with this attnum, or -1. */
-static int
-column_by_pos(const ZsJsonDoc *doc, int table, int64 pos)
-{
-	int			columns = zs_json_get(doc, table, "columns");
-
-	for (int c = columns >= 0 ? doc->nodes[columns].first_child : -1; c >= 0; c = doc->nodes[c].next)
-		if (member_int(doc, c, "pos") == pos)
-			return c;
-	return -1;
-}
-
-static int
-column_by_name(const ZsJsonDoc *doc, int table, const char *name)
-{
-	return zs_json_get(doc, zs_json_get(doc, table, "columns"), name);
-}
-
-/*
- * The replica-identity columns: the primary key under DEFAULT identity,
- * the identity index's columns under INDEX, and under FULL the primary key
- * if there is one (zero-cache picks the key its replica will use).
- */
-static void
-append_identity_columns(StringInfo out, const Snapshot *s, int table)
-{
-	const ZsJsonDoc *doc = &s->doc;
-	const char *ident = member_str(doc, table, "replicaIdentity");
-	int			list = -1;
-	bool		first = true;
-
-	if (strcmp(ident, "d") == 0 || strcmp(ident, "f") == 0)
-		list = zs_json_get(doc, table, "primaryKey");
-	appendStringInfoChar(out, '[');
-	if (list >= 0)
-	{
-		for (int k = doc->nodes[list].first_child; k >= 0; k = doc->nodes[k].next)
-		{
-			if (!first)
-				appendStringInfoChar(out, ',');
-			first = false;
-			zs_json_append_cstring(out, zs_json_str(doc, k));
-		}
-	}
-	else if (strcmp(ident, "i") == 0)
-	{
-		for (int i = doc->nodes[s->indexes].first_child; i >= 0; i = doc->nodes[i].next)
-		{
-			int			columns;
-
-			if (strcmp(member_str(doc, i, "schema"), member_str(doc, table, "schema")) != 0 ||
-				strcmp(member_str(doc, i, "tableName"), member_str(doc, table, "name")) != 0 ||
-				doc->nodes[zs_json_get(doc, i, "isReplicaIdentity")].type != ZS_JSON_TRUE)
-				continue;
-			columns = zs_json_get(doc, i, "columns");
-			for (int c = doc->nodes[columns].first_child; c >= 0; c = doc->nodes[c].next)
-			{
-				if (!first)
-					appendStringInfoChar(out, ',');
-				first = false;
-				zs_json_append_cstring(out, zs_json_key(doc, c));
-			}
-			break;
-		}
-	}
-	appendStringInfoChar(out, ']');
-}
-
 /* ---------------------------------------------------------------- writing */
 
 static void
@@ -209,15 +86,15 @@ static void
 append_table_id(StringInfo out, const ZsJsonDoc *doc, int table)
 {
 	appendStringInfoString(out, "{\"schema\":");
-	zs_json_append_cstring(out, member_str(doc, table, "schema"));
+	zs_json_append_cstring(out, zs_schema_snapshot_str(doc, table, "schema"));
 	appendStringInfoString(out, ",\"name\":");
-	zs_json_append_cstring(out, member_str(doc, table, "name"));
+	zs_json_append_cstring(out, zs_schema_snapshot_str(doc, table, "name"));
 	appendStringInfoChar(out, '}');
 }
 
 /* {"schemaOID":n,"relationOID":n,"rowKey":{col:{"attNum":n},…}} */
 static void
-append_metadata(StringInfo out, const Snapshot *s, int table)
+append_metadata(StringInfo out, const ZsSchemaSnapshot *s, int table)
 {
 	const ZsJsonDoc *doc = &s->doc;
 	StringInfoData cols;
@@ -225,22 +102,22 @@ append_metadata(StringInfo out, const Snapshot *s, int table)
 	bool		first = true;
 
 	appendStringInfo(out, "{\"schemaOID\":" INT64_FORMAT ",\"relationOID\":" INT64_FORMAT ",\"rowKey\":{",
-					 member_int(doc, table, "schemaOID"), member_int(doc, table, "oid"));
+					 zs_schema_snapshot_int(doc, table, "schemaOID"), zs_schema_snapshot_int(doc, table, "oid"));
 	initStringInfo(&cols);
-	append_identity_columns(&cols, s, table);
+	zs_schema_snapshot_append_identity(&cols, s, table);
 	zs_json_doc_init(&list);
 	if (zs_json_parse(&list, cols.data, cols.len))
 	{
 		for (int k = list.nodes[0].first_child; k >= 0; k = list.nodes[k].next)
 		{
-			int			col = column_by_name(doc, table, zs_json_str(&list, k));
+			int			col = zs_schema_snapshot_column_by_name(doc, table, zs_json_str(&list, k));
 
 			if (!first)
 				appendStringInfoChar(out, ',');
 			first = false;
 			zs_json_append_cstring(out, zs_json_str(&list, k));
 			appendStringInfo(out, ":{\"attNum\":" INT64_FORMAT "}",
-							 col >= 0 ? member_int(doc, col, "pos") : 0);
+							 col >= 0 ? zs_schema_snapshot_int(doc, col, "pos") : 0);
 		}
 	}
 	zs_json_doc_free(&list);
@@ -390,8 +267,8 @@ index_structurally_changed(Diff *d, int prev, int next)
 	for (int f = 0; f < (int) lengthof(flags); f++)
 		if (!members_equal(pd, prev, nd, next, flags[f]))
 			return true;
-	ptable = table_by_name(&d->prev, member_str(pd, prev, "schema"), member_str(pd, prev, "tableName"));
-	ntable = table_by_name(&d->next, member_str(nd, next, "schema"), member_str(nd, next, "tableName"));
+	ptable = zs_schema_snapshot_table_by_name(&d->prev, zs_schema_snapshot_str(pd, prev, "schema"), zs_schema_snapshot_str(pd, prev, "tableName"));
+	ntable = zs_schema_snapshot_table_by_name(&d->next, zs_schema_snapshot_str(nd, next, "schema"), zs_schema_snapshot_str(nd, next, "tableName"));
 	if (ptable < 0 || ntable < 0)
 		return true;
 	pcols = zs_json_get(pd, prev, "columns");
@@ -400,18 +277,18 @@ index_structurally_changed(Diff *d, int prev, int next)
 		return true;
 	for (int c = pd->nodes[pcols].first_child; c >= 0; c = pd->nodes[c].next)
 	{
-		int			pcol = column_by_name(pd, ptable, zs_json_key(pd, c));
+		int			pcol = zs_schema_snapshot_column_by_name(pd, ptable, zs_json_key(pd, c));
 		int64		attnum;
 		int			ncol = -1;
 
 		if (pcol < 0)
 			return true;
-		attnum = member_int(pd, pcol, "pos");
+		attnum = zs_schema_snapshot_int(pd, pcol, "pos");
 		for (int n = nd->nodes[ncols].first_child; n >= 0; n = nd->nodes[n].next)
 		{
-			int			col = column_by_name(nd, ntable, zs_json_key(nd, n));
+			int			col = zs_schema_snapshot_column_by_name(nd, ntable, zs_json_key(nd, n));
 
-			if (col >= 0 && member_int(nd, col, "pos") == attnum)
+			if (col >= 0 && zs_schema_snapshot_int(nd, col, "pos") == attnum)
 				ncol = n;
 		}
 		if (ncol < 0 || strcmp(zs_json_str(pd, c), zs_json_str(nd, ncol)) != 0)
@@ -426,9 +303,9 @@ emit_index(Diff *d, bool dropping, const ZsJsonDoc *doc, int index)
 	if (dropping)
 	{
 		appendStringInfoString(&d->buf, "{\"tag\":\"drop-index\",\"id\":{\"schema\":");
-		zs_json_append_cstring(&d->buf, member_str(doc, index, "schema"));
+		zs_json_append_cstring(&d->buf, zs_schema_snapshot_str(doc, index, "schema"));
 		appendStringInfoString(&d->buf, ",\"name\":");
-		zs_json_append_cstring(&d->buf, member_str(doc, index, "name"));
+		zs_json_append_cstring(&d->buf, zs_schema_snapshot_str(doc, index, "name"));
 		appendStringInfoString(&d->buf, "}}");
 	}
 	else
@@ -448,15 +325,15 @@ emit_index(Diff *d, bool dropping, const ZsJsonDoc *doc, int index)
 static void
 diff_indexes(Diff *d, bool dropping)
 {
-	const Snapshot *from = dropping ? &d->prev : &d->next;
-	const Snapshot *other = dropping ? &d->next : &d->prev;
+	const ZsSchemaSnapshot *from = dropping ? &d->prev : &d->next;
+	const ZsSchemaSnapshot *other = dropping ? &d->next : &d->prev;
 	const ZsJsonDoc *pd = &d->prev.doc;
 
 	for (int i = from->doc.nodes[from->indexes].first_child; i >= 0; i = from->doc.nodes[i].next)
 	{
-		if (is_own(d, member_str(&from->doc, i, "schema")) ||
-			index_by_id(other, member_str(&from->doc, i, "schema"),
-						member_str(&from->doc, i, "name")) >= 0)
+		if (is_own(d, zs_schema_snapshot_str(&from->doc, i, "schema")) ||
+			zs_schema_snapshot_index_by_id(other, zs_schema_snapshot_str(&from->doc, i, "schema"),
+						zs_schema_snapshot_str(&from->doc, i, "name")) >= 0)
 			continue;
 		emit_index(d, dropping, &from->doc, i);
 	}
@@ -464,9 +341,9 @@ diff_indexes(Diff *d, bool dropping)
 	{
 		int			n;
 
-		if (is_own(d, member_str(pd, i, "schema")))
+		if (is_own(d, zs_schema_snapshot_str(pd, i, "schema")))
 			continue;
-		n = index_by_id(&d->next, member_str(pd, i, "schema"), member_str(pd, i, "name"));
+		n = zs_schema_snapshot_index_by_id(&d->next, zs_schema_snapshot_str(pd, i, "schema"), zs_schema_snapshot_str(pd, i, "name"));
 		if (n < 0 || !index_structurally_changed(d, i, n))
 			continue;
 		if (dropping)
@@ -514,7 +391,7 @@ diff_kept_table(Diff *d, int prev, int next)
 	/* dropped columns, in the old table's order */
 	for (int c = pd->nodes[pcols].first_child; c >= 0; c = pd->nodes[c].next)
 	{
-		if (column_by_pos(nd, next, member_int(pd, c, "pos")) >= 0)
+		if (zs_schema_snapshot_column_by_pos(nd, next, zs_schema_snapshot_int(pd, c, "pos")) >= 0)
 			continue;
 		appendStringInfoString(&d->buf, "{\"tag\":\"drop-column\",\"table\":");
 		append_table_id(&d->buf, nd, next);
@@ -527,7 +404,7 @@ diff_kept_table(Diff *d, int prev, int next)
 	/* renamed columns and changed types or nullability */
 	for (int c = pd->nodes[pcols].first_child; c >= 0; c = pd->nodes[c].next)
 	{
-		int			n = column_by_pos(nd, next, member_int(pd, c, "pos"));
+		int			n = zs_schema_snapshot_column_by_pos(nd, next, zs_schema_snapshot_int(pd, c, "pos"));
 
 		if (n < 0)
 			continue;
@@ -550,7 +427,7 @@ diff_kept_table(Diff *d, int prev, int next)
 		int			dflt = zs_json_get(nd, n, "dflt");
 		bool		backfill;
 
-		if (column_by_pos(pd, prev, member_int(nd, n, "pos")) >= 0)
+		if (zs_schema_snapshot_column_by_pos(pd, prev, zs_schema_snapshot_int(nd, n, "pos")) >= 0)
 			continue;
 		backfill = always_backfill ||
 			(dflt >= 0 && nd->nodes[dflt].type == ZS_JSON_STRING &&
@@ -563,7 +440,7 @@ diff_kept_table(Diff *d, int prev, int next)
 		append_metadata(&d->buf, &d->next, next);
 		if (backfill)
 			appendStringInfo(&d->buf, ",\"backfill\":{\"attNum\":" INT64_FORMAT "}",
-							 member_int(nd, n, "pos"));
+							 zs_schema_snapshot_int(nd, n, "pos"));
 		appendStringInfoChar(&d->buf, '}');
 		emit(d);
 	}
@@ -586,7 +463,7 @@ create_table(Diff *d, int table)
 		appendStringInfoChar(&d->buf, ',');
 	}
 	appendStringInfoString(&d->buf, "\"replicaIdentityColumns\":");
-	append_identity_columns(&d->buf, &d->next, table);
+	zs_schema_snapshot_append_identity(&d->buf, &d->next, table);
 	appendStringInfoString(&d->buf, "},\"metadata\":");
 	append_metadata(&d->buf, &d->next, table);
 	/* a table published other than by CREATE has rows to copy */
@@ -601,7 +478,7 @@ create_table(Diff *d, int table)
 				appendStringInfoChar(&d->buf, ',');
 			first = false;
 			zs_json_append_cstring(&d->buf, zs_json_key(doc, c));
-			appendStringInfo(&d->buf, ":{\"attNum\":" INT64_FORMAT "}", member_int(doc, c, "pos"));
+			appendStringInfo(&d->buf, ":{\"attNum\":" INT64_FORMAT "}", zs_schema_snapshot_int(doc, c, "pos"));
 		}
 		appendStringInfoChar(&d->buf, '}');
 	}
@@ -617,8 +494,8 @@ diff_tables(Diff *d)
 
 	for (int t = pd->nodes[d->prev.tables].first_child; t >= 0; t = pd->nodes[t].next)
 	{
-		if (is_own(d, member_str(pd, t, "schema")) ||
-			table_by_oid(&d->next, member_int(pd, t, "oid")) >= 0)
+		if (is_own(d, zs_schema_snapshot_str(pd, t, "schema")) ||
+			zs_schema_snapshot_table_by_oid(&d->next, zs_schema_snapshot_int(pd, t, "oid")) >= 0)
 			continue;
 		appendStringInfoString(&d->buf, "{\"tag\":\"drop-table\",\"id\":");
 		append_table_id(&d->buf, pd, t);
@@ -627,54 +504,21 @@ diff_tables(Diff *d)
 	}
 	for (int t = pd->nodes[d->prev.tables].first_child; t >= 0; t = pd->nodes[t].next)
 	{
-		int			n = table_by_oid(&d->next, member_int(pd, t, "oid"));
+		int			n = zs_schema_snapshot_table_by_oid(&d->next, zs_schema_snapshot_int(pd, t, "oid"));
 
-		if (n >= 0 && !is_own(d, member_str(nd, n, "schema")))
+		if (n >= 0 && !is_own(d, zs_schema_snapshot_str(nd, n, "schema")))
 			diff_kept_table(d, t, n);
 	}
 	for (int t = nd->nodes[d->next.tables].first_child; t >= 0; t = nd->nodes[t].next)
 	{
-		if (is_own(d, member_str(nd, t, "schema")) ||
-			table_by_oid(&d->prev, member_int(nd, t, "oid")) >= 0)
+		if (is_own(d, zs_schema_snapshot_str(nd, t, "schema")) ||
+			zs_schema_snapshot_table_by_oid(&d->prev, zs_schema_snapshot_int(nd, t, "oid")) >= 0)
 			continue;
 		create_table(d, t);
 	}
 }
 
 /* ---------------------------------------------------------------- entry */
-
-static bool
-read_snapshot(Snapshot *s, const char *text, int len, const char **error)
-{
-	if (!zs_json_parse(&s->doc, text, len) || s->doc.nodes[0].type != ZS_JSON_OBJECT)
-	{
-		*error = "a published schema is not a JSON object";
-		return false;
-	}
-	s->tables = zs_json_get(&s->doc, 0, "tables");
-	s->indexes = zs_json_get(&s->doc, 0, "indexes");
-	if (s->tables < 0 || s->indexes < 0 ||
-		s->doc.nodes[s->tables].type != ZS_JSON_ARRAY ||
-		s->doc.nodes[s->indexes].type != ZS_JSON_ARRAY)
-	{
-		*error = "a published schema has no \"tables\" or \"indexes\" array";
-		return false;
-	}
-	for (int t = s->doc.nodes[s->tables].first_child; t >= 0; t = s->doc.nodes[t].next)
-	{
-		int			columns = zs_json_get(&s->doc, t, "columns");
-
-		if (s->doc.nodes[t].type != ZS_JSON_OBJECT || columns < 0 ||
-			s->doc.nodes[columns].type != ZS_JSON_OBJECT ||
-			zs_json_get_string(&s->doc, t, "schema") == NULL ||
-			zs_json_get_string(&s->doc, t, "name") == NULL)
-		{
-			*error = "a published table has no schema, name or columns";
-			return false;
-		}
-	}
-	return true;
-}
 
 int
 zs_schema_diff(const char *prev, int prev_len, const char *next, int next_len,
@@ -691,8 +535,8 @@ zs_schema_diff(const char *prev, int prev_len, const char *next, int next_len,
 	*error = NULL;
 	zs_json_doc_init(&d.prev.doc);
 	zs_json_doc_init(&d.next.doc);
-	ok = read_snapshot(&d.prev, prev, prev_len, error) &&
-		read_snapshot(&d.next, next, next_len, error);
+	ok = zs_schema_snapshot_read(&d.prev, prev, prev_len, error) &&
+		zs_schema_snapshot_read(&d.next, next, next_len, error);
 	if (ok)
 	{
 		initStringInfo(&d.buf);
@@ -707,186 +551,4 @@ zs_schema_diff(const char *prev, int prev_len, const char *next, int next_len,
 		return -1;
 	*changes = d.changes;
 	return d.nchanges;
-}
-
-/* ---------------------------------------------------------------- backfill */
-
-/*
- * The rows of a table its publications publish: NULL if one of them has no
- * row filter, else "(f1) OR (f2) ...", as zero-cache's initial sync and
- * backfill select them.
- */
-static char *
-table_row_filter(const ZsJsonDoc *doc, int table)
-{
-	int			pubs = zs_json_get(doc, table, "publications");
-	StringInfoData where;
-
-	if (pubs < 0 || doc->nodes[pubs].type != ZS_JSON_OBJECT || doc->nodes[pubs].count == 0)
-		return NULL;
-	initStringInfo(&where);
-	for (int p = doc->nodes[pubs].first_child; p >= 0; p = doc->nodes[p].next)
-	{
-		const char *filter = zs_json_get_string(doc, p, "rowFilter");
-
-		if (filter == NULL || filter[0] == '\0')
-		{
-			pfree(where.data);
-			return NULL;
-		}
-		appendStringInfo(&where, "%s(%s)", where.len > 0 ? " OR " : "", filter);
-	}
-	return where.data;
-}
-
-char *
-zs_schema_row_filter(const char *schema, int schema_len, const char *table_schema,
-					 const char *table_name)
-{
-	Snapshot	s;
-	const char *error;
-	char	   *filter = NULL;
-	int			t;
-
-	zs_json_doc_init(&s.doc);
-	if (read_snapshot(&s, schema, schema_len, &error) &&
-		(t = table_by_name(&s, table_schema, table_name)) >= 0)
-		filter = table_row_filter(&s.doc, t);
-	zs_json_doc_free(&s.doc);
-	return filter;
-}
-
-static char *
-backfill_mismatch(const char *schema, const char *name, const char *why)
-{
-	return psprintf("cannot backfill \"%s\".\"%s\": %s", schema, name, why);
-}
-
-char *
-zs_schema_backfill_table(const char *schema, int schema_len, const char *request,
-						 int request_len, ZsBackfillTable *out)
-{
-	Snapshot	s;
-	ZsJsonDoc	req;
-	ZsJsonDoc	ids;
-	StringInfoData identity;
-	const char *error = NULL;
-	char	   *result = NULL;
-	int			table,
-				metadata,
-				row_key,
-				columns,
-				t = -1;
-	const char *tschema = NULL;
-	const char *tname = NULL;
-	int			n = 0;
-
-	memset(out, 0, sizeof(*out));
-	zs_json_doc_init(&s.doc);
-	zs_json_doc_init(&req);
-	zs_json_doc_init(&ids);
-	initStringInfo(&identity);
-	if (!read_snapshot(&s, schema, schema_len, &error))
-	{
-		result = pstrdup(error);
-		goto done;
-	}
-	if (!zs_json_parse(&req, request, request_len) ||
-		(table = zs_json_get(&req, 0, "table")) < 0 ||
-		(tschema = zs_json_get_string(&req, table, "schema")) == NULL ||
-		(tname = zs_json_get_string(&req, table, "name")) == NULL ||
-		(columns = zs_json_get(&req, 0, "columns")) < 0 ||
-		req.nodes[columns].type != ZS_JSON_OBJECT)
-	{
-		result = pstrdup("a backfill request has no table or columns");
-		goto done;
-	}
-	metadata = zs_json_get(&req, table, "metadata");
-	row_key = metadata >= 0 ? zs_json_get(&req, metadata, "rowKey") : -1;
-	if (row_key < 0 || req.nodes[row_key].type != ZS_JSON_OBJECT)
-	{
-		result = backfill_mismatch(tschema, tname, "its table metadata has no row key");
-		goto done;
-	}
-	t = table_by_name(&s, tschema, tname);
-	if (t < 0)
-	{
-		result = backfill_mismatch(tschema, tname, "the table has been renamed, dropped or unpublished");
-		goto done;
-	}
-	if (member_int(&s.doc, t, "schemaOID") != member_int(&req, metadata, "schemaOID"))
-	{
-		result = backfill_mismatch(tschema, tname, "the schema no longer corresponds to the original schema");
-		goto done;
-	}
-	if (member_int(&s.doc, t, "oid") != member_int(&req, metadata, "relationOID"))
-	{
-		result = backfill_mismatch(tschema, tname, "the table no longer corresponds to the original table");
-		goto done;
-	}
-	/* the same set of row-key columns */
-	append_identity_columns(&identity, &s, t);
-	if (!zs_json_parse(&ids, identity.data, identity.len) ||
-		ids.nodes[0].count != req.nodes[row_key].count)
-	{
-		result = backfill_mismatch(tschema, tname, "the row key (PRIMARY KEY or replica identity) has changed");
-		goto done;
-	}
-	for (int k = ids.nodes[0].first_child; k >= 0; k = ids.nodes[k].next)
-		if (zs_json_get(&req, row_key, zs_json_str(&ids, k)) < 0)
-		{
-			result = backfill_mismatch(tschema, tname, "the row key (PRIMARY KEY or replica identity) has changed");
-			goto done;
-		}
-
-	out->schema = pstrdup(tschema);
-	out->name = pstrdup(tname);
-	out->relid = (unsigned int) member_int(&s.doc, t, "oid");
-	out->row_filter = table_row_filter(&s.doc, t);
-	out->names = palloc(sizeof(char *) * (req.nodes[row_key].count + req.nodes[columns].count + 1));
-	out->typids = palloc(sizeof(unsigned int) * (req.nodes[row_key].count + req.nodes[columns].count + 1));
-	out->attnums = palloc(sizeof(int) * (req.nodes[row_key].count + req.nodes[columns].count + 1));
-	for (int pass = 0; pass < 2; pass++)
-	{
-		int			list = pass == 0 ? row_key : columns;
-
-		for (int c = req.nodes[list].first_child; c >= 0; c = req.nodes[c].next)
-		{
-			const char *col = zs_json_key(&req, c);
-			int			spec;
-			bool		dup = false;
-
-			for (int i = 0; i < n; i++)
-				dup |= strcmp(out->names[i], col) == 0;
-			if (dup)
-				continue;		/* a key column is not backfilled twice */
-			spec = column_by_name(&s.doc, t, col);
-			if (spec < 0)
-			{
-				result = backfill_mismatch(tschema, tname,
-										   psprintf("column \"%s\" has been renamed or dropped", col));
-				goto done;
-			}
-			if (member_int(&s.doc, spec, "pos") != member_int(&req, c, "attNum"))
-			{
-				result = backfill_mismatch(tschema, tname,
-										   psprintf("column \"%s\" no longer corresponds to the original column", col));
-				goto done;
-			}
-			out->names[n] = pstrdup(col);
-			out->typids[n] = (unsigned int) member_int(&s.doc, spec, "typeOID");
-			out->attnums[n] = (int) member_int(&s.doc, spec, "pos");
-			n++;
-		}
-		if (pass == 0)
-			out->nkeys = n;
-	}
-	out->ncolumns = n;
-
-done:
-	zs_json_doc_free(&s.doc);
-	zs_json_doc_free(&req);
-	zs_json_doc_free(&ids);
-	pfree(identity.data);
-	return result;
 }

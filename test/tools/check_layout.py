@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
 """Check the source tree against its rules (make layoutcheck, part of unitcheck).
 
-1. README.md's Layout section lists every file under src/ and nothing that
-   does not exist.
-2. Includes follow the layers (docs/architecture.md): compat/ (the
-   PostgreSQL version guards) includes none of ours and anyone may include it;
-   codec/ includes only codec/; the infrastructure (guc, shmem, spi_xact, slot_health) only codec/ and itself;
-   changelog/ and the replica library below the workers; a worker's files
-   (decoder/, server/, replica/replicator_worker.c) never include another
-   worker's; client/ only codec/, client/ and the replica library.
-3. The include graph has no cycle.
+A module is a .c file with its .h (a header without a .c is a module of its
+own). The rules:
+
+1. docs/architecture.md's Layout section lists every module under src/ and
+   nothing that does not exist.
+2. Includes follow the layers (docs/architecture.md, "Source layers"): every
+   folder is one layer, and a layer includes only the layers below it, listed
+   in LAYERS; no folder is special-cased.
+3. The module graph (module A -> module B when a file of A includes a file of
+   B) has no cycle.
+4. No source file is over MAX_LINES lines.
 
 Exits 1 with one line per violation; prints a summary line either way.
 """
@@ -19,38 +21,40 @@ import sys
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..')
 SRC = os.path.join(ROOT, 'src')
+LAYOUT_DOC = os.path.join(ROOT, 'docs', 'architecture.md')
+MAX_LINES = 800
 
-INFRA = {'guc', 'shmem', 'spi_xact', 'slot_health'}
-REPLICA_LIBRARY_PREFIXES = ('replica/replica_', 'replica/backup_file', 'replica/backup_copy')
+# the infrastructure at src/'s top; the other top-level files are the entry
+INFRA = {'guc', 'ownership', 'shmem', 'spi_xact', 'slot_health'}
 
-
-def unit_of(path):
-    """The layer unit a file belongs to (path relative to src/, no suffix)."""
-    stem = os.path.splitext(path)[0]
-    if '/' not in stem:
-        return 'infra' if stem in INFRA else 'entry'
-    folder = stem.split('/')[0]
-    if folder == 'replica':
-        return 'replica-lib'
-    return folder
-
-
-# what each unit may include (besides itself)
-ALLOWED = {
+# each layer and the layers it may include (besides itself), bottom up
+LAYERS = {
     'compat': set(),
     'codec': {'compat'},
     'infra': {'codec', 'compat'},
     'changelog': {'codec', 'infra', 'compat'},
-    'replica-lib': {'codec', 'infra', 'changelog', 'compat'},
-    'decoding': {'codec', 'infra', 'compat'},
     'purge': {'codec', 'infra', 'changelog', 'compat'},
+    'decoding': {'codec', 'infra', 'compat'},
+    'replica': {'codec', 'infra', 'changelog', 'compat'},
     'backfill': {'codec', 'infra', 'changelog', 'decoding', 'compat'},
-    'decoder': {'codec', 'infra', 'changelog', 'replica-lib', 'decoding', 'backfill', 'purge', 'compat'},
-    'server': {'codec', 'infra', 'changelog', 'replica-lib', 'compat'},
-    'replicator': {'codec', 'infra', 'changelog', 'replica-lib', 'compat'},
-    'client': {'codec', 'replica-lib', 'compat'},
+    'decoder': {'codec', 'infra', 'changelog', 'purge', 'decoding', 'replica', 'backfill', 'compat'},
+    'server': {'codec', 'infra', 'changelog', 'replica', 'compat'},
+    'replicator': {'codec', 'infra', 'changelog', 'replica', 'compat'},
+    'client': {'codec', 'replica', 'compat'},
     'entry': {'codec', 'infra', 'compat'},
 }
+
+
+def layer_of(path):
+    """The layer a file (relative to src/) belongs to."""
+    stem = os.path.splitext(path)[0]
+    if '/' not in stem:
+        return 'infra' if stem in INFRA else 'entry'
+    return stem.split('/')[0]
+
+
+def module_of(path):
+    return os.path.splitext(path)[0]
 
 
 def source_files():
@@ -69,8 +73,8 @@ def includes(path):
 
 
 def layout_names():
-    """Files named in README.md's Layout block, relative to src/."""
-    text = open(os.path.join(ROOT, 'README.md'), encoding='utf-8').read()
+    """Files named in the Layout section's code block, relative to src/."""
+    text = open(LAYOUT_DOC, encoding='utf-8').read()
     m = re.search(r'^## Layout\n.*?^```\n(.*?)^```', text, re.M | re.S)
     if not m:
         return None
@@ -92,49 +96,69 @@ def layout_names():
 def main():
     problems = []
     files = sorted(source_files())
+    modules = sorted({module_of(f) for f in files})
+
+    for f in files:
+        layer = layer_of(f)
+        if layer not in LAYERS:
+            problems.append(f'src/{f}: folder {layer}/ is not a layer of check_layout.py (nor of docs/architecture.md)')
 
     listed = layout_names()
     if listed is None:
-        problems.append('README.md has no Layout section with a code block')
+        problems.append('docs/architecture.md has no Layout section with a code block')
     else:
         for f in files:
             # a header is covered by its .c file
             if f not in listed and not (f.endswith('.h') and f[:-2] + '.c' in listed):
-                problems.append(f'src/{f} is not in README.md\'s Layout section')
+                problems.append(f'src/{f} is not in docs/architecture.md\'s Layout section')
         for name in sorted(listed):
             if not os.path.exists(os.path.join(SRC, name)):
-                problems.append(f'README.md\'s Layout lists src/{name}, which does not exist')
+                problems.append(f'docs/architecture.md\'s Layout lists src/{name}, which does not exist')
 
-    graph = {f: list(includes(f)) for f in files}
-    for f, targets in graph.items():
-        unit = unit_of(f)
-        for t in targets:
-            tunit = unit_of(t)
-            if tunit != unit and tunit not in ALLOWED[unit]:
-                problems.append(f'src/{f} ({unit}) includes src/{t} ({tunit}): against the layers')
+    graph = {m: set() for m in modules}
+    for f in files:
+        layer = layer_of(f)
+        for t in includes(f):
+            tlayer = layer_of(t)
+            if tlayer != layer and tlayer not in LAYERS.get(layer, set()):
+                problems.append(f'src/{f} ({layer}) includes src/{t} ({tlayer}): against the layers')
+            if module_of(t) != module_of(f):
+                graph[module_of(f)].add(module_of(t))
 
-    # cycles, by depth-first search over files
+    # module cycles, by depth-first search
     state = {}
+    cycles = set()
 
     def visit(node, stack):
         state[node] = 'open'
         stack.append(node)
-        for t in graph.get(node, []):
+        for t in sorted(graph.get(node, ())):
             if state.get(t) == 'open':
-                problems.append('include cycle: ' + ' -> '.join(stack[stack.index(t):] + [t]))
+                cycle = stack[stack.index(t):]
+                key = tuple(sorted(cycle))
+                if key not in cycles:
+                    cycles.add(key)
+                    problems.append('module cycle: ' + ' -> '.join(cycle + [t]))
             elif t not in state:
                 visit(t, stack)
         stack.pop()
         state[node] = 'done'
 
+    for m in modules:
+        if m not in state:
+            visit(m, [])
+
     for f in files:
-        if f not in state:
-            visit(f, [])
+        with open(os.path.join(SRC, f), encoding='utf-8') as fh:
+            n = sum(1 for _ in fh)
+        if n > MAX_LINES:
+            problems.append(f'src/{f} has {n} lines, over {MAX_LINES}')
 
     for p in problems:
         print(p)
     edges = sum(len(v) for v in graph.values())
-    print(f'layout: {len(files)} files, {edges} include edges, {len(problems)} problems')
+    print(f'layout: {len(files)} files in {len(modules)} modules, {edges} module edges, '
+          f'{len(problems)} problems')
     return 1 if problems else 0
 
 

@@ -6,6 +6,7 @@
  */
 #include "postgres_fe.h"
 
+#include "decoding/schema_backfill.h"
 #include "decoding/schema_diff.h"
 #include "unit.h"
 

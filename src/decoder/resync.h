@@ -1,0 +1,50 @@
+/*-------------------------------------------------------------------------
+ * resync.h
+ *	  Why the decoder starts a new lineage: zero_stream.resync() asked, or
+ *	  a failure made the old one impossible to continue.
+ *-------------------------------------------------------------------------
+ */
+#ifndef ZS_RESYNC_H
+#define ZS_RESYNC_H
+
+#include "access/xlogdefs.h"
+#include "nodes/pg_list.h"
+
+#include "shmem.h"
+
+typedef enum ZsResyncCause
+{
+	ZS_RESYNC_NONE,				/* nothing asked */
+	ZS_RESYNC_ASKED,			/* zero_stream.resync() */
+	ZS_RESYNC_FAILURE			/* a failure: the lineage cannot continue */
+} ZsResyncCause;
+
+/*
+ * Take the pending request, if any. For ZS_RESYNC_FAILURE, reason (of
+ * ZS_ERROR_LEN bytes) says what failed; it is "" otherwise.
+ */
+extern ZsResyncCause zs_resync_take(char *reason);
+
+/*
+ * Say a failure's resync loudly, as an invalidated slot is (lineage.c): in
+ * the log, with what subscribers will see, and in status(). Nothing for a
+ * resync() that was asked for.
+ */
+extern void zs_resync_report(ZsResyncCause cause, const char *reason,
+							 const char *replica_version);
+
+/*
+ * After an error raised while decoding (in PG_CATCH, before the worker
+ * exits): if it is an undefined object and one of the stream's
+ * publications no longer exists, ask for a new lineage at the next start.
+ */
+extern void zs_resync_after_decoding_error(MemoryContext context, List *publications,
+										   XLogRecPtr lsn);
+
+/*
+ * At each slot save: every publication of the stream still exists, or an
+ * ERROR after asking for a new lineage.
+ */
+extern void zs_resync_check_publications(List *publications, XLogRecPtr lsn);
+
+#endif							/* ZS_RESYNC_H */

@@ -1,0 +1,351 @@
+/*-------------------------------------------------------------------------
+ * stage.c
+ *	  The decoder's first phase: each pgoutput message the output plugin
+ *	  writes is parsed, encoded once as Zero change JSON and staged in the
+ *	  spool, a whole upstream transaction at a time.
+ *
+ * The write callback runs inside the reorder buffer's replay transaction,
+ * on historic catalog snapshots: it must not write to tables. It finds its
+ * state (ZsStage) through the decoding context and passes the message, the
+ * transaction and the batch to one handler per message type:
+ *   BEGIN     the transaction's watermark; skipped if not above the log's
+ *             head (stored before a crash: exactly once, second line);
+ *   row       INSERT/UPDATE/DELETE encoded through the relation cache
+ *             (our own tables are never streamed);
+ *   TRUNCATE  one message for the relations that are published;
+ *   MESSAGE   the DDL capture's schema, diffed against the baseline into
+ *             zero's schema-change messages, at the message's place;
+ *             a lag report handed to lag_report.c;
+ *   COMMIT    closes the transaction: the batch counts it.
+ * A backfill running meanwhile is told when a change may move the keys it
+ * reads (backfill/backfill.c).
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "replication/logicalproto.h"
+#include "utils/memutils.h"
+
+#include "backfill/backfill.h"
+#include "changelog/changelog.h"
+#include "codec/json_read.h"
+#include "decoder/lag_report.h"
+#include "decoder/stage.h"
+#include "decoding/relcache.h"
+#include "decoding/change_encode.h"
+#include "decoding/schema_diff.h"
+#include "guc.h"
+
+/* the rows of a stored transaction that are not changes: begin and commit */
+#define ZS_TXN_ENVELOPE_ROWS 2
+
+/* our names for pgoutput's message types are PostgreSQL's */
+StaticAssertDecl((int) ZS_PGO_BEGIN == (int) LOGICAL_REP_MSG_BEGIN && (int) ZS_PGO_COMMIT == (int) LOGICAL_REP_MSG_COMMIT &&
+				 (int) ZS_PGO_ORIGIN == (int) LOGICAL_REP_MSG_ORIGIN && (int) ZS_PGO_RELATION == (int) LOGICAL_REP_MSG_RELATION &&
+				 (int) ZS_PGO_TYPE == (int) LOGICAL_REP_MSG_TYPE && (int) ZS_PGO_INSERT == (int) LOGICAL_REP_MSG_INSERT &&
+				 (int) ZS_PGO_UPDATE == (int) LOGICAL_REP_MSG_UPDATE && (int) ZS_PGO_DELETE == (int) LOGICAL_REP_MSG_DELETE &&
+				 (int) ZS_PGO_TRUNCATE == (int) LOGICAL_REP_MSG_TRUNCATE && (int) ZS_PGO_MESSAGE == (int) LOGICAL_REP_MSG_MESSAGE,
+				 "pgoutput message types");
+StaticAssertDecl(ZS_PGO_COL_NULL == LOGICALREP_COLUMN_NULL &&
+				 ZS_PGO_COL_UNCHANGED == LOGICALREP_COLUMN_UNCHANGED &&
+				 ZS_PGO_COL_TEXT == LOGICALREP_COLUMN_TEXT &&
+				 ZS_PGO_COL_BINARY == LOGICALREP_COLUMN_BINARY,
+				 "pgoutput column kinds");
+
+void
+zs_stage_init(ZsStage *stage, MemoryContext context, Size memory_limit,
+			  const char *stored_head)
+{
+	memset(stage, 0, sizeof(*stage));
+	stage->stored_head = stored_head;
+	stage->batch.spool = zs_spool_create(context, memory_limit);
+	stage->message_context = AllocSetContextCreate(context, "zero_stream message",
+												   ALLOCSET_DEFAULT_SIZES);
+	stage->msg.old_tuple = &stage->old_tuple;
+	stage->msg.new_tuple = &stage->new_tuple;
+	initStringInfo(&stage->change_text);
+}
+
+void
+zs_stage_set_baseline(ZsStage *stage, const char *schema, int len)
+{
+	if (stage->schema_baseline != NULL)
+		pfree(stage->schema_baseline);
+	stage->schema_baseline = MemoryContextAlloc(TopMemoryContext, len + 1);
+	memcpy(stage->schema_baseline, schema, len);
+	stage->schema_baseline[len] = '\0';
+}
+
+void
+zs_stage_clear_batch(ZsStageBatch *batch)
+{
+	zs_spool_clear(batch->spool);
+	batch->ntxns = 0;
+	batch->nchanges = 0;
+	batch->baseline_changed = false;
+}
+
+static const char *
+message_name(char type)
+{
+	switch (type)
+	{
+		case ZS_PGO_BEGIN:
+			return "BEGIN";
+		case ZS_PGO_COMMIT:
+			return "COMMIT";
+		case ZS_PGO_RELATION:
+			return "RELATION";
+		case ZS_PGO_INSERT:
+			return "INSERT";
+		case ZS_PGO_UPDATE:
+			return "UPDATE";
+		case ZS_PGO_DELETE:
+			return "DELETE";
+		case ZS_PGO_TRUNCATE:
+			return "TRUNCATE";
+		default:
+			return "other";
+	}
+}
+
+void
+zs_stage_error_context(void *arg)
+{
+	const ZsDecodePosition *position = &((const ZsStage *) arg)->position;
+	const char *relation = NULL;
+
+	if (position->message != 0 && OidIsValid(position->relid))
+		relation = zs_relcache_name(position->relid);
+	if (position->message == 0)
+		errcontext("decoding WAL at %X/%X", LSN_FORMAT_ARGS(position->lsn));
+	else if (relation != NULL)
+		errcontext("decoding pgoutput message \"%s\" for relation %s in transaction %u at %X/%X",
+				   message_name(position->message), relation, position->xid,
+				   LSN_FORMAT_ARGS(position->lsn));
+	else
+		errcontext("decoding pgoutput message \"%s\" in transaction %u at %X/%X",
+				   message_name(position->message), position->xid, LSN_FORMAT_ARGS(position->lsn));
+}
+
+/* The encoded row in out, as the transaction's next row. */
+static void
+stage_row(ZsStageTxn *txn, ZsStageBatch *batch, const StringInfo out,
+		  bool is_commit, bool is_schema)
+{
+	ZsSpoolRecord header;
+
+	memset(&header, 0, sizeof(header));
+	memcpy(header.watermark, txn->watermark, sizeof(header.watermark));
+	header.pos = txn->pos++;
+	header.len = out->len;
+	header.is_commit = is_commit;
+	header.is_schema = is_schema;
+	zs_spool_append(batch->spool, &header, out->data);
+}
+
+static void
+stage_begin(const ZsPgoutputMsg *msg, ZsStageTxn *txn, ZsStageBatch *batch,
+			const char *stored_head, StringInfo out)
+{
+	zs_watermark_encode(msg->final_lsn, txn->watermark);
+	txn->pos = 0;
+	txn->skip = strcmp(txn->watermark, stored_head) <= 0;
+	if (txn->skip)
+		return;
+	zs_encode_begin(out, msg);
+	stage_row(txn, batch, out, false, false);
+}
+
+static void
+stage_commit(const ZsPgoutputMsg *msg, ZsStageTxn *txn, ZsStageBatch *batch, StringInfo out)
+{
+	if (txn->skip)
+		return;
+	zs_encode_commit(out, msg);
+	stage_row(txn, batch, out, true, false);
+	batch->ntxns++;
+	batch->nchanges += txn->pos - ZS_TXN_ENVELOPE_ROWS;
+	memcpy(batch->last_watermark, txn->watermark, sizeof(batch->last_watermark));
+	batch->last_end_lsn = msg->end_lsn;
+	batch->last_commit_time = (TimestampTz) msg->commit_time;
+}
+
+static void
+stage_row_change(const ZsPgoutputMsg *msg, ZsStageTxn *txn, ZsStageBatch *batch, StringInfo out)
+{
+	ZsRelation *rel;
+
+	if (txn->skip)
+		return;
+	rel = zs_relcache_lookup(msg->relid);
+	if (zs_relcache_is_own(rel))
+		return;
+	switch (msg->type)
+	{
+		case ZS_PGO_INSERT:
+			zs_encode_insert(out, rel, msg);
+			break;
+		case ZS_PGO_UPDATE:
+			if (msg->relid == zs_backfill_relid())
+			{
+				int			nkeys;
+				const char *const *keys = zs_backfill_key_columns(&nkeys);
+
+				if (zs_update_changes_columns(rel, msg, keys, nkeys))
+					zs_backfill_key_changed(txn->watermark);
+			}
+			zs_encode_update(out, rel, msg);
+			break;
+		default:
+			zs_encode_delete(out, rel, msg);
+			break;
+	}
+	stage_row(txn, batch, out, false, false);
+}
+
+static void
+stage_truncate(const ZsPgoutputMsg *msg, ZsStageTxn *txn, ZsStageBatch *batch, StringInfo out)
+{
+	if (txn->skip)
+		return;
+	/* backfill rows read before it must not bring truncated rows back */
+	for (int i = 0; i < msg->nrelids; i++)
+		if (zs_pgoutput_relid_at(msg, i) == zs_backfill_relid())
+			zs_backfill_key_changed(txn->watermark);
+	if (zs_encode_truncate(out, msg))
+		stage_row(txn, batch, out, false, false);
+}
+
+/*
+ * A logical message. Ours ("zero_stream/ddl", written by the DDL capture
+ * in the DDL's transaction) carries the new published schema: the
+ * difference from the schema at this point of the stream becomes zero's
+ * schema-change messages, in the transaction, at the message's place. A
+ * lag report's (non-transactional) is handed to lag_report.c.
+ * Anything else (an application's messages, transactional or not) is not
+ * data; a transaction that holds only such a message is stored as an empty
+ * begin/commit, as zero-cache stores it.
+ */
+static void
+stage_message(const ZsPgoutputMsg *msg, ZsStageTxn *txn, ZsStageBatch *batch,
+			  ZsStage *stage, StringInfo out)
+{
+	ZsJsonDoc	doc;
+	const char *tag;
+	int			schema;
+	char	  **changes;
+	const char *error;
+	const char *own[2];
+	int			n;
+
+	if (!(msg->flags & ZS_PGO_MESSAGE_TRANSACTIONAL) &&
+		strcmp(msg->prefix, zs_lag_report_prefix()) == 0)
+	{
+		zs_lag_report_received(msg->content, msg->content_len);
+		return;
+	}
+	if (!(msg->flags & ZS_PGO_MESSAGE_TRANSACTIONAL) || txn->skip ||
+		strcmp(msg->prefix, ZS_DDL_MESSAGE_PREFIX) != 0)
+		return;
+	zs_json_doc_init(&doc);
+	if (!zs_json_parse(&doc, msg->content, msg->content_len) ||
+		(schema = zs_json_get(&doc, 0, "schema")) < 0 ||
+		(tag = zs_json_get_string(&doc, 0, "tag")) == NULL)
+	{
+		ereport(WARNING,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("ignoring a malformed schema-change message in the transaction of watermark %s",
+						txn->watermark)));
+		zs_json_doc_free(&doc);
+		return;
+	}
+	own[0] = zs_cdc_schema_name();
+	own[1] = ZS_EXTENSION_SCHEMA;
+	if (stage->schema_baseline == NULL)
+		n = 0;					/* nothing to compare with: take it as the baseline */
+	else
+		n = zs_schema_diff(stage->schema_baseline, strlen(stage->schema_baseline),
+						   zs_json_raw(&doc, schema), doc.nodes[schema].raw_len,
+						   tag, own, lengthof(own), &changes, &error);
+	if (n < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("cannot compare published schemas: %s", error)));
+	for (int i = 0; i < n; i++)
+	{
+		resetStringInfo(out);
+		appendStringInfoString(out, changes[i]);
+		stage_row(txn, batch, out, false, true);
+	}
+	zs_stage_set_baseline(stage, zs_json_raw(&doc, schema), doc.nodes[schema].raw_len);
+	batch->baseline_changed = true;
+	zs_json_doc_free(&doc);
+}
+
+/*
+ * Writer callback: ctx->out holds exactly one pgoutput message. Runs inside
+ * the reorder buffer's replay transaction; it must not write to tables.
+ */
+void
+zs_stage_write(LogicalDecodingContext *ctx, XLogRecPtr lsn, TransactionId xid, bool last_write)
+{
+	ZsStage    *stage = (ZsStage *) ctx->output_writer_private;
+	ZsPgoutputMsg *msg = &stage->msg;
+	ZsStageTxn *txn = &stage->txn;
+	ZsStageBatch *batch = &stage->batch;
+	StringInfo	out = &stage->change_text;
+	MemoryContext old = MemoryContextSwitchTo(stage->message_context);
+	const char *error;
+
+	stage->position.lsn = lsn;
+	stage->position.xid = xid;
+	stage->position.message = ctx->out->len > 0 ? ctx->out->data[0] : 0;
+	stage->position.relid = InvalidOid;
+	error = zs_pgoutput_parse(ctx->out->data, ctx->out->len, msg);
+	if (error != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("malformed pgoutput message at %X/%X: %s", LSN_FORMAT_ARGS(lsn), error)));
+
+	if (msg->type == ZS_PGO_INSERT || msg->type == ZS_PGO_UPDATE ||
+		msg->type == ZS_PGO_DELETE || msg->type == ZS_PGO_RELATION)
+		stage->position.relid = msg->relid;
+	resetStringInfo(out);
+	switch (msg->type)
+	{
+		case ZS_PGO_BEGIN:
+			stage_begin(msg, txn, batch, stage->stored_head, out);
+			break;
+		case ZS_PGO_COMMIT:
+			stage_commit(msg, txn, batch, out);
+			break;
+		case ZS_PGO_RELATION:
+			zs_encode_prepare(zs_relcache_update(msg));
+			break;
+		case ZS_PGO_INSERT:
+		case ZS_PGO_UPDATE:
+		case ZS_PGO_DELETE:
+			stage_row_change(msg, txn, batch, out);
+			break;
+		case ZS_PGO_TRUNCATE:
+			stage_truncate(msg, txn, batch, out);
+			break;
+		case ZS_PGO_MESSAGE:
+			stage_message(msg, txn, batch, stage, out);
+			break;
+		default:
+			/* types and origins carry no change rows */
+			break;
+	}
+	stage->position.message = 0;
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(stage->message_context);
+}
+
+void
+zs_stage_prepare_write(LogicalDecodingContext *ctx, XLogRecPtr lsn, TransactionId xid,
+					   bool last_write)
+{
+	resetStringInfo(ctx->out);
+}
