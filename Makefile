@@ -53,6 +53,8 @@ OBJS = \
 	src/replica/replica_sqlite.o \
 	src/replica/replica_column_ddl.o \
 	src/replica/replica_backfill.o \
+	src/replica/replica_column_ddl.o \
+	src/replica/replica_backfill.o \
 	src/replicator/replicator_worker.o \
 	src/decoder/initial_copy.o \
 	src/replica/backup_copy.o \
@@ -94,14 +96,16 @@ CLIENT_CFLAGS = -O2 -g -Wall $(ZS_WERROR) -DFRONTEND -DUSE_PRIVATE_ENCODING_FUNC
 	-I$(shell $(PG_CONFIG) --includedir-server) -I$(shell $(PG_CONFIG) --includedir)
 CLIENT_LIBS = -L$(shell $(PG_CONFIG) --pkglibdir) -lpgcommon -lpgport -lssl -lcrypto -lm
 
-CLIENT_SRCS = src/client/zero_stream_tail.c src/client/ws_client.c src/codec/websocket.c src/codec/http.c \
-	src/codec/json_out.c
+CLIENT_SRCS = src/client/zero_stream_tail.c src/client/cli_options.c src/client/ws_client.c \
+	src/codec/websocket.c src/codec/http.c src/codec/json_out.c
 
 $(CLIENT): $(CLIENT_SRCS) $(wildcard $(srcdir)/src/*/*.h)
 	$(CC) $(CLIENT_CFLAGS) -o $@ $(CLIENT_SRCS) $(CLIENT_LIBS)
 
 REPLICA_CLIENT = zero-stream-replica
-REPLICA_CLIENT_SRCS = src/client/zero_stream_replica.c src/client/ws_client.c src/codec/websocket.c \
+REPLICA_CLIENT_SRCS = src/client/zero_stream_replica.c src/client/replica_cli.c src/client/replica_sync.c \
+	src/client/replica_frame.c src/client/subscribe_connection.c src/client/replica_download.c \
+	src/client/litestream_restore.c src/client/cli_options.c src/client/ws_client.c src/codec/websocket.c \
 	src/codec/json_out.c src/codec/json_read.c src/codec/stream_frame.c src/replica/replica_apply.c \
 	src/replica/replica_ddl.c src/replica/replica_column_ddl.c src/replica/replica_backfill.c \
 	src/replica/replica_schema.c src/replica/replica_sqlite.c
@@ -111,8 +115,8 @@ $(REPLICA_CLIENT): $(REPLICA_CLIENT_SRCS) $(wildcard $(srcdir)/src/*/*.h)
 
 # N subscriptions in one process (benchmarks, TAP 027); not installed
 FANOUT_CLIENT = zero-stream-fanout
-FANOUT_CLIENT_SRCS = src/client/zero_stream_fanout.c src/client/ws_client.c src/codec/websocket.c \
-	src/codec/stream_frame.c
+FANOUT_CLIENT_SRCS = src/client/zero_stream_fanout.c src/client/cli_options.c src/client/ws_client.c \
+	src/codec/websocket.c src/codec/stream_frame.c
 
 $(FANOUT_CLIENT): $(FANOUT_CLIENT_SRCS) $(wildcard $(srcdir)/src/*/*.h)
 	$(CC) $(CLIENT_CFLAGS) -o $@ $(FANOUT_CLIENT_SRCS) $(CLIENT_LIBS)

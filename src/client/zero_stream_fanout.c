@@ -52,6 +52,7 @@
 
 #include "codec/stream_frame.h"
 #include "codec/websocket.h"
+#include "client/cli_options.h"
 #include "client/ws_client.h"
 
 #define WATERMARK_MAX	64
@@ -478,8 +479,7 @@ main(int argc, char **argv)
 	ZsUrl		url;
 	int			nsubs = 1;
 	int			idle_seconds = -1;
-	const char *ca_file = NULL;
-	bool		no_verify = false;
+	ZsCliTls	tls;
 	Subscription *subs;
 	struct pollfd *pfds;
 	int		   *polled;
@@ -493,30 +493,22 @@ main(int argc, char **argv)
 	bool		any_failed = false;
 	struct rusage ru;
 	int			i;
+	const ZsCliOption options[] = {
+		{"--subscriptions", ZS_CLI_INT, &nsubs},
+		{"--idle", ZS_CLI_INT, &idle_seconds},
+		{"--until", ZS_CLI_STRING, &until},
+	};
 
-	for (i = 1; i < argc && argv[i][0] == '-'; i++)
-	{
-		if (strcmp(argv[i], "--subscriptions") == 0 && i + 1 < argc)
-			nsubs = atoi(argv[++i]);
-		else if (strcmp(argv[i], "--idle") == 0 && i + 1 < argc)
-			idle_seconds = atoi(argv[++i]);
-		else if (strcmp(argv[i], "--until") == 0 && i + 1 < argc)
-			until = argv[++i];
-		else if (strcmp(argv[i], "--ca-file") == 0 && i + 1 < argc)
-			ca_file = argv[++i];
-		else if (strcmp(argv[i], "--no-verify") == 0)
-			no_verify = true;
-		else
-			usage();
-	}
-	if (i != argc - 1 || nsubs < 1 || !zs_url_parse(argv[i], &url) || !zs_url_is_websocket(&url))
+	i = zs_cli_parse_options(argc, argv, 1, options, lengthof(options), &tls);
+	if (i < 0 || i != argc - 1 || nsubs < 1 || !zs_url_parse(argv[i], &url) ||
+		!zs_url_is_websocket(&url))
 		usage();
 	if (nsubs > 1 && strstr(url.target, "%d") == NULL)
 	{
 		fprintf(stderr, "zero-stream-fanout: with more than one subscription the URL needs %%d (each its own id)\n");
 		exit(1);
 	}
-	zs_client_tls_configure(ca_file, no_verify);
+	zs_cli_tls_configure(&tls);
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);

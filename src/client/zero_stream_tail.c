@@ -32,6 +32,7 @@
 #include "codec/http.h"
 #include "codec/json_out.h"
 #include "codec/websocket.h"
+#include "client/cli_options.h"
 #include "client/ws_client.h"
 
 static void
@@ -93,8 +94,7 @@ main(int argc, char **argv)
 	int			idle_seconds = -1;
 	bool		ack = true;
 	ZsClientConn conn;
-	const char *ca_file = NULL;
-	bool		no_verify = false;
+	ZsCliTls	tls;
 	ZsWsReader	reader;
 	ZsWsMessage msg;
 	StringInfoData leftover;
@@ -104,29 +104,18 @@ main(int argc, char **argv)
 	bool		timestamps = false;
 	int			http_status;
 	int			i;
+	const ZsCliOption options[] = {
+		{"--count", ZS_CLI_LONG, &count},
+		{"--idle", ZS_CLI_INT, &idle_seconds},
+		{"--no-ack", ZS_CLI_FLAG, &ack, false},
+		{"--start", ZS_CLI_FLAG, &start, true},
+		{"--timestamps", ZS_CLI_FLAG, &timestamps, true},
+	};
 
-	for (i = 1; i < argc && argv[i][0] == '-'; i++)
-	{
-		if (strcmp(argv[i], "--count") == 0 && i + 1 < argc)
-			count = atol(argv[++i]);
-		else if (strcmp(argv[i], "--idle") == 0 && i + 1 < argc)
-			idle_seconds = atoi(argv[++i]);
-		else if (strcmp(argv[i], "--no-ack") == 0)
-			ack = false;
-		else if (strcmp(argv[i], "--start") == 0)
-			start = true;
-		else if (strcmp(argv[i], "--timestamps") == 0)
-			timestamps = true;
-		else if (strcmp(argv[i], "--ca-file") == 0 && i + 1 < argc)
-			ca_file = argv[++i];
-		else if (strcmp(argv[i], "--no-verify") == 0)
-			no_verify = true;
-		else
-			usage();
-	}
-	if (i != argc - 1 || !zs_url_parse(argv[i], &url) || !zs_url_is_websocket(&url))
+	i = zs_cli_parse_options(argc, argv, 1, options, lengthof(options), &tls);
+	if (i < 0 || i != argc - 1 || !zs_url_parse(argv[i], &url) || !zs_url_is_websocket(&url))
 		usage();
-	zs_client_tls_configure(ca_file, no_verify);
+	zs_cli_tls_configure(&tls);
 	signal(SIGPIPE, SIG_IGN);
 	/* fully buffered, flushed whenever we are about to wait for the server */
 	setvbuf(stdout, NULL, _IOFBF, 1 << 20);

@@ -1,7 +1,8 @@
 # zero-stream-replica at its edges: sync started before the server is up
 # (it retries with its back-off, says so once, and follows once the server
 # starts); a snapshot download cut short by a file size limit (the write's
-# own reason, no partial replica left); and refusals that still exit at once.
+# own reason, no partial replica left); a change the replica cannot apply
+# (the frame, watermark and table named); and refusals that still exit at once.
 use strict;
 use warnings;
 
@@ -121,6 +122,17 @@ ok(!-e $short && !-e "$short.tmp" && !-e "$short-wal" && !-e "$short.tmp-wal",
 ($code, $signal, $err) = cli_run($CLI, 'sync', '--task-id', 'short', '--idle', '2', "ws://127.0.0.1:$sport", $short);
 is($code, 0, 'without the limit the same sync restores and follows') or diag($err);
 zs_replica_equals($node, $short, 'sync after the failed download');
+
+# a change the local replica refuses: the error says where, as the
+# replicator worker's context does
+is(zs_sqlite($short, q{CREATE TRIGGER refuse BEFORE INSERT ON t BEGIN SELECT RAISE(ABORT, 'refused by a trigger'); END}),
+	'', 'a trigger in the replica refuses inserts');
+$node->safe_psql('postgres', q{INSERT INTO t VALUES (5000, 'refused')});
+($code, $signal, $err) = cli_run($CLI, 'sync', '--task-id', 'short', '--idle', '2', "ws://127.0.0.1:$sport", $short);
+is($code, 3, 'a change the replica cannot apply: exit 3');
+like($err,
+	qr/zero-stream-replica: applying frame \d+ \(watermark [0-9a-z]+, table public\.t\): refused by a trigger/,
+	'naming the frame, its watermark and its table') or diag($err);
 
 # status to an output that is full
 ($code, $signal, $err) = cli_run('bash', '-c', 'exec "$@" > /dev/full', 'bash', $CLI, 'status', $short);
