@@ -53,8 +53,6 @@ OBJS = \
 	src/replica/replica_sqlite.o \
 	src/replica/replica_column_ddl.o \
 	src/replica/replica_backfill.o \
-	src/replica/replica_column_ddl.o \
-	src/replica/replica_backfill.o \
 	src/replicator/replicator_worker.o \
 	src/decoder/initial_copy.o \
 	src/replica/backup_copy.o \
