@@ -27,7 +27,7 @@
 #include "replica/replica_apply.h"
 #include "replica/backup_copy.h"
 
-struct ZsSnapshotCopy
+struct ZsBackupCopy
 {
 	sqlite3    *src;			/* holds one read transaction throughout */
 	sqlite3    *dst;
@@ -38,7 +38,7 @@ struct ZsSnapshotCopy
 };
 
 static void
-remove_copy(ZsSnapshotCopy *copy)
+remove_copy(ZsBackupCopy *copy)
 {
 	char		err[512];
 
@@ -47,7 +47,7 @@ remove_copy(ZsSnapshotCopy *copy)
 }
 
 void
-zs_snapshot_copy_abort(ZsSnapshotCopy *copy)
+zs_backup_copy_abort(ZsBackupCopy *copy)
 {
 	if (copy->backup != NULL)
 		sqlite3_backup_finish(copy->backup);
@@ -60,12 +60,12 @@ zs_snapshot_copy_abort(ZsSnapshotCopy *copy)
 	remove_copy(copy);
 }
 
-ZsSnapshotCopy *
-zs_snapshot_copy_start(char **error)
+ZsBackupCopy *
+zs_backup_copy_start(char **error)
 {
 	static uint32 counter = 0;
 	char	   *path = zs_replica_file_path();
-	ZsSnapshotCopy *copy;
+	ZsBackupCopy *copy;
 	char		state_error[256];
 
 	if (path == NULL)
@@ -73,7 +73,7 @@ zs_snapshot_copy_start(char **error)
 		*error = pstrdup("backups are not configured");
 		return NULL;
 	}
-	copy = palloc0(sizeof(ZsSnapshotCopy));
+	copy = palloc0(sizeof(ZsBackupCopy));
 	copy->path = psprintf("%s.snapshot.%d.%u", path, MyProcPid, ++counter);
 	zs_sqlite_configure();
 	if (sqlite3_open_v2(path, &copy->src, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
@@ -113,13 +113,13 @@ zs_snapshot_copy_start(char **error)
 	return copy;
 
 fail:
-	zs_snapshot_copy_abort(copy);
+	zs_backup_copy_abort(copy);
 	pfree(copy);
 	return NULL;
 }
 
 int
-zs_snapshot_copy_step(ZsSnapshotCopy *copy, int pages, char **error)
+zs_backup_copy_step(ZsBackupCopy *copy, int pages, char **error)
 {
 	int			rc = sqlite3_backup_step(copy->backup, pages);
 
@@ -132,8 +132,8 @@ zs_snapshot_copy_step(ZsSnapshotCopy *copy, int pages, char **error)
 }
 
 int
-zs_snapshot_copy_finish(ZsSnapshotCopy *copy, off_t *size, char *replica_version,
-						char *watermark, char **error)
+zs_backup_copy_finish(ZsBackupCopy *copy, off_t *size, char *replica_version,
+					  char *watermark, char **error)
 {
 	int			fd = -1;
 	struct stat st;
@@ -159,6 +159,6 @@ zs_snapshot_copy_finish(ZsSnapshotCopy *copy, off_t *size, char *replica_version
 	strlcpy(replica_version, copy->replica_version, ZS_WATERMARK_MAXLEN);
 	strlcpy(watermark, copy->watermark, ZS_WATERMARK_MAXLEN);
 	/* the open descriptor keeps the data; nothing is left behind on disk */
-	zs_snapshot_copy_abort(copy);
+	zs_backup_copy_abort(copy);
 	return fd;
 }

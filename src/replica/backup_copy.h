@@ -18,12 +18,12 @@
  * removed file, with its size, replicaVersion and stateVersion (-1 with
  * *error); it frees everything, as abort does for an unfinished copy.
  */
-typedef struct ZsSnapshotCopy ZsSnapshotCopy;
+typedef struct ZsBackupCopy ZsBackupCopy;
 
-extern ZsSnapshotCopy *zs_snapshot_copy_start(char **error);
-extern int	zs_snapshot_copy_step(ZsSnapshotCopy *copy, int pages, char **error);
-extern int	zs_snapshot_copy_finish(ZsSnapshotCopy *copy, off_t *size, char *replica_version,
-									char *watermark, char **error);
-extern void zs_snapshot_copy_abort(ZsSnapshotCopy *copy);
+extern ZsBackupCopy *zs_backup_copy_start(char **error);
+extern int	zs_backup_copy_step(ZsBackupCopy *copy, int pages, char **error);
+extern int	zs_backup_copy_finish(ZsBackupCopy *copy, off_t *size, char *replica_version,
+								  char *watermark, char **error);
+extern void zs_backup_copy_abort(ZsBackupCopy *copy);
 
 #endif							/* ZS_BACKUP_COPY_H */

@@ -233,7 +233,7 @@ zs_conn_close(ZsConn *c)
 	ReleaseExternalFD();
 	if (c->copy != NULL)
 	{
-		zs_snapshot_copy_abort(c->copy);
+		zs_backup_copy_abort(c->copy);
 		c->copy = NULL;
 	}
 	if (c->file_fd >= 0)

@@ -52,7 +52,7 @@ typedef struct ZsConn
 	bool		v7_subscribe;	/* /subscribe: messages flow both ways */
 	int			protocol;
 	ZsUpstream	up;				/* upstream ids and the snapshot reservation */
-	ZsSnapshotCopy *copy;		/* a snapshot being made for this client */
+	ZsBackupCopy *copy;		/* a snapshot being made for this client */
 	int			file_fd;		/* a file being sent after out, or -1 */
 	off_t		file_remaining;
 	bool		close_after_flush;

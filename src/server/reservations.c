@@ -75,7 +75,7 @@ append_backup_url(StringInfo body, const char *host, const char *task_id)
 }
 
 bool
-zs_reserve_snapshot(const char *host, const char *task_id, const char *tag,
+zs_reservation_take(const char *host, const char *task_id, const char *tag,
 					StringInfo body, char *watermark, char **error)
 {
 	char	   *path = zs_replica_file_path();
@@ -118,7 +118,7 @@ zs_reserve_snapshot(const char *host, const char *task_id, const char *tag,
 /* ---------------------------------------------------------------- registry */
 
 void
-zs_reservations_release(const char *task, ZsConn *except)
+zs_reservation_release(const char *task, ZsConn *except)
 {
 	for (int i = 0; i < zs_nconns; i++)
 	{
@@ -141,13 +141,13 @@ zs_reservation_open(ZsConn *c, const char *task)
 	MemoryContext old = MemoryContextSwitchTo(c->context);
 
 	initStringInfo(&body);
-	if (!zs_reserve_snapshot(c->up.host, task, "status", &body, c->up.reserved_watermark, &error))
+	if (!zs_reservation_take(c->up.host, task, "status", &body, c->up.reserved_watermark, &error))
 	{
 		MemoryContextSwitchTo(old);
 		zs_conn_send_close(c, ZS_WS_CLOSE_PROTOCOL_ERROR, psprintf("Error: %s", error));
 		return;
 	}
-	zs_reservations_release(task, c);
+	zs_reservation_release(task, c);
 	c->up.reserved_task = pstrdup(task);
 	MemoryContextSwitchTo(old);
 	initStringInfo(&frame);
@@ -191,7 +191,7 @@ zs_reservation_serve_snapshot(ZsConn *c, const char *task)
 		return;
 	}
 	old = MemoryContextSwitchTo(c->context);
-	c->copy = zs_snapshot_copy_start(&error);
+	c->copy = zs_backup_copy_start(&error);
 	MemoryContextSwitchTo(old);
 	if (c->copy == NULL)
 		snapshot_failed(c, error);
@@ -208,7 +208,7 @@ send_snapshot(ZsConn *c)
 	int			fd;
 
 	AcquireExternalFD();
-	fd = zs_snapshot_copy_finish(c->copy, &size, replica_version, watermark, &error);
+	fd = zs_backup_copy_finish(c->copy, &size, replica_version, watermark, &error);
 	c->copy = NULL;
 	if (fd < 0)
 	{
@@ -229,7 +229,7 @@ send_snapshot(ZsConn *c)
 }
 
 bool
-zs_reservations_advance_copies(void)
+zs_reservation_advance_copies(void)
 {
 	bool		pending = false;
 
@@ -241,14 +241,14 @@ zs_reservations_advance_copies(void)
 
 		if (c->closed || c->copy == NULL)
 			continue;
-		rc = zs_snapshot_copy_step(c->copy, SNAPSHOT_STEP_PAGES, &error);
+		rc = zs_backup_copy_step(c->copy, SNAPSHOT_STEP_PAGES, &error);
 		if (rc == 0)
 			pending = true;
 		else if (rc > 0)
 			send_snapshot(c);
 		else
 		{
-			zs_snapshot_copy_abort(c->copy);
+			zs_backup_copy_abort(c->copy);
 			c->copy = NULL;
 			snapshot_failed(c, error);
 		}

@@ -21,14 +21,14 @@
  * the change log there. Runs a short transaction of its own. False with
  * *error if there is no backup replica to serve.
  */
-extern bool zs_reserve_snapshot(const char *host, const char *task_id, const char *tag,
+extern bool zs_reservation_take(const char *host, const char *task_id, const char *tag,
 								StringInfo body, char *watermark, char **error);
 
 /* A legacy /snapshot connection for task: one status message, then held open. */
 extern void zs_reservation_open(ZsConn *c, const char *task);
 
 /* A subscription or a newer reservation for task: other connections' reservations for it end. */
-extern void zs_reservations_release(const char *task, ZsConn *except);
+extern void zs_reservation_release(const char *task, ZsConn *except);
 
 /*
  * GET /replica/<task> (authorized): start a consistent copy of the backup
@@ -37,6 +37,6 @@ extern void zs_reservations_release(const char *task, ZsConn *except);
 extern void zs_reservation_serve_snapshot(ZsConn *c, const char *task);
 
 /* The next step of every snapshot being made; true while any is unfinished. */
-extern bool zs_reservations_advance_copies(void);
+extern bool zs_reservation_advance_copies(void);
 
 #endif							/* ZS_RESERVATIONS_H */

@@ -292,7 +292,7 @@ route_websocket(ZsConn *c, const ZsHttpRequest *req)
 		return;
 	}
 	if (c->sub != NULL)
-		zs_reservations_release(zs_subscriber_task(c->sub), c);
+		zs_reservation_release(zs_subscriber_task(c->sub), c);
 	if (c->sub == NULL && !c->v7_subscribe)
 	{
 		ereport(LOG,
@@ -365,10 +365,10 @@ route_upstream(ZsConn *c, const char *text, int len, char **error)
 	ok = zs_upstream_receive(&c->sub, c->protocol, &c->up, text, len, &c->out, error);
 	MemoryContextSwitchTo(old);
 	if (c->up.reserved_task != NULL && c->up.reserved_task != reserved_before)
-		zs_reservations_release(c->up.reserved_task, c);
+		zs_reservation_release(c->up.reserved_task, c);
 	if (c->up.started_task != NULL)
 	{
-		zs_reservations_release(c->up.started_task, c);
+		zs_reservation_release(c->up.started_task, c);
 		c->up.started_task = NULL;
 	}
 	return ok;

@@ -169,7 +169,7 @@ serve_round(WaitEvent *events, int nevents)
 
 	zs_flow_serve_pages(head, replica_version, &flow);
 	zs_flow_send_lag_reports();
-	copies_pending = zs_reservations_advance_copies();
+	copies_pending = zs_reservation_advance_copies();
 	zs_flow_check_laggards(head);
 	zs_admission_check_timeouts();
 	zs_conns_check_liveness();
