@@ -49,6 +49,7 @@
 #endif
 
 #include "codec/json_out.h"
+#include "replica/replica_apply.h"
 #include "replica/replica_internal.h"
 
 /* The members of a row that identify it. */

@@ -21,10 +21,12 @@
  * drop-table, create-index, drop-index) and backfills (backfill,
  * backfill-completed), applied as zero-cache's replicator applies them.
  *
- * Implemented by replica_apply.c (change messages), replica_ddl.c (schema
- * changes and backfills), replica_schema.c (the "_zero.*" tables,
- * replicated tables, the table cache) and replica_sqlite.c (the file,
- * statements, values, transactions), which share replica_internal.h.
+ * Implemented by replica_apply.c (change messages), replica_ddl.c,
+ * replica_column_ddl.c and replica_backfill.c (schema changes and
+ * backfills), replica_schema.c (the "_zero.*" tables, replicated tables,
+ * the table cache) and replica_sqlite.c (the file, statements, values,
+ * transactions), which share replica_internal.h; the handle and column
+ * types are replica_types.h.
  *-------------------------------------------------------------------------
  */
 #ifndef ZS_REPLICA_APPLY_H
@@ -32,25 +34,7 @@
 
 #include "codec/json_read.h"
 #include "codec/watermark.h"
-
-typedef struct ZsReplica ZsReplica;
-
-/* open flags */
-#define ZS_MAX_KEY_COLUMNS 32	/* INDEX_MAX_KEYS */
-
-#define ZS_REPLICA_CREATE		0x01	/* create the file if missing */
-#define ZS_REPLICA_LOG_CHANGES	0x02	/* serving replica: keep changeLog2 */
-
-typedef struct ZsReplicaColumn
-{
-	const char *name;
-	const char *upstream_type;	/* pg type name, "[]" per array dimension */
-	bool		not_null;
-	bool		is_enum;
-	bool		is_array;
-	int			char_max_length;	/* -1 if none */
-	const char *backfill;		/* BackfillID JSON while being backfilled, or NULL */
-} ZsReplicaColumn;
+#include "replica/replica_types.h"
 
 typedef struct ZsReplicaTable
 {

@@ -45,6 +45,7 @@
 #endif
 
 #include "codec/json_out.h"
+#include "replica/replica_apply.h"
 #include "replica/replica_ddl.h"
 
 /* ---------------------------------------------------------------- metadata */

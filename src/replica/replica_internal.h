@@ -5,7 +5,7 @@
  *	  the others. Callers outside the library use replica_apply.h.
  *
  * The library (compiled into the extension, and with -DFRONTEND into
- * zero-stream-replica and the unit test) is four files:
+ * zero-stream-replica and the unit test) is these files:
  *   replica_sqlite.c  the SQLite side: opening the file, errors, SQL text,
  *                     the statement cache, binding JSON values, and the
  *                     transaction bracket (a SAVEPOINT per upstream
@@ -13,10 +13,14 @@
  *   replica_schema.c  the "_zero.*" metadata tables, the replicated tables
  *                     and their unique indexes, and the table cache;
  *   replica_apply.c   change messages: begin/data/commit/rollback dispatch,
- *                     insert, update, delete and truncate, and the
- *                     changeLog2 rows they write;
- *   replica_ddl.c     schema-change messages (create-table ... drop-index),
- *                     backfill and backfill-completed.
+ *                     a change's tag, insert, update, delete and truncate,
+ *                     and the changeLog2 rows they write;
+ *   replica_ddl.c     schema-change messages: their dispatch, tables and
+ *                     indexes; with replica_column_ddl.c (column changes)
+ *                     and replica_backfill.c (backfill,
+ *                     backfill-completed), which share replica_ddl.h.
+ * The handle's type and the column description are replica_types.h, which
+ * this header and replica_apply.h both include.
  * Every function here follows the library's rule: false (or NULL) with
  * r->error set, never a thrown error.
  *-------------------------------------------------------------------------
@@ -26,7 +30,9 @@
 
 #include <sqlite3.h>
 
-#include "replica/replica_apply.h"
+#include "codec/json_read.h"
+#include "codec/watermark.h"
+#include "replica/replica_types.h"
 
 #define ZS_REPLICA_STMT_CACHE_SIZE 256	/* power of two */
 

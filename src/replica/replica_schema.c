@@ -37,6 +37,7 @@
 #include "postgres.h"
 #endif
 
+#include "replica/replica_apply.h"
 #include "replica/replica_internal.h"
 
 /* ---------------------------------------------------------------- metadata tables */

@@ -41,6 +41,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "replica/replica_apply.h"
 #include "replica/replica_internal.h"
 
 #define REPLICA_BUSY_TIMEOUT_MS 60000
