@@ -10,7 +10,7 @@
 # Settings (environment):
 #   ZS_DEMO_DIR          the demo's folder: cluster (data/), its socket, app.db, server.log and
 #                        replica.log; emptied at each run. Default /tmp/zero_stream-demo-$USER
-#                        (one per user; if that name is taken by another user, a new
+#                        (one per user; if another user holds that name, one of the user's own
 #                        /tmp/zero_stream-demo-$USER.XXXXXX). As root it must be reachable by "zstest".
 #   ZS_DEMO_PORT         the cluster's port, default 54329: a Unix socket in ZS_DEMO_DIR only (no TCP)
 #   ZS_DEMO_SERVER_PORT  zero_stream's subscriber server (zero_stream.port), TCP on 127.0.0.1,
@@ -47,10 +47,11 @@ finish() {
 	[ "$rc" -eq 0 ] && return
 	if [ -n "$replica_pid" ]; then kill "$replica_pid" 2>/dev/null || true; fi
 	if $cluster_started; then
-		# (a server still starting may have no postmaster.pid yet)
+		# (a server still starting may not have written postmaster.pid yet)
 		for _ in $(seq 1 50); do
-			run "$BIN/pg_ctl" -D "$DIR/data" stop -m fast >/dev/null 2>&1 && break
-			pgrep -f -- "-D $DIR/data" >/dev/null || break
+			if [ -f "$DIR/data/postmaster.pid" ]; then
+				run "$BIN/pg_ctl" -D "$DIR/data" stop -m fast >/dev/null 2>&1 && break
+			fi
 			sleep 0.1
 		done
 		say "failed (exit $rc); stopped what it started; logs: $DIR/server.log (the cluster), $DIR/replica.log (zero-stream-replica)"
@@ -91,7 +92,11 @@ DIR=${ZS_DEMO_DIR:-/tmp/zero_stream-demo-$user}
 if [ "$(id -u)" -ne 0 ] && [ -e "$DIR" ] && [ ! -O "$DIR" ]; then
 	owner=$(stat -c %U "$DIR")
 	[ -z "${ZS_DEMO_DIR:-}" ] || fail "ZS_DEMO_DIR=$DIR belongs to $owner: choose another folder"
-	DIR=$(mktemp -d "/tmp/zero_stream-demo-$user.XXXXXX")
+	# the one an earlier run made, else a new one
+	for d in "/tmp/zero_stream-demo-$user".*; do
+		if [ -d "$d" ] && [ -O "$d" ]; then DIR=$d; break; fi
+	done
+	[ "$DIR" != "/tmp/zero_stream-demo-$user" ] || DIR=$(mktemp -d "/tmp/zero_stream-demo-$user.XXXXXX")
 	say "/tmp/zero_stream-demo-$user belongs to $owner; using $DIR"
 fi
 PORT=${ZS_DEMO_PORT:-54329}
