@@ -2,7 +2,7 @@
  * changelog_insert.c
  *	  Appending rows to changeLog with the table AM's multi-insert.
  *
- * The decoder's stores are most of its time (issue 14). An SPI
+ * The decoder's stores are most of its time. An SPI
  * `INSERT ... SELECT unnest(...)` materializes every batch twice (the
  * parameter arrays, then the function scan's tuplestore) and writes one
  * heap WAL record per row. Here a batch goes straight to

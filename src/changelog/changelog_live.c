@@ -1,12 +1,12 @@
 /*-------------------------------------------------------------------------
  * changelog_live.c
  *	  The decoder's latest round, in shared memory before it is stored, and
- *	  the pages live subscribers read from it (issue 14).
+ *	  the pages live subscribers read from it.
  *
  * Subscribers pull committed pages from the change log (architecture.md
- * §4), so a live subscriber used to wait for the decoder's store of every
- * round: its local commit, then a page read. Now the decoder publishes each
- * round's rows here first (as much of the round as fits in
+ * §4); a live subscriber that did so would wait for the decoder's store of
+ * every round: its local commit, then a page read. So the decoder
+ * publishes each round's rows here first (as much of the round as fits in
  * zero_stream.live_buffer), then stores the round. The server serves a
  * subscriber from here when its position is exactly where the round starts
  * (the last row stored when the round was published) or inside the round,

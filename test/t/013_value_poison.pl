@@ -1,5 +1,5 @@
-# Values that used to stop or corrupt replication (issue: "no poison
-# pills"), each through the real path: decoder, change log, server, a live
+# Values that could stop or corrupt replication (no value PostgreSQL
+# accepts may be a poison pill), each through the real path: decoder, change log, server, a live
 # zero-stream-replica, and its SQLite file compared with PostgreSQL.
 #  1. numerics beyond the double's range or precision (1e64, 2e308, -1e70,
 #     70-digit integers and fractions, numeric[]), which once made the

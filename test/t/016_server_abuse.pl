@@ -1,4 +1,4 @@
-# The subscriber server under abuse (issue 13): a ping flood from clients
+# The subscriber server under abuse: a ping flood from clients
 # that never read, slowloris connections up to the pending-connection
 # limit, and a few hundred upgraded subscribers that never read, all while
 # a well-behaved subscriber receives every transaction of a steady insert

@@ -239,7 +239,7 @@ unless ($restored_ok)
 	my $probe = `'$LITESTREAM' restore 2>&1`;
 	diag("the view-syncer did not restore its replica with ZERO_LITESTREAM_EXECUTABLE=$LITESTREAM;\n"
 		  . ($probe =~ /usage/i && $probe !~ /restore/
-			? "zero-stream-replica has no litestream 'restore' subcommand yet (issue 11)\n"
+			? "zero-stream-replica answers no litestream 'restore' subcommand\n"
 			: '')
 		  . "view-syncer log tail:\n" . log_tail());
 	stop_vs();

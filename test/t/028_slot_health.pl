@@ -1,4 +1,4 @@
-# Slot health (issue 12): with max_slot_wal_keep_size small, a decoder held
+# Slot health: with max_slot_wal_keep_size small, a decoder held
 # back while WAL is written loses its slot at a checkpoint (wal_status
 # 'lost'). The change log cannot continue: the decoder says so in the log
 # and in status() (last_reset), starts a new lineage (new slot, initial copy,

@@ -1,4 +1,4 @@
-# A second writer (issue 12): a cluster made from a base backup of the first
+# A second writer: a cluster made from a base backup of the first
 # (pg_basebackup, then promoted) while the original keeps running. Both hold
 # a copy of the change log; they must never pass for one another:
 #  - while a standby, the copy runs no decoder;

@@ -1,5 +1,5 @@
-# Live subscribers get a round before it is stored (issue 14,
-# changelog/changelog_live.c): with the decoder's store held back by a lock
+# Live subscribers get a round before it is stored
+# (changelog/changelog_live.c): with the decoder's store held back by a lock
 # on changeLog, a live subscriber (zero-stream-tail) and zero-stream-replica
 # still receive and apply the round the decoder is storing (here one
 # transaction), which the log does not have yet. Then the cluster crashes (immediate stop) before the store: the

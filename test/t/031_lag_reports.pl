@@ -1,4 +1,4 @@
-# Replication lag reports (issue 12, zero-cache's LagReporter): every
+# Replication lag reports (zero-cache's LagReporter): every
 # zero_stream.lag_report_interval the decoder writes a logical message;
 # when decoding reaches it, live subscribers get
 # ["status",{"tag":"status","lagReport":{"lastTimings":{...},"nextSendTimeMs":n}}]

@@ -1,5 +1,5 @@
-# A decoding round ends at a WAL record that is only partly flushed (issue
-# 14, read_flushed_wal_page in decoder/decoder_worker.c). The WAL writer
+# A decoding round ends at a WAL record that is only partly flushed
+# (read_flushed_wal_page in decoder/round.c). The WAL writer
 # flushes asynchronous commits page by page, so the record at the flush
 # position is often cut in two. The decoder stores what it decoded before
 # that record at once (here a transaction committed before a large

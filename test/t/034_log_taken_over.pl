@@ -1,4 +1,4 @@
-# Ownership of the change log (issue 12, seed 000). Another change streamer
+# Ownership of the change log (seed 000). Another change streamer
 # takes the log over at its head, as zero-cache's storer does: it writes
 # replicationState.owner in the transaction that stores its first
 # transaction past the head. This decoder's next store then fails its

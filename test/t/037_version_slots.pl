@@ -1,4 +1,4 @@
-# What differs between PostgreSQL versions (issue 27), on the version this
+# What differs between PostgreSQL versions, on the version this
 # runs on: the decoder's slot is created with the same meaning on each
 # (logical, of this database, our output plugin, not two-phase; on 17 and
 # later neither a failover slot nor a synced one), the change log is written
