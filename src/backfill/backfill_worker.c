@@ -459,7 +459,7 @@ zs_backfill_main(Datum main_arg)
 	BackgroundWorkerInitializeConnection(zs_database, NULL, 0);
 	pgstat_report_appname("zero_stream backfill");
 	zs_set_canonical_session("zero_stream backfill");
-	zs_allow_output_plugin();
+	zs_output_plugin_allow();
 	run_backfill(queue, request);
 	proc_exit(0);
 }

@@ -209,11 +209,11 @@ zs_changelog_row_set(ZsChangeLogRow *row, const char *watermark, int64 pos,
 
 	strlcpy(row->watermark, watermark, sizeof(row->watermark));
 	row->pos = pos;
-	/* sized for the envelope (zs_append_change_message): no 1 kB default per row */
+	/* sized for the envelope (zs_change_message_append): no 1 kB default per row */
 	msg.maxlen = change_len + ZS_WATERMARK_MAXLEN + 40;
 	msg.data = palloc(msg.maxlen);
 	resetStringInfo(&msg);
-	row->is_commit = zs_append_change_message(&msg, watermark, change, change_len) == ZS_MSG_COMMIT;
+	row->is_commit = zs_change_message_append(&msg, watermark, change, change_len) == ZS_MSG_COMMIT;
 	row->message = msg.data;
 	row->message_len = msg.len;
 }

@@ -32,7 +32,7 @@ zs_change_message_type(const char *change, int len)
 }
 
 ZsMessageType
-zs_append_change_message(StringInfo out, const char *watermark, const char *change, int len)
+zs_change_message_append(StringInfo out, const char *watermark, const char *change, int len)
 {
 	ZsMessageType type = zs_change_message_type(change, len);
 

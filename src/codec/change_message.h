@@ -27,7 +27,7 @@ typedef enum ZsMessageType
 extern ZsMessageType zs_change_message_type(const char *change, int len);
 
 /* Append ["begin",<change>,{"commitWatermark":w}], ["data",<change>], ... */
-extern ZsMessageType zs_append_change_message(StringInfo out, const char *watermark,
+extern ZsMessageType zs_change_message_append(StringInfo out, const char *watermark,
 											  const char *change, int len);
 
 #endif							/* ZS_CHANGE_MESSAGE_H */

@@ -531,7 +531,7 @@ zs_json_append_exact_millis(StringInfo out, int64 millis, int sub_us)
 }
 
 void
-zs_append_utf8(StringInfo out, unsigned int cp)
+zs_json_append_utf8(StringInfo out, unsigned int cp)
 {
 	unsigned char buf[4];
 

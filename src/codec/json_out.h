@@ -15,7 +15,7 @@ extern void zs_json_append_string(StringInfo out, const char *s, int len);
 extern void zs_json_append_cstring(StringInfo out, const char *s);
 
 /* The UTF-8 encoding of one code point (for decoding \u escapes). */
-extern void zs_append_utf8(StringInfo out, unsigned int cp);
+extern void zs_json_append_utf8(StringInfo out, unsigned int cp);
 
 /*
  * Append a decimal given as its shortest round-trip digits (PostgreSQL's

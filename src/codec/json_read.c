@@ -187,7 +187,7 @@ read_string(Parser *ps, int *start, int *len)
 						ps->p += 6;
 					}
 					/* an unpaired surrogate is kept as its WTF-8 bytes */
-					zs_append_utf8(s, cp);
+					zs_json_append_utf8(s, cp);
 					break;
 				}
 			default:

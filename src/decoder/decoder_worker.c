@@ -164,7 +164,7 @@ restart_stream(ZsStream *s, ZsResyncCause cause, const char *reason)
 	FreeDecodingContext(s->ctx);
 	s->ctx = NULL;
 	zs_resync_report(cause, reason, s->replica_version);
-	zs_restart_lineage(s->slot_name, s->publications, s->replica_version,
+	zs_lineage_restart(s->slot_name, s->publications, s->replica_version,
 					   cause == ZS_RESYNC_ASKED);
 	start_stream(s);
 }
@@ -207,7 +207,7 @@ sleep_idle(ZsStream *s)
  * The slot and lineage to stream from: a new lineage when one was asked
  * for while we were not running (by resync(), or after a failure). A log
  * another change streamer has taken over is neither written nor given a
- * new lineage (zs_acquire_slot would for a missing slot) until resync().
+ * new lineage (zs_lineage_acquire_slot would for a missing slot) until resync().
  */
 static void
 take_slot(ZsStream *s)
@@ -223,7 +223,7 @@ take_slot(ZsStream *s)
 	}
 	if (cause == ZS_RESYNC_NONE)
 	{
-		zs_acquire_slot(s->slot_name, s->publications, s->replica_version);
+		zs_lineage_acquire_slot(s->slot_name, s->publications, s->replica_version);
 		return;
 	}
 	zs_spi_xact_begin(NULL);
@@ -231,7 +231,7 @@ take_slot(ZsStream *s)
 		strlcpy(s->replica_version, "(none)", sizeof(s->replica_version));
 	zs_spi_xact_commit();
 	zs_resync_report(cause, reason, s->replica_version);
-	zs_replace_lineage(s->slot_name, s->publications, s->replica_version,
+	zs_lineage_replace(s->slot_name, s->publications, s->replica_version,
 					   cause == ZS_RESYNC_ASKED);
 }
 

@@ -140,7 +140,7 @@ copy_at_slot_snapshot(LogicalDecodingContext *ctx, const char *replica_version,
 	zs_set_decoder_state(ZS_DECODER_INITIAL_COPY);
 	zs_snapshot_begin(ctx);
 	/* as zero-cache's initial sync: a table its replicas cannot hold stops it */
-	(void) zs_check_published_tables(publications, ERROR);
+	(void) zs_shard_setup_check_tables(publications, ERROR);
 	/* the published schema the stream starts from, as of the copy's snapshot */
 	schema = MemoryContextStrdup(TopMemoryContext, zs_snapshot_published_schema(publications));
 	zs_initial_copy(replica_version, publications, schema);
@@ -204,7 +204,7 @@ create_slot_and_lineage(const char *slot_name, List *publications, char *replica
 }
 
 void
-zs_restart_lineage(const char *slot_name, List *publications, char *replica_version,
+zs_lineage_restart(const char *slot_name, List *publications, char *replica_version,
 				   bool take_over)
 {
 	ereport(LOG,
@@ -236,13 +236,13 @@ acquire_existing_slot(const char *slot_name)
 }
 
 void
-zs_replace_lineage(const char *slot_name, List *publications, char *replica_version,
+zs_lineage_replace(const char *slot_name, List *publications, char *replica_version,
 				   bool take_over)
 {
 	if (slot_exists(slot_name))
 	{
 		acquire_existing_slot(slot_name);
-		zs_restart_lineage(slot_name, publications, replica_version, take_over);
+		zs_lineage_restart(slot_name, publications, replica_version, take_over);
 		return;
 	}
 	ereport(LOG,
@@ -252,7 +252,7 @@ zs_replace_lineage(const char *slot_name, List *publications, char *replica_vers
 }
 
 void
-zs_acquire_slot(const char *slot_name, List *publications, char *replica_version)
+zs_lineage_acquire_slot(const char *slot_name, List *publications, char *replica_version)
 {
 	bool		have_lineage = read_lineage(replica_version);
 	bool		exists = slot_exists(slot_name);

@@ -15,7 +15,7 @@
  * its consistent point) when it does not exist or the log has no lineage.
  * On return MyReplicationSlot is ours and replica_version is set.
  */
-extern void zs_acquire_slot(const char *slot_name, List *publications,
+extern void zs_lineage_acquire_slot(const char *slot_name, List *publications,
 							char *replica_version);
 
 /*
@@ -24,7 +24,7 @@ extern void zs_acquire_slot(const char *slot_name, List *publications,
  * acquired slot and start again with a new slot, initial copy and lineage.
  * The new slot is left acquired.
  */
-extern void zs_restart_lineage(const char *slot_name, List *publications,
+extern void zs_lineage_restart(const char *slot_name, List *publications,
 							   char *replica_version, bool take_over);
 
 /*
@@ -32,7 +32,7 @@ extern void zs_restart_lineage(const char *slot_name, List *publications,
  * not running, or waited): drop the slot if it exists, then create one
  * slot and lineage.
  */
-extern void zs_replace_lineage(const char *slot_name, List *publications,
+extern void zs_lineage_replace(const char *slot_name, List *publications,
 							   char *replica_version, bool take_over);
 
 #endif							/* ZS_LINEAGE_H */

@@ -201,7 +201,7 @@ check_publications(List *publications)
  * stream of the others. Returns how many problems were found.
  */
 int
-zs_check_published_tables(List *publications, int elevel)
+zs_shard_setup_check_tables(List *publications, int elevel)
 {
 	Oid			types[2] = {TEXTARRAYOID, TEXTOID};
 	Datum		values[2] = {zs_publication_array(publications), CStringGetTextDatum(zs_cdc_schema_name())};
@@ -264,6 +264,6 @@ zs_shard_setup(List *app_publications)
 	check_publications(app_publications);
 	if (missing(zs_app_id, shard, publication))
 		create_metadata(zs_app_id, shard, publication);
-	(void) zs_check_published_tables(app_publications, WARNING);
+	(void) zs_shard_setup_check_tables(app_publications, WARNING);
 	zs_spi_xact_commit();
 }

@@ -19,6 +19,6 @@ extern void zs_shard_setup(List *app_publications);
  * Report, at elevel, every published table Zero's replicas cannot hold
  * (zero-cache's validate()); in the caller's transaction. Returns how many.
  */
-extern int	zs_check_published_tables(List *publications, int elevel);
+extern int	zs_shard_setup_check_tables(List *publications, int elevel);
 
 #endif							/* ZS_SHARD_SETUP_H */

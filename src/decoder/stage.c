@@ -192,7 +192,7 @@ stage_row_change(const ZsPgoutputMsg *msg, ZsStageTxn *txn, ZsStageBatch *batch,
 				int			nkeys;
 				const char *const *keys = zs_backfill_key_columns(&nkeys);
 
-				if (zs_update_changes_columns(rel, msg, keys, nkeys))
+				if (zs_encode_update_changes_columns(rel, msg, keys, nkeys))
 					zs_backfill_key_changed(txn->watermark);
 			}
 			zs_encode_update(out, rel, msg);

@@ -61,7 +61,7 @@ void
 zs_startup_session(void)
 {
 	zs_set_canonical_session("zero_stream decoder");
-	zs_allow_output_plugin();
+	zs_output_plugin_allow();
 }
 
 bool

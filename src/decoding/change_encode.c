@@ -208,9 +208,9 @@ encode_column_value(StringInfo out, const ZsRelation *rel, const ZsRelColumn *co
 	if (col->typid == (unsigned int) zs_test_unencodable_type)
 		ok = false;
 	else if (col->is_array)
-		ok = zs_append_array(out, col->kind, col->delim, value->data, value->len);
+		ok = zs_value_append_array(out, col->kind, col->delim, value->data, value->len);
 	else
-		ok = zs_append_value(out, col->kind, value->data, value->len);
+		ok = zs_value_append(out, col->kind, value->data, value->len);
 	if (!ok)
 	{
 		out->len = start;
@@ -265,7 +265,7 @@ encode_row(StringInfo out, const ZsRelation *rel, const ZsTuple *tuple,
  * is no change.
  */
 bool
-zs_update_changes_columns(const ZsRelation *rel, const ZsPgoutputMsg *msg,
+zs_encode_update_changes_columns(const ZsRelation *rel, const ZsPgoutputMsg *msg,
 						  const char *const *names, int n)
 {
 	if (msg->type != ZS_PGO_UPDATE || msg->old_kind == 0)

@@ -25,7 +25,7 @@ extern void zs_encode_update(StringInfo out, const ZsRelation *rel, const ZsPgou
 extern void zs_encode_delete(StringInfo out, const ZsRelation *rel, const ZsPgoutputMsg *msg);
 
 /* Does an update change any of these columns (e.g. a row key)? */
-extern bool zs_update_changes_columns(const ZsRelation *rel, const ZsPgoutputMsg *msg,
+extern bool zs_encode_update_changes_columns(const ZsRelation *rel, const ZsPgoutputMsg *msg,
 									  const char *const *names, int n);
 
 /* [v1,v2,...]: a row's values in the relation's column order (a backfill row) */

@@ -47,7 +47,7 @@ _PG_output_plugin_init(OutputPluginCallbacks *cb)
  * decoder, a superuser session, appends itself for its own session only.
  */
 void
-zs_allow_output_plugin(void)
+zs_output_plugin_allow(void)
 {
 	const char *current = GetConfigOption("output_plugin_libraries", true, false);
 	char	   *copy;

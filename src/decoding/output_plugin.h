@@ -14,6 +14,6 @@
 extern RepOriginId zs_own_origin;
 
 /* Let this session load the plugin where output_plugin_libraries exists. */
-extern void zs_allow_output_plugin(void);
+extern void zs_output_plugin_allow(void);
 
 #endif							/* ZS_OUTPUT_PLUGIN_H */

@@ -386,7 +386,7 @@ append_numeric(StringInfo out, const char *text, int len)
 }
 
 bool
-zs_append_value(StringInfo out, ZsValueKind kind, const char *text, int len)
+zs_value_append(StringInfo out, ZsValueKind kind, const char *text, int len)
 {
 	switch (kind)
 	{
@@ -492,7 +492,7 @@ array_copy_element(ArrayCursor *a, StringInfo out)
 		appendStringInfoString(out, "null");
 		return true;
 	}
-	return zs_append_value(out, a->elem_kind, a->elem.data, a->elem.len);
+	return zs_value_append(out, a->elem_kind, a->elem.data, a->elem.len);
 }
 
 static bool
@@ -539,7 +539,7 @@ array_copy_level(ArrayCursor *a, StringInfo out, int depth)
 }
 
 bool
-zs_append_array(StringInfo out, ZsValueKind elem_kind, char delim,
+zs_value_append_array(StringInfo out, ZsValueKind elem_kind, char delim,
 				const char *text, int len)
 {
 	ArrayCursor a;

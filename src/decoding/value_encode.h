@@ -37,11 +37,11 @@ extern ZsValueKind zs_value_kind_for_type(unsigned int typid);
  * nothing useful appended) if the text is not in the expected form; the
  * caller reports the error, a value is never silently dropped.
  */
-extern bool zs_append_value(StringInfo out, ZsValueKind kind,
+extern bool zs_value_append(StringInfo out, ZsValueKind kind,
 							const char *text, int len);
 
 /* Same for an array value, whose elements are of elem_kind. */
-extern bool zs_append_array(StringInfo out, ZsValueKind elem_kind, char delim,
+extern bool zs_value_append_array(StringInfo out, ZsValueKind elem_kind, char delim,
 							const char *text, int len);
 
 #endif							/* ZS_VALUE_ENCODE_H */

@@ -48,7 +48,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	len = (int) size - 8;
 
 	initStringInfo(&out);
-	type = zs_append_change_message(&out, watermark, change, len);
+	type = zs_change_message_append(&out, watermark, change, len);
 	FUZZ_CHECK(type == zs_change_message_type(change, len), "the type is the change's");
 	FUZZ_CHECK(type >= ZS_MSG_BEGIN && type <= ZS_MSG_ROLLBACK, "a known type");
 	name = type_names[type];

@@ -5,7 +5,7 @@
  *
  * Input: one byte choosing the kind (low nibble), array or scalar (bit 4)
  * and the array delimiter (bit 5: ';' as box[] uses, else ','), then the
- * value's text. Whatever zs_append_value or zs_append_array accepts must be
+ * value's text. Whatever zs_value_append or zs_value_append_array accepts must be
  * exactly one JSON value (checked with the exact reader), appended after
  * what the buffer held; strings must decode back to the text; UTF-8 text
  * must give UTF-8 JSON.
@@ -54,9 +54,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	initStringInfo(&out);
 	appendStringInfoString(&out, "[0,");
 	if (array)
-		ok = zs_append_array(&out, kind, delim, text, len);
+		ok = zs_value_append_array(&out, kind, delim, text, len);
 	else
-		ok = zs_append_value(&out, kind, text, len);
+		ok = zs_value_append(&out, kind, text, len);
 	if (!ok)
 	{
 		pfree(out.data);

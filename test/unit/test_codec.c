@@ -15,7 +15,7 @@ check(const char *watermark, const char *change, ZsMessageType type, const char 
 	StringInfoData out;
 
 	initStringInfo(&out);
-	CHECK(zs_append_change_message(&out, watermark, change, (int) strlen(change)) == type,
+	CHECK(zs_change_message_append(&out, watermark, change, (int) strlen(change)) == type,
 		  "type of %s", change);
 	CHECK_STR(out.data, expected);
 	pfree(out.data);

@@ -21,7 +21,7 @@ static void
 check_value(ZsValueKind kind, const char *text, const char *expected)
 {
 	resetStringInfo(&out);
-	CHECK(zs_append_value(&out, kind, text, (int) strlen(text)),
+	CHECK(zs_value_append(&out, kind, text, (int) strlen(text)),
 		  "value <%s> (kind %d) rejected", text, kind);
 	CHECK(strcmp(out.data, expected) == 0, "value <%s> (kind %d): got <%s>, expected <%s>",
 		  text, kind, out.data, expected);
@@ -31,7 +31,7 @@ static void
 check_array(ZsValueKind kind, const char *text, const char *expected)
 {
 	resetStringInfo(&out);
-	CHECK(zs_append_array(&out, kind, ',', text, (int) strlen(text)),
+	CHECK(zs_value_append_array(&out, kind, ',', text, (int) strlen(text)),
 		  "array <%s> rejected", text);
 	CHECK(strcmp(out.data, expected) == 0, "array <%s>: got <%s>, expected <%s>",
 		  text, out.data, expected);
@@ -41,7 +41,7 @@ static void
 check_rejected(ZsValueKind kind, const char *text)
 {
 	resetStringInfo(&out);
-	CHECK(!zs_append_value(&out, kind, text, (int) strlen(text)),
+	CHECK(!zs_value_append(&out, kind, text, (int) strlen(text)),
 		  "malformed <%s> (kind %d) accepted as <%s>", text, kind, out.data);
 }
 
@@ -245,21 +245,21 @@ test_arrays(void)
 		const char *boxes = "{\"(1,1),(0,0)\";\"(2,2),(1,1)\"}";
 
 		resetStringInfo(&out);
-		CHECK(zs_append_array(&out, ZS_KIND_STRING, ';', boxes, (int) strlen(boxes)),
+		CHECK(zs_value_append_array(&out, ZS_KIND_STRING, ';', boxes, (int) strlen(boxes)),
 			  "box array with ';' delimiter");
 	}
 	CHECK_STR(out.data, "[\"(1,1),(0,0)\",\"(2,2),(1,1)\"]");
 
 	resetStringInfo(&out);
-	CHECK(!zs_append_array(&out, ZS_KIND_INTEGER, ',', "{1,2", 4), "unterminated array");
+	CHECK(!zs_value_append_array(&out, ZS_KIND_INTEGER, ',', "{1,2", 4), "unterminated array");
 	resetStringInfo(&out);
-	CHECK(!zs_append_array(&out, ZS_KIND_INTEGER, ',', "1,2}", 4), "no opening brace");
+	CHECK(!zs_value_append_array(&out, ZS_KIND_INTEGER, ',', "1,2}", 4), "no opening brace");
 	resetStringInfo(&out);
-	CHECK(!zs_append_array(&out, ZS_KIND_INTEGER, ',', "{1,x}", 5), "bad element");
+	CHECK(!zs_value_append_array(&out, ZS_KIND_INTEGER, ',', "{1,x}", 5), "bad element");
 	resetStringInfo(&out);
-	CHECK(!zs_append_array(&out, ZS_KIND_STRING, ',', "{\"abc}", 6), "unterminated quote");
+	CHECK(!zs_value_append_array(&out, ZS_KIND_STRING, ',', "{\"abc}", 6), "unterminated quote");
 	resetStringInfo(&out);
-	CHECK(!zs_append_array(&out, ZS_KIND_INTEGER, ',', "{1}x", 4), "trailing garbage");
+	CHECK(!zs_value_append_array(&out, ZS_KIND_INTEGER, ',', "{1}x", 4), "trailing garbage");
 }
 
 /* Is this JavaScript output an integer beyond 2^53 (zero's BigInt trap)? */
@@ -298,7 +298,7 @@ test_js_numbers(void)
 		}
 
 		resetStringInfo(&out);
-		CHECK(zs_append_value(&out, ZS_KIND_NUMERIC, in, (int) strlen(in)), "numeric <%.40s> rejected", in);
+		CHECK(zs_value_append(&out, ZS_KIND_NUMERIC, in, (int) strlen(in)), "numeric <%.40s> rejected", in);
 		if (is_unsafe_integer_text(expected))
 			CHECK(strchr(out.data, 'e') != NULL && strtod(out.data, NULL) == strtod(expected, NULL),
 				  "numeric <%.40s>: got <%s>, expected %s in exponent form", in, out.data, expected);
@@ -354,7 +354,7 @@ test_js_elements(void)
 		memset(deep + depth + 1, ']', depth);
 		deep[2 * depth + 1] = '\0';
 		resetStringInfo(&out);
-		CHECK(zs_append_value(&out, ZS_KIND_JSON_PARSED, deep, 2 * depth + 1), "deep json rejected");
+		CHECK(zs_value_append(&out, ZS_KIND_JSON_PARSED, deep, 2 * depth + 1), "deep json rejected");
 		CHECK(out.len == 2 * depth + 1 && memcmp(out.data, deep, out.len) == 0, "deep json rewritten");
 		free(deep);
 	}
@@ -369,7 +369,7 @@ test_js_elements(void)
 			appendStringInfo(&big, "%s\"k%d\":%d", i ? "," : "", i % 1000, i);
 		appendStringInfoChar(&big, '}');
 		resetStringInfo(&out);
-		CHECK(zs_append_value(&out, ZS_KIND_JSON_PARSED, big.data, big.len), "big object rejected");
+		CHECK(zs_value_append(&out, ZS_KIND_JSON_PARSED, big.data, big.len), "big object rejected");
 		CHECK(strncmp(out.data, "{\"k0\":2000,\"k1\":2001,", 21) == 0 && strstr(out.data, "\"k999\":2999}") != NULL, "big object: <%.40s>", out.data);
 		pfree(big.data);
 	}

@@ -19,7 +19,7 @@ parse(const char *text, ZsStreamFrame *frame)
 static void
 append_change(StringInfo out, const char *change)
 {
-	zs_append_change_message(out, "0a", change, (int) strlen(change));
+	zs_change_message_append(out, "0a", change, (int) strlen(change));
 }
 
 /* the messages of a frame as "type:watermark type ..." (or "ERR" at a malformed one) */
