@@ -47,6 +47,7 @@ OBJS = \
 	src/server/reservations.o \
 	src/server/subscriber_slots.o \
 	src/server/tls.o \
+	src/server/reservation_offer.o \
 	src/replica/replica_apply.o \
 	src/replica/replica_ddl.o \
 	src/replica/replica_schema.o \

@@ -33,6 +33,7 @@
 
 #include "guc.h"
 #include "server/admission.h"
+#include "server/connection.h"
 #include "server/peer_log.h"
 
 #define EVICT_MIN_AGE_MS	100
@@ -53,7 +54,7 @@ pending(const ZsConn *c)
 static char *
 pending_reason(const ZsConn *c, int64 ms)
 {
-	if (c->ssl != NULL && !c->tls_established)
+	if (zs_conn_in_tls_handshake(c))
 		return psprintf("TLS handshake not completed within " INT64_FORMAT " ms", ms);
 	if (c->state != ZS_CONN_HTTP)
 		return psprintf("its HTTP reply was not taken within " INT64_FORMAT " ms", ms);
@@ -77,7 +78,7 @@ close_pending(ZsConn *c, ZsPeerEvent event, const char *status, const char *why)
 				(errcode(ERRCODE_CONNECTION_FAILURE),
 				 errmsg("closing connection from %s: %s", c->address, why),
 				 zs_peer_log_detail(suppressed)));
-	if (c->state == ZS_CONN_HTTP && (c->ssl == NULL || c->tls_established))
+	if (c->state == ZS_CONN_HTTP && !zs_conn_in_tls_handshake(c))
 		zs_conn_send_http(c, status, NULL, "");
 	zs_conn_close_now(c);
 }

@@ -9,7 +9,7 @@
 #ifndef ZS_ADMISSION_H
 #define ZS_ADMISSION_H
 
-#include "server/connection.h"
+#include "server/conn.h"
 
 /*
  * Is there room for a new connection in the HTTP phase? When every one of

@@ -9,8 +9,9 @@
  * now (the rest waits for WL_SOCKET_WRITEABLE). A file being sent (a
  * snapshot copy) follows the buffer chunk by chunk, so it is never held in
  * memory whole. What arrives is handed on whole: a complete request head
- * or a complete text message goes to routes.c, which decides what it
- * means; control frames (ping, pong, close) are answered here.
+ * or a complete text message goes to the handlers the server installed
+ * (zs_conns_init: routes.c's), which decide what it means; control frames
+ * (ping, pong, close) are answered here.
  *
  * No client gets more than its share of a loop iteration or of memory:
  *   - a round reads at most READ_BUDGET bytes and handles at most
@@ -28,9 +29,10 @@
  *   - a peer's pings do not count as signs of life: only what a reader
  *     sends (acks, pongs) does.
  *
- * With zero_stream.ssl, the same happens over TLS (tls.c): a connection's
- * TLS handshake is driven from its reads and flushes before anything else,
- * and reads and writes go through the session, whose waits for the socket
+ * With zero_stream.ssl, the same happens over TLS (tls.c, the transport
+ * below): a connection's TLS handshake is driven from its reads and
+ * flushes before anything else, and closes the connection if it fails;
+ * reads and writes go through the session, whose waits for the socket
  * become the connection's wait events; a snapshot file is encrypted chunk
  * by chunk as it is sent.
  *
@@ -59,7 +61,6 @@
 #include "guc.h"
 #include "server/connection.h"
 #include "server/peer_log.h"
-#include "server/routes.h"
 #include "server/tls.h"
 #include "shmem.h"
 
@@ -89,10 +90,12 @@ bool		zs_conns_changed = true;
 static int	conns_capacity = 0;
 static Size freed_since_trim = 0;
 static TimestampTz last_trim = 0;
+static const ZsConnHandlers *handlers;
 
 void
-zs_conns_init(void)
+zs_conns_init(const ZsConnHandlers *conn_handlers)
 {
+	handlers = conn_handlers;
 	conns_capacity = zs_max_subscribers + zs_max_pending_connections;
 	zs_conns = MemoryContextAllocZero(TopMemoryContext, sizeof(ZsConn *) * conns_capacity);
 }
@@ -190,24 +193,39 @@ zs_conns_remove_closed(void)
 static ssize_t
 conn_recv(ZsConn *c, void *buf, size_t len)
 {
-	if (c->ssl != NULL)
-		return zs_tls_read(c, buf, len);
+	if (c->tls.ssl != NULL)
+		return zs_tls_read(&c->tls, buf, len);
 	return recv(c->sock, buf, len, 0);
 }
 
 static ssize_t
 conn_send(ZsConn *c, const void *buf, size_t len)
 {
-	if (c->ssl != NULL)
-		return zs_tls_write(c, buf, len);
+	if (c->tls.ssl != NULL)
+		return zs_tls_write(&c->tls, buf, len);
 	return send(c->sock, buf, len, 0);
 }
 
-/* Is the connection ready for HTTP: no TLS, or its handshake done? */
+/*
+ * Is the connection ready for HTTP: no TLS, or its handshake done? A
+ * handshake that failed (tls.c logged why) closes the connection.
+ */
 static bool
 conn_ready(ZsConn *c)
 {
-	return c->ssl == NULL || zs_tls_handshake(c);
+	if (c->tls.ssl == NULL)
+		return true;
+	switch (zs_tls_handshake(&c->tls))
+	{
+		case ZS_TLS_HANDSHAKE_DONE:
+			return true;
+		case ZS_TLS_HANDSHAKE_WAITING:
+			break;
+		case ZS_TLS_HANDSHAKE_FAILED:
+			zs_conn_close(c);
+			break;
+	}
+	return false;
 }
 
 /* ---------------------------------------------------------------- output */
@@ -228,7 +246,7 @@ zs_conn_close(ZsConn *c)
 										  ZS_SUB_MODE_SERVING, info.replica_version,
 										  info.watermark_acked);
 	}
-	zs_tls_close(c);
+	zs_tls_close(&c->tls);
 	closesocket(c->sock);
 	ReleaseExternalFD();
 	if (c->copy != NULL)
@@ -260,13 +278,13 @@ zs_conn_wait_events(const ZsConn *c)
 	uint32		events = 0;
 
 	/* a TLS handshake first: it waits for what it needs (tls.c) */
-	if (c->ssl != NULL && !c->tls_established)
-		return c->tls_read_wait != 0 ? c->tls_read_wait : WL_SOCKET_READABLE;
+	if (zs_conn_in_tls_handshake(c))
+		return c->tls.read_wait != 0 ? c->tls.read_wait : WL_SOCKET_READABLE;
 	if (zs_conn_pending(c) > 0 || (c->file_fd >= 0 && c->file_remaining > 0))
-		events |= c->tls_write_wait != 0 ? c->tls_write_wait : WL_SOCKET_WRITEABLE;
+		events |= c->tls.write_wait != 0 ? c->tls.write_wait : WL_SOCKET_WRITEABLE;
 	/* nothing more is read from a connection that only has to send its last bytes */
 	if (!c->close_after_flush || events == 0)
-		events |= c->tls_read_wait != 0 ? c->tls_read_wait : WL_SOCKET_READABLE;
+		events |= c->tls.read_wait != 0 ? c->tls.read_wait : WL_SOCKET_READABLE;
 	return events;
 }
 
@@ -334,14 +352,14 @@ zs_conn_flush(ZsConn *c)
 
 	if (c->closed)
 		return;
-	if (c->ssl != NULL)
+	if (c->tls.ssl != NULL)
 	{
 		/* a TLS read waiting for the socket to be writable can go on now */
-		if (c->tls_read_wait == WL_SOCKET_WRITEABLE)
+		if (c->tls.read_wait == WL_SOCKET_WRITEABLE)
 			c->read_ready = true;
-		if (!c->tls_established)
+		if (!c->tls.established)
 		{
-			if (zs_tls_handshake(c))
+			if (conn_ready(c))
 				c->read_ready = true;	/* the request may have come with it */
 			return;
 		}
@@ -441,9 +459,9 @@ read_http(ZsConn *c, const char *data, int len)
 	if (r == ZS_HTTP_NEED_MORE)
 		return;
 	if (r == ZS_HTTP_BAD_REQUEST)
-		zs_route_bad_request(c, status, error);
+		handlers->bad_request(c, status, error);
 	else
-		zs_route_request(c, &req);
+		handlers->request(c, &req);
 	zs_http_request_free(&req);
 	/* no second request on the connection: a reply or a snapshot follows */
 	if (c->state == ZS_CONN_HTTP)
@@ -526,7 +544,7 @@ process_frames(ZsConn *c, int *budget)
 		switch (msg.opcode)
 		{
 			case ZS_WS_OP_TEXT:
-				zs_route_message(c, msg.payload.data, msg.payload.len);
+				handlers->message(c, msg.payload.data, msg.payload.len);
 				break;
 			case ZS_WS_OP_BINARY:
 				zs_conn_send_close(c, ZS_WS_CLOSE_UNSUPPORTED,
@@ -619,7 +637,7 @@ zs_conns_read_requests(void)
 static void
 note_tls_pending(ZsConn *c)
 {
-	if (!c->closed && !c->close_after_flush && zs_tls_has_pending(c))
+	if (!c->closed && !c->close_after_flush && zs_tls_has_pending(&c->tls))
 		c->input_pending = true;
 }
 

@@ -2,77 +2,29 @@
  * connection.h
  *	  A client connection of the subscriber server, and the set of them.
  *
- * The struct is shared by the server's files: each reads and writes the
- * part it owns (routes.c the protocol fields, reservations.c the snapshot
- * being made, flow_control.c the lag and backlog state, admission.c the
- * slot, server_worker.c the wait-event position, tls.c the TLS session).
+ * The connection's state is conn.h's struct. What a connection receives
+ * is handed on whole to the handlers the server installs at start
+ * (routes.c's, installed by server_worker.c), so that this layer does not
+ * know what a request means.
  *-------------------------------------------------------------------------
  */
 #ifndef ZS_CONNECTION_H
 #define ZS_CONNECTION_H
 
-#include <sys/types.h>
+#include "codec/http.h"
+#include "server/conn.h"
 
-#include "datatype/timestamp.h"
-#include "lib/stringinfo.h"
-
-#include "codec/websocket.h"
-#include "replica/backup_copy.h"
-#include "server/subscription.h"
-#include "server/upstream.h"
-
-struct ssl_st;					/* OpenSSL's SSL, used by tls.c only */
-
-typedef enum ZsConnState
+/*
+ * What the server does with what a connection receives: a complete request
+ * head; a request head that could not be parsed (status and error from the
+ * parser); a WebSocket text message. Each may queue output and close.
+ */
+typedef struct ZsConnHandlers
 {
-	ZS_CONN_HTTP,				/* reading the request head */
-	ZS_CONN_REPLYING,			/* request handled: an HTTP reply or a snapshot */
-	ZS_CONN_WEBSOCKET			/* upgraded */
-} ZsConnState;
-
-typedef struct ZsConn
-{
-	MemoryContext context;		/* everything the connection owns */
-	pgsocket	sock;
-	struct ssl_st *ssl;			/* the TLS session (zero_stream.ssl), or NULL */
-	bool		tls_established;	/* its handshake is done */
-	bool		tls_failed;		/* a TLS error: no close_notify */
-	uint32		tls_read_wait;	/* WL_SOCKET_* the handshake or a read waits for, or 0 */
-	uint32		tls_write_wait; /* WL_SOCKET_* a write waits for, or 0 */
-	char		address[64];	/* host:port, for the log */
-	char		host[64];		/* the address without its port */
-	ZsConnState state;
-	bool		admitted;		/* holds one of max_subscribers slots */
-	int64		head_bytes;		/* received while reading the request head */
-	StringInfoData in;			/* request head bytes */
-	StringInfoData out;			/* bytes not yet sent */
-	int			out_pos;
-	ZsWsReader	ws;
-	ZsSubscriber *sub;
-	bool		v7_subscribe;	/* /subscribe: messages flow both ways */
-	int			protocol;
-	ZsUpstream	up;				/* upstream ids and the snapshot reservation */
-	ZsBackupCopy *copy;		/* a snapshot being made for this client */
-	int			file_fd;		/* a file being sent after out, or -1 */
-	off_t		file_remaining;
-	bool		close_after_flush;
-	bool		closed;
-	bool		heard_since_ping;	/* any frame but a ping */
-	bool		read_ready;		/* the socket was reported readable */
-	bool		input_pending;	/* the round's read budget ran out */
-	bool		pong_owed;		/* a ping (the latest: pong_payload) is unanswered */
-	bool		pong_blocked;	/* ... and output was at the backlog limit */
-	uint8		pong_len;
-	char		pong_payload[125];
-	TimestampTz control_since;	/* the current one-second window of control frames */
-	int			control_frames; /* control frames received in it */
-	TimestampTz connected_since;
-	TimestampTz lagging_since;	/* 0 unless lagging behind the live stream */
-	bool		backlog_blocked;	/* above the high-water mark, not yet below the low */
-	TimestampTz last_ping;
-	int			event_pos;		/* in the server's wait-event set */
-	uint32		wait_events;	/* the WL_SOCKET_* events asked for there */
-} ZsConn;
+	void		(*request) (ZsConn *c, const ZsHttpRequest *req);
+	void		(*bad_request) (ZsConn *c, int status, const char *error);
+	void		(*message) (ZsConn *c, const char *text, int len);
+} ZsConnHandlers;
 
 /*
  * every connection, in accept order: at most zs_max_subscribers admitted
@@ -85,7 +37,8 @@ extern int	zs_nconns;
 /* a connection was added or closed: server_worker.c rebuilds its wait-event set */
 extern bool zs_conns_changed;
 
-extern void zs_conns_init(void);
+/* At the server's start; handlers must stay valid as long as the process. */
+extern void zs_conns_init(const ZsConnHandlers *handlers);
 
 /* A new connection on an accepted non-blocking socket, from host and port. */
 extern ZsConn *zs_conn_add(pgsocket sock, const char *host, const char *port);

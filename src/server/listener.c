@@ -184,7 +184,7 @@ zs_listener_accept(pgsocket listener)
 		pg_set_noblock(sock);
 		(void) setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		c = zs_conn_add(sock, host, port);
-		if (zs_tls_enabled() && !zs_tls_attach(c))
+		if (zs_tls_enabled() && !zs_tls_attach(&c->tls, sock, c->address, c->host))
 			zs_conn_close(c);
 	}
 }

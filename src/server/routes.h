@@ -1,17 +1,16 @@
 /*-------------------------------------------------------------------------
  * routes.h
  *	  What a request or a message on a connection leads to: the one place
- *	  that routes the server's HTTP paths and checks Basic auth.
+ *	  that routes the server's HTTP paths and checks Basic auth. These are
+ *	  the connections' handlers (ZsConnHandlers), which server_worker.c
+ *	  installs.
  *-------------------------------------------------------------------------
  */
 #ifndef ZS_ROUTES_H
 #define ZS_ROUTES_H
 
 #include "codec/http.h"
-#include "server/connection.h"
-
-/* where GET /replica/<taskID> serves snapshots (the backupURL's path) */
-#define ZS_REPLICA_PATH_PREFIX "/replica/"
+#include "server/conn.h"
 
 /* A complete request head. */
 extern void zs_route_request(ZsConn *c, const ZsHttpRequest *req);

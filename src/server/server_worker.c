@@ -50,6 +50,7 @@
 #include "server/listener.h"
 #include "server/peer_log.h"
 #include "server/reservations.h"
+#include "server/routes.h"
 #include "server/subscriber_slots.h"
 #include "server/tls.h"
 #include "shmem.h"
@@ -65,6 +66,13 @@ static pgsocket listeners[ZS_MAX_LISTENERS];
 static int	nlisteners = 0;
 static WaitEventSet *wait_set = NULL;
 static int	max_events = 0;			/* size of the events array */
+
+/* what the connections receive goes to routes.c */
+static const ZsConnHandlers route_handlers = {
+	.request = zs_route_request,
+	.bad_request = zs_route_bad_request,
+	.message = zs_route_message,
+};
 
 /* PostgreSQL 15 cannot remove events from a set: rebuild it when connections change */
 static void
@@ -283,7 +291,7 @@ run_server(void)
 
 	zs_tls_init();
 	nlisteners = zs_listeners_open(listeners);
-	zs_conns_init();
+	zs_conns_init(&route_handlers);
 	before_shmem_exit(close_at_exit, (Datum) 0);
 	/* open connections: max_subscribers admitted, max_pending_connections others */
 	max_events = 2 + ZS_MAX_LISTENERS + zs_max_subscribers + zs_max_pending_connections;

@@ -18,16 +18,19 @@
  *
  * Nothing here blocks the server's loop: the socket stays non-blocking, and
  * SSL_accept, SSL_read and SSL_write that need the socket again return at
- * once, leaving in the connection the event they wait for
- * (tls_read_wait, tls_write_wait), which zs_conn_wait_events() turns into
- * the connection's wait events. TLS 1.3 may make a read wait for the
+ * once, leaving in the session the event they wait for (read_wait,
+ * write_wait), which the connection (connection.c) turns into its wait
+ * events. TLS 1.3 may make a read wait for the
  * socket to be writable and a write wait for it to be readable, so each
  * side records its own. The handshake is part of the connection's pending
  * phase (admission.c): it counts against zero_stream.max_pending_connections
  * and zero_stream.handshake_timeout like a request head being sent. A
- * handshake that fails closes the connection with one rate-limited line
- * (peer_log.c); a plain HTTP request on the TLS port is answered with a
- * plain 400 saying so, as it cannot read anything else.
+ * handshake that fails is logged with one rate-limited line (peer_log.c)
+ * and reported to the connection, which closes; a plain HTTP request on the
+ * TLS port is answered first with a plain 400 saying so, as it cannot read
+ * anything else. This file is a transport under the connection: it works
+ * on a session (a socket and the peer's address for the log) and never on
+ * the connection itself.
  *
  * Sessions are neither cached nor resumed (no session tickets): a
  * subscriber connects once and stays. Renegotiation is refused.
@@ -211,27 +214,31 @@ zs_tls_enabled(void)
 }
 
 bool
-zs_tls_attach(ZsConn *c)
+zs_tls_attach(ZsTlsSession *tls, pgsocket sock, const char *address, const char *host)
 {
 	SSL		   *ssl;
 
 	ERR_clear_error();
 	ssl = SSL_new(context);
-	if (ssl == NULL || SSL_set_fd(ssl, c->sock) != 1)
+	if (ssl == NULL || SSL_set_fd(ssl, sock) != 1)
 	{
 		const char *why = tls_error_text(ERR_get_error(), errno);
 
 		ereport(LOG,
 				(errcode(ERRCODE_OUT_OF_MEMORY),
-				 errmsg("could not start TLS for the connection from %s: %s", c->address, why)));
+				 errmsg("could not start TLS for the connection from %s: %s", address, why)));
 		if (ssl != NULL)
 			SSL_free(ssl);
 		ERR_clear_error();
 		return false;
 	}
 	SSL_set_accept_state(ssl);
-	c->ssl = ssl;
-	c->tls_read_wait = WL_SOCKET_READABLE;
+	memset(tls, 0, sizeof(*tls));
+	tls->ssl = ssl;
+	tls->sock = sock;
+	tls->address = address;
+	tls->host = host;
+	tls->read_wait = WL_SOCKET_READABLE;
 	return true;
 }
 
@@ -242,7 +249,7 @@ zs_tls_attach(ZsConn *c)
  * discard the answer before the client reads it.
  */
 static void
-answer_plain_http(ZsConn *c)
+answer_plain_http(pgsocket sock)
 {
 	static const char reply[] =
 		"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n"
@@ -252,14 +259,14 @@ answer_plain_http(ZsConn *c)
 
 	StaticAssertStmt(sizeof("This port requires TLS: use a wss:// or https:// URL for it.\n") - 1 == 61,
 					 "Content-Length of the plain HTTP answer");
-	for (int i = 0; i < 4 && recv(c->sock, buf, sizeof(buf), 0) > 0; i++)
+	for (int i = 0; i < 4 && recv(sock, buf, sizeof(buf), 0) > 0; i++)
 		;
-	(void) send(c->sock, reply, sizeof(reply) - 1, 0);
+	(void) send(sock, reply, sizeof(reply) - 1, 0);
 }
 
-/* The handshake failed: log it (rate-limited) and close. */
+/* The handshake failed: log it (rate-limited), and answer plain HTTP in kind. */
 static void
-handshake_failed(ZsConn *c, int ssl_error, int save_errno)
+handshake_failed(ZsTlsSession *tls, int ssl_error, int save_errno)
 {
 	unsigned long ecode = ERR_get_error();
 	bool		plain_http = ERR_GET_LIB(ecode) == ERR_LIB_SSL &&
@@ -267,64 +274,63 @@ handshake_failed(ZsConn *c, int ssl_error, int save_errno)
 	int64		suppressed;
 
 	ERR_clear_error();
-	c->tls_failed = true;
+	tls->failed = true;
 	/* a peer that connects and hangs up (a port probe) is no failure to report */
 	if (ecode == 0 && save_errno == 0 &&
 		(ssl_error == SSL_ERROR_SYSCALL || ssl_error == SSL_ERROR_ZERO_RETURN))
 		ereport(DEBUG1,
 				(errcode(ERRCODE_CONNECTION_FAILURE),
-				 errmsg("connection from %s closed during its TLS handshake", c->address)));
-	else if (zs_peer_log_allowed(ZS_PEER_TLS_FAILED, c->host, &suppressed))
+				 errmsg("connection from %s closed during its TLS handshake", tls->address)));
+	else if (zs_peer_log_allowed(ZS_PEER_TLS_FAILED, tls->host, &suppressed))
 	{
 		if (plain_http)
 			ereport(LOG,
 					(errcode(ERRCODE_PROTOCOL_VIOLATION),
-					 errmsg("TLS handshake with %s failed: it sent a plain HTTP request", c->address),
+					 errmsg("TLS handshake with %s failed: it sent a plain HTTP request", tls->address),
 					 zs_peer_log_detail(suppressed),
 					 errhint("zero_stream.ssl is on: subscribers must use wss:// and https:// URLs.")));
 		else
 			ereport(LOG,
 					(errcode(ERRCODE_PROTOCOL_VIOLATION),
-					 errmsg("TLS handshake with %s failed: %s", c->address,
+					 errmsg("TLS handshake with %s failed: %s", tls->address,
 							tls_error_text(ecode, save_errno)),
 					 zs_peer_log_detail(suppressed)));
 	}
 	if (plain_http)
-		answer_plain_http(c);
-	zs_conn_close(c);
+		answer_plain_http(tls->sock);
 }
 
-bool
-zs_tls_handshake(ZsConn *c)
+ZsTlsHandshakeResult
+zs_tls_handshake(ZsTlsSession *tls)
 {
 	int			rc;
 	int			ssl_error;
 
-	if (c->tls_established)
-		return true;
-	if (c->closed)
-		return false;
+	if (tls->established)
+		return ZS_TLS_HANDSHAKE_DONE;
+	if (tls->failed)
+		return ZS_TLS_HANDSHAKE_FAILED;
 	ERR_clear_error();
 	errno = 0;
-	rc = SSL_accept(c->ssl);
+	rc = SSL_accept(tls->ssl);
 	if (rc == 1)
 	{
-		c->tls_established = true;
-		c->tls_read_wait = 0;
-		return true;
+		tls->established = true;
+		tls->read_wait = 0;
+		return ZS_TLS_HANDSHAKE_DONE;
 	}
-	ssl_error = SSL_get_error(c->ssl, rc);
+	ssl_error = SSL_get_error(tls->ssl, rc);
 	switch (ssl_error)
 	{
 		case SSL_ERROR_WANT_READ:
-			c->tls_read_wait = WL_SOCKET_READABLE;
-			return false;
+			tls->read_wait = WL_SOCKET_READABLE;
+			return ZS_TLS_HANDSHAKE_WAITING;
 		case SSL_ERROR_WANT_WRITE:
-			c->tls_read_wait = WL_SOCKET_WRITEABLE;
-			return false;
+			tls->read_wait = WL_SOCKET_WRITEABLE;
+			return ZS_TLS_HANDSHAKE_WAITING;
 		default:
-			handshake_failed(c, ssl_error, errno);
-			return false;
+			handshake_failed(tls, ssl_error, errno);
+			return ZS_TLS_HANDSHAKE_FAILED;
 	}
 }
 
@@ -334,9 +340,9 @@ zs_tls_handshake(ZsConn *c)
  * -1 with another errno on failure (logged, rate-limited, if TLS failed).
  */
 static ssize_t
-io_result(ZsConn *c, int rc, uint32 *wait, int save_errno)
+io_result(ZsTlsSession *tls, int rc, uint32 *wait, int save_errno)
 {
-	int			ssl_error = SSL_get_error(c->ssl, rc);
+	int			ssl_error = SSL_get_error(tls->ssl, rc);
 	unsigned long ecode;
 	int64		suppressed;
 
@@ -354,7 +360,7 @@ io_result(ZsConn *c, int rc, uint32 *wait, int save_errno)
 			return 0;			/* the peer's close_notify */
 		case SSL_ERROR_SYSCALL:
 			ecode = ERR_get_error();
-			c->tls_failed = true;
+			tls->failed = true;
 			if (ecode == 0)
 			{
 				if (save_errno == 0)
@@ -365,14 +371,14 @@ io_result(ZsConn *c, int rc, uint32 *wait, int save_errno)
 			break;
 		default:
 			ecode = ERR_get_error();
-			c->tls_failed = true;
+			tls->failed = true;
 			break;
 	}
 	ERR_clear_error();
-	if (zs_peer_log_allowed(ZS_PEER_TLS_FAILED, c->host, &suppressed))
+	if (zs_peer_log_allowed(ZS_PEER_TLS_FAILED, tls->host, &suppressed))
 		ereport(LOG,
 				(errcode(ERRCODE_PROTOCOL_VIOLATION),
-				 errmsg("TLS error on the connection from %s: %s", c->address,
+				 errmsg("TLS error on the connection from %s: %s", tls->address,
 						tls_error_text(ecode, save_errno)),
 				 zs_peer_log_detail(suppressed)));
 	errno = ECONNRESET;
@@ -380,31 +386,31 @@ io_result(ZsConn *c, int rc, uint32 *wait, int save_errno)
 }
 
 ssize_t
-zs_tls_read(ZsConn *c, void *buf, size_t len)
+zs_tls_read(ZsTlsSession *tls, void *buf, size_t len)
 {
 	int			n;
 
 	ERR_clear_error();
 	errno = 0;
-	c->tls_read_wait = 0;
-	n = SSL_read(c->ssl, buf, (int) Min(len, (size_t) INT_MAX));
+	tls->read_wait = 0;
+	n = SSL_read(tls->ssl, buf, (int) Min(len, (size_t) INT_MAX));
 	if (n > 0)
 		return n;
-	return io_result(c, n, &c->tls_read_wait, errno);
+	return io_result(tls, n, &tls->read_wait, errno);
 }
 
 ssize_t
-zs_tls_write(ZsConn *c, const void *buf, size_t len)
+zs_tls_write(ZsTlsSession *tls, const void *buf, size_t len)
 {
 	int			n;
 
 	ERR_clear_error();
 	errno = 0;
-	c->tls_write_wait = 0;
-	n = SSL_write(c->ssl, buf, (int) Min(len, (size_t) INT_MAX));
+	tls->write_wait = 0;
+	n = SSL_write(tls->ssl, buf, (int) Min(len, (size_t) INT_MAX));
 	if (n > 0)
 		return n;
-	n = (int) io_result(c, n, &c->tls_write_wait, errno);
+	n = (int) io_result(tls, n, &tls->write_wait, errno);
 	if (n == 0)
 	{
 		errno = EPIPE;			/* a write cannot end normally */
@@ -414,23 +420,23 @@ zs_tls_write(ZsConn *c, const void *buf, size_t len)
 }
 
 bool
-zs_tls_has_pending(const ZsConn *c)
+zs_tls_has_pending(const ZsTlsSession *tls)
 {
-	return c->ssl != NULL && SSL_pending(c->ssl) > 0;
+	return tls->ssl != NULL && SSL_pending(tls->ssl) > 0;
 }
 
 void
-zs_tls_close(ZsConn *c)
+zs_tls_close(ZsTlsSession *tls)
 {
-	if (c->ssl == NULL)
+	if (tls->ssl == NULL)
 		return;
 	/* best effort: the socket is non-blocking, and the peer's answer is not awaited */
-	if (c->tls_established && !c->tls_failed)
+	if (tls->established && !tls->failed)
 	{
 		ERR_clear_error();
-		(void) SSL_shutdown(c->ssl);
+		(void) SSL_shutdown(tls->ssl);
 	}
-	SSL_free(c->ssl);
+	SSL_free(tls->ssl);
 	ERR_clear_error();
-	c->ssl = NULL;
+	tls->ssl = NULL;
 }

@@ -2,13 +2,41 @@
  * tls.h
  *	  Optional TLS on the subscriber server's socket (zero_stream.ssl), with
  *	  the OpenSSL PostgreSQL itself links: the server's context, and the
- *	  non-blocking handshake, reads and writes of one connection.
+ *	  non-blocking handshake, reads and writes of one connection's session.
+ *	  A transport below the connection: it knows a socket and a peer's
+ *	  address, not the connection that reads and writes through it.
  *-------------------------------------------------------------------------
  */
 #ifndef ZS_TLS_H
 #define ZS_TLS_H
 
-#include "server/connection.h"
+#include <sys/types.h>
+
+struct ssl_st;					/* OpenSSL's SSL, used by tls.c only */
+
+/*
+ * One connection's TLS session. The connection reads the fields; tls.c
+ * writes them.
+ */
+typedef struct ZsTlsSession
+{
+	struct ssl_st *ssl;			/* OpenSSL's SSL, or NULL without TLS */
+	pgsocket	sock;
+	const char *address;		/* the peer's host:port, for the log */
+	const char *host;			/* the peer's address, for rate-limiting it */
+	bool		established;	/* the handshake is done */
+	bool		failed;			/* a TLS error: no close_notify */
+	uint32		read_wait;		/* WL_SOCKET_* the handshake or a read waits for, or 0 */
+	uint32		write_wait;		/* WL_SOCKET_* a write waits for, or 0 */
+} ZsTlsSession;
+
+/* Where a handshake stands after a step of it. */
+typedef enum ZsTlsHandshakeResult
+{
+	ZS_TLS_HANDSHAKE_DONE,
+	ZS_TLS_HANDSHAKE_WAITING,	/* for the socket: read_wait says what for */
+	ZS_TLS_HANDSHAKE_FAILED		/* logged: the caller closes the connection */
+} ZsTlsHandshakeResult;
 
 /*
  * At the server's start: with zero_stream.ssl on, load the certificate and
@@ -27,29 +55,33 @@ extern void zs_tls_reload(void);
 /* Does the server speak TLS? */
 extern bool zs_tls_enabled(void);
 
-/* Give a new connection its TLS session (server side); false if out of memory. */
-extern bool zs_tls_attach(ZsConn *c);
+/*
+ * Start a server-side session on the accepted socket sock of the peer at
+ * address (host without its port); both strings must outlive the session.
+ * False, logged, if out of memory.
+ */
+extern bool zs_tls_attach(ZsTlsSession *tls, pgsocket sock, const char *address,
+						  const char *host);
 
 /*
- * Advance the TLS handshake of c without blocking. True once it is done;
- * false while it waits for the peer (c->tls_read_wait says for what) or
- * when it failed: then c is closed, with a rate-limited log line.
+ * Advance the handshake without blocking. A handshake that fails is logged
+ * (rate-limited), and a plain HTTP request is answered in plain HTTP.
  */
-extern bool zs_tls_handshake(ZsConn *c);
+extern ZsTlsHandshakeResult zs_tls_handshake(ZsTlsSession *tls);
 
 /*
  * SSL_read/SSL_write as recv/send on a non-blocking socket: bytes moved
  * (> 0); 0 when the peer closed (read only); -1 with errno EAGAIN when
- * the operation waits for the socket (c->tls_read_wait or
- * c->tls_write_wait holds the event), or another errno on failure.
+ * the operation waits for the socket (read_wait or write_wait holds the
+ * event), or another errno on failure.
  */
-extern ssize_t zs_tls_read(ZsConn *c, void *buf, size_t len);
-extern ssize_t zs_tls_write(ZsConn *c, const void *buf, size_t len);
+extern ssize_t zs_tls_read(ZsTlsSession *tls, void *buf, size_t len);
+extern ssize_t zs_tls_write(ZsTlsSession *tls, const void *buf, size_t len);
 
 /* Decrypted bytes buffered in the session and not read yet. */
-extern bool zs_tls_has_pending(const ZsConn *c);
+extern bool zs_tls_has_pending(const ZsTlsSession *tls);
 
 /* Send the close_notify if possible, and free the session. */
-extern void zs_tls_close(ZsConn *c);
+extern void zs_tls_close(ZsTlsSession *tls);
 
 #endif							/* ZS_TLS_H */

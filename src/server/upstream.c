@@ -19,7 +19,7 @@
 #include <cjson/cJSON.h>
 
 #include "codec/websocket.h"
-#include "server/reservations.h"
+#include "server/reservation_offer.h"
 #include "server/upstream.h"
 
 static bool
@@ -60,7 +60,7 @@ reserve_snapshot(ZsUpstream *up, const cJSON *body, StringInfo out, char **error
 		return false;
 	}
 	initStringInfo(&status);
-	if (!zs_reservation_take(up->host, task, "snapshot", &status, up->reserved_watermark, error))
+	if (!zs_reservation_offer_make(up->host, task, "snapshot", &status, up->reserved_watermark, error))
 		return false;
 	up->reserved_task = pstrdup(task);
 	initStringInfo(&frame);
