@@ -3,6 +3,7 @@ MODULE_big = zero_stream
 OBJS = \
 	src/zero_stream.o \
 	src/guc.o \
+	src/ownership.o \
 	src/shmem.o \
 	src/sql_functions.o \
 	src/spi_xact.o \
@@ -28,6 +29,8 @@ OBJS = \
 	src/backfill/backfill_worker.o \
 	src/decoder/shard_setup.o \
 	src/purge/purge.o \
+	src/purge/purge_floor.o \
+	src/purge/purge_request.o \
 	src/decoder/subscriber_positions.o \
 	src/decoder/lag_report.o \
 	src/changelog/changelog.o \

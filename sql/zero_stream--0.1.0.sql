@@ -26,6 +26,8 @@ CREATE FUNCTION status(
     OUT initial_copy text,
     OUT backfill text,
     OUT backup_state text,
+    OUT backup_detail text,
+    OUT backup_hint text,
     OUT backup_watermark text,
     OUT last_error text,
     OUT last_error_time timestamptz,

@@ -188,11 +188,25 @@ zs_define_gucs(void)
 							"Whole upstream transactions are grouped until this much change text is pending; one larger transaction is still committed whole.",
 							&zs_commit_batch_kb, 16384, 64, 1048576, PGC_SIGHUP, GUC_UNIT_KB,
 							NULL, NULL, NULL);
+
+	/*
+	 * Fault injection, for TAP 013 only: the decoder's encoder
+	 * (decoding/change_encode.c, the one reader) treats every value of this
+	 * type as one it cannot read, which takes it down the fallback that
+	 * stores the value as its text, counts it in status().value_errors and
+	 * warns. Nothing else reaches that path on purpose (the canonical
+	 * session settings give every value a text the encoder reads), and the
+	 * TAP suites test the build that is installed, so the setting is in
+	 * every build rather than behind a test-only build flag: hidden (not in
+	 * SHOW ALL or the sample file), superuser-only, read by the decoder at
+	 * reload, 0 (no type) disables it; it costs one comparison per column
+	 * value. Nothing else reads it.
+	 */
 	DefineCustomIntVariable("zero_stream.test_unencodable_type",
-							"For tests only: treat every value of this type OID as one the encoder cannot read.",
-							"Exercises the fallback that stores such a value as its text; 0 (the default) disables it.",
+							"Fault injection for tests: treat every value of this type OID as one the encoder cannot read.",
+							"Exercises the fallback that stores such a value as its text; 0 (the default) disables it. Not for production use.",
 							&zs_test_unencodable_type, 0, 0, INT_MAX, PGC_SIGHUP,
-							GUC_NOT_IN_SAMPLE | GUC_NO_SHOW_ALL,
+							GUC_NOT_IN_SAMPLE | GUC_NO_SHOW_ALL | GUC_SUPERUSER_ONLY,
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("zero_stream.poll_interval",
 							"Longest wait for new WAL when no commit wakes the decoder.",
@@ -386,32 +400,6 @@ zs_publication_array(List *publications)
 										   false, TYPALIGN_INT));
 }
 
-/* host:port of the first listen address */
-static char *
-listen_host_port(void)
-{
-	char	   *first;
-	char	   *comma;
-
-	first = pstrdup(zs_listen_addresses ? zs_listen_addresses : "127.0.0.1");
-	if ((comma = strchr(first, ',')) != NULL)
-		*comma = '\0';
-	first = pstrdup(first + strspn(first, " "));
-	/* a wildcard is no address to reach: the host's name is */
-	if (strcmp(first, "*") == 0 || strcmp(first, "0.0.0.0") == 0 || strcmp(first, "::") == 0)
-	{
-		char		host[256];
-
-		if (gethostname(host, sizeof(host)) != 0)
-			strlcpy(host, "localhost", sizeof(host));
-		host[sizeof(host) - 1] = '\0';
-		first = pstrdup(host);
-	}
-	if (strchr(first, ':') != NULL)	/* IPv6 literal */
-		return psprintf("[%s]:%d", first, zs_port);
-	return psprintf("%s:%d", first, zs_port);
-}
-
 void
 zs_set_canonical_session(const char *application_name)
 {
@@ -425,57 +413,4 @@ zs_set_canonical_session(const char *application_name)
 	SetConfigOption("application_name", application_name, PGC_SUSET, PGC_S_OVERRIDE);
 	/* catalog queries and small inserts: JIT would only load LLVM (~60 MB) */
 	SetConfigOption("jit", "off", PGC_SUSET, PGC_S_OVERRIDE);
-}
-
-char *
-zs_owner_identity(void)
-{
-	static char *identity = NULL;
-
-	/*
-	 * Checked at every store: computed once. Nothing in it changes while a
-	 * worker runs (task_id and slot_name are postmaster settings; workers
-	 * start only once recovery, and with it any timeline switch, is over).
-	 */
-	if (identity == NULL)
-		identity = MemoryContextStrdup(TopMemoryContext,
-									   psprintf("%s@" UINT64_FORMAT "/%u/%s", zs_task_id,
-												GetSystemIdentifier(), GetWALInsertionTimeLine(),
-												zs_effective_slot_name()));
-	return identity;
-}
-
-bool
-zs_owner_is_this_decoder(const char *owner)
-{
-	const char *at = strrchr(owner, '@');
-	char		system[32];
-	const char *p;
-	int			len;
-
-	/* "@<system identifier>/<timeline>/<slot>": a task id may hold an '@' */
-	if (at == NULL)
-		return false;
-	len = snprintf(system, sizeof(system), UINT64_FORMAT "/", GetSystemIdentifier());
-	if (strncmp(at + 1, system, len) != 0)
-		return false;
-	p = at + 1 + len;
-	if (!isdigit((unsigned char) *p))
-		return false;
-	while (isdigit((unsigned char) *p))
-		p++;
-	return *p == '/' && p[1] != '\0';
-}
-
-char *
-zs_owner_address(void)
-{
-	if (zs_advertise_address != NULL && zs_advertise_address[0] != '\0')
-		return pstrdup(zs_advertise_address);
-	if (zs_port == 0)
-		return NULL;			/* no server: nothing to discover */
-	/* a TLS port is reached only with its scheme: say it */
-	if (zs_ssl)
-		return psprintf("wss://%s", listen_host_port());
-	return listen_host_port();
 }

@@ -17,7 +17,6 @@ extern char *zs_task_id;
 extern int	zs_changelog_batch_size;
 extern int	zs_commit_batch_kb;
 extern int	zs_poll_interval_ms;
-extern int	zs_test_unencodable_type;
 extern int	zs_slot_save_interval_ms;
 extern int	zs_purge_interval_ms;
 extern int	zs_subscriber_retention_ms;
@@ -40,6 +39,9 @@ extern int	zs_live_buffer_kb;
 extern int	zs_lag_report_interval_ms;
 extern char *zs_replica_file;
 
+/* Fault injection for TAP 013 (a type OID the encoder pretends it cannot read; 0: none), see guc.c */
+extern int	zs_test_unencodable_type;
+
 extern void zs_define_gucs(void);
 
 /*
@@ -54,28 +56,7 @@ extern const char *zs_rejected_identity_setting(void);
 
 /* Derived names, computed from the GUCs (palloc'd in the current context). */
 extern char *zs_cdc_schema_name(void);	/* "<app>_<shard>/cdc" */
-
-/*
- * replicationState.ownerAddress: advertise_address, or listen address:port
- * (wss://address:port with zero_stream.ssl); NULL without a server
- */
-extern char *zs_owner_address(void);
 extern char *zs_effective_slot_name(void);
-
-/*
- * replicationState.owner: the writing worker, "<task_id>@<system
- * identifier>/<timeline>/<slot>", so a cluster made from a copy of this one
- * (a promoted standby, a restored backup) never passes for its writer.
- */
-extern char *zs_owner_identity(void);
-
-/*
- * Was owner written by this cluster's decoder, whatever zero_stream.task_id,
- * the timeline and the slot were then (this system identifier)? Only one
- * decoder writes a database's log: another cluster with this system
- * identifier (a copy) writes its own database's.
- */
-extern bool zs_owner_is_this_decoder(const char *owner);
 extern char *zs_origin_name(void);
 extern char *zs_default_publication_name(void);	/* "_<app>_public_<shard>" */
 /*

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  * shmem.c
  *	  The shared state: its request/startup hooks, the workers' start-up
- *	  and failure bookkeeping, and small publishing helpers.
+ *	  and failure bookkeeping, requests to the decoder, and small
+ *	  publishing helpers.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -13,7 +14,6 @@
 #include "storage/ipc.h"
 #include "storage/shmem.h"
 #include "tcop/tcopprot.h"
-#include "utils/datetime.h"
 #include "utils/timestamp.h"
 
 #include "guc.h"
@@ -96,6 +96,16 @@ zs_shared_state_install_hooks(void)
 	shmem_request_hook = zs_shmem_request;
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = zs_shmem_startup;
+}
+
+void
+zs_require_shared_state(void)
+{
+	if (zs_shared == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("zero_stream is not loaded through shared_preload_libraries"),
+				 errhint("Add zero_stream to shared_preload_libraries and restart the server.")));
 }
 
 const char *
@@ -239,6 +249,29 @@ zs_worker_fail(ZsWorkerKind kind, MemoryContext context)
 	}
 	FreeErrorData(edata);
 	PG_RE_THROW();
+}
+
+int
+zs_ask_decoder(bool *flag, uint64 *purge_runs)
+{
+	int			pid;
+	Latch	   *latch;
+
+	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
+	pid = zs_shared->workers[ZS_WORKER_DECODER].pid;
+	latch = zs_shared->workers[ZS_WORKER_DECODER].latch;
+	if (purge_runs != NULL)
+		*purge_runs = zs_shared->purge_runs;
+	if (pid != 0)
+		*flag = true;
+	LWLockRelease(zs_shared->lock);
+	if (pid == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the zero_stream decoder is not running"),
+				 errhint("Check zero_stream.status() and the server log.")));
+	SetLatch(latch);
+	return pid;
 }
 
 Latch *
@@ -421,94 +454,4 @@ zs_departed_is_retained(const ZsDepartedSubscriber *d, const char *replica_versi
 	/* a position in another lineage's log vouches for nothing in this one */
 	return replica_version[0] == '\0' || d->replica_version[0] == '\0' ||
 		strcmp(d->replica_version, replica_version) == 0;
-}
-
-/* a timestamp as text, in buf (timestamptz_to_str's is static) */
-static const char *
-timestamp_text(TimestampTz t, char *buf)
-{
-	strlcpy(buf, timestamptz_to_str(t), MAXDATELEN + 1);
-	return buf;
-}
-
-static void
-lower_floor(char *floor, char *holder, int holder_len, const char *watermark, const char *who)
-{
-	if (watermark[0] == '\0')
-		return;
-	if (floor[0] == '\0' || strcmp(watermark, floor) < 0)
-	{
-		strlcpy(floor, watermark, ZS_WATERMARK_MAXLEN);
-		strlcpy(holder, who, holder_len);
-	}
-}
-
-bool
-zs_purge_floor(const char *gate, int retention_ms, char *floor, char *holder, int holder_len)
-{
-	TimestampTz now = GetCurrentTimestamp();
-	char		since[MAXDATELEN + 1];
-	char		until[MAXDATELEN + 1];
-	bool		backup_wanted = zs_replica_file != NULL && zs_replica_file[0] != '\0';
-
-	floor[0] = '\0';
-	holder[0] = '\0';
-	LWLockAcquire(zs_shared->lock, LW_SHARED);
-	if (backup_wanted)
-	{
-		const char *backup = zs_shared->backup_watermark;
-
-		/*
-		 * The backup replica, restored from by every new subscriber, holds
-		 * the floor; its watermark counts once it covers the head of when
-		 * the decoder started (a replica still catching up vouches for
-		 * nothing yet). A backup that cannot be served from (missing, of
-		 * another lineage, failing) does not hold the log forever.
-		 */
-		if (zs_shared->backup_state == ZS_BACKUP_FOLLOWING && backup[0] != '\0' &&
-			strcmp(backup, gate) >= 0)
-			lower_floor(floor, holder, holder_len, backup, "backup replica");
-		else if (zs_shared->backup_state == ZS_BACKUP_FOLLOWING ||
-				 zs_shared->backup_state == ZS_BACKUP_WAITING_FOR_DECODER ||
-				 zs_shared->backup_state == ZS_BACKUP_NOT_STARTED)
-		{
-			LWLockRelease(zs_shared->lock);
-			snprintf(holder, holder_len, "waiting for the backup replica to reach %s (at %s)",
-					 gate, backup[0] ? backup : "nothing yet");
-			return false;
-		}
-	}
-	for (int i = 0; i < zs_shared->max_subscribers; i++)
-	{
-		ZsSubscriberSlot *s = &zs_shared->subscribers[i];
-
-		char		who[2 * ZS_NAME_LEN + 32];
-
-		if (!zs_slot_holds_floor(s))
-			continue;
-		snprintf(who, sizeof(who), "%s %s (%s)",
-				 s->mode == ZS_SUB_MODE_SNAPSHOT ? "reservation" : "subscriber", s->id, s->address);
-		lower_floor(floor, holder, holder_len, s->watermark_acked, who);
-	}
-	for (int i = 0; i < zs_shared->max_departed; i++)
-	{
-		ZsDepartedSubscriber *d = &zs_departed_entries()[i];
-		char		who[ZS_NAME_LEN + 160];
-
-		if (!zs_departed_is_retained(d, zs_shared->replica_version, now, retention_ms))
-			continue;
-		snprintf(who, sizeof(who), "%s %s, disconnected at %s%s, retained until %s",
-				 d->mode == ZS_SUB_MODE_SNAPSHOT ? "reservation" : "subscriber", d->id,
-				 timestamp_text(d->departed_at, since),
-				 d->restored ? " (before the restart)" : "",
-				 timestamp_text(TimestampTzPlusMilliseconds(d->departed_at, retention_ms), until));
-		lower_floor(floor, holder, holder_len, d->watermark, who);
-	}
-	LWLockRelease(zs_shared->lock);
-	if (floor[0] == '\0')
-	{
-		strlcpy(holder, "no backup replica and no subscriber to vouch for a watermark", holder_len);
-		return false;
-	}
-	return true;
 }

@@ -172,7 +172,8 @@ typedef struct ZsSharedState
 	uint64		purged_rows;	/* in all */
 	uint64		purged_bytes;
 	TimestampTz last_purge_time;
-	char		purge_floor[ZS_WATERMARK_MAXLEN];	/* "" while nothing may be purged */
+	bool		has_purge_floor;	/* the last purge had a floor: purge_floor */
+	char		purge_floor[ZS_WATERMARK_MAXLEN];
 	char		purge_holder[ZS_ERROR_LEN / 4];	/* what holds the floor, or why no purge */
 	bool		positions_restored; /* the decoder read back the saved positions */
 
@@ -252,6 +253,9 @@ extern ZsLiveRound *zs_live;
 
 extern void zs_shared_state_install_hooks(void);
 
+/* For the SQL functions: an ERROR unless loaded through shared_preload_libraries. */
+extern void zs_require_shared_state(void);
+
 /*
  * Start-up shared by the workers: SIGTERM/SIGHUP handlers, the connection
  * to zero_stream.database, the application name, and the worker's pid and
@@ -264,6 +268,15 @@ extern void zs_worker_attach(ZsWorkerKind kind, const char *name);
  * or backup's state), then re-throw; the postmaster restarts the worker.
  */
 extern void zs_worker_fail(ZsWorkerKind kind, MemoryContext context) zs_noreturn;
+
+/*
+ * Ask the decoder for something: set *flag, one of the shared state's
+ * request fields (resync_requested, purge_requested), and wake it.
+ * *purge_runs, if not NULL, is read under the same lock: a purge that
+ * completes after it saw the request. Returns the decoder's pid; an ERROR
+ * if it does not run.
+ */
+extern int	zs_ask_decoder(bool *flag, uint64 *purge_runs);
 
 /* The worker's latch, to wake it; NULL if it is not running. */
 extern Latch *zs_worker_latch(ZsWorkerKind kind);
@@ -310,16 +323,5 @@ extern int	zs_count_retained(int retention_ms);
  */
 extern bool zs_departed_is_retained(const ZsDepartedSubscriber *d, const char *replica_version,
 									TimestampTz now, int retention_ms);
-
-/*
- * The purge floor: the lowest watermark anything may still need, among the
- * backup replica's (once it reached gate, the head when the decoder
- * started), every connected subscriber's acked watermark, every snapshot
- * reservation's, and every subscriber that left less than retention_ms
- * ago. Returns false, with the reason in holder, if nothing vouches for
- * any watermark (then nothing is purged); else the floor and what holds it.
- */
-extern bool zs_purge_floor(const char *gate, int retention_ms, char *floor,
-						   char *holder, int holder_len);
 
 #endif							/* ZS_SHMEM_H */

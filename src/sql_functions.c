@@ -1,8 +1,10 @@
 /*-------------------------------------------------------------------------
  * sql_functions.c
- *	  The extension's SQL functions: zero_stream.status() and
- *	  zero_stream.subscribers() read what the workers publish in shared
- *	  memory; zero_stream.resync() asks the decoder to start a new lineage.
+ *	  The extension's SQL functions: zero_stream.status(),
+ *	  zero_stream.subscribers() and zero_stream.workers() read what the
+ *	  workers publish in shared memory; zero_stream.resync() asks the
+ *	  decoder to start a new lineage (zero_stream.purge() is the purge's,
+ *	  purge/purge_request.c).
  *
  * zero_stream.resync(): the decoder drops its slot, creates a new one,
  * copies every published table into a new backup replica at the new
@@ -39,7 +41,7 @@ PG_FUNCTION_INFO_V1(zs_status);
 PG_FUNCTION_INFO_V1(zs_subscribers);
 PG_FUNCTION_INFO_V1(zs_workers);
 
-#define STATUS_COLUMNS 36
+#define STATUS_COLUMNS 38
 
 static Datum
 text_or_null(const char *s, bool *isnull)
@@ -88,27 +90,69 @@ decoder_state_name(ZsDecoderState state)
 	return "unknown";
 }
 
+/*
+ * The backup replica's state as a word (NULL without a backup replica),
+ * what it says in detail, and what to do about it (NULL: nothing).
+ */
 static const char *
-backup_state_text(const ZsSharedState *snap)
+backup_state_name(ZsBackupState state)
+{
+	if (zs_replica_file == NULL || zs_replica_file[0] == '\0')
+		return NULL;
+	switch (state)
+	{
+		case ZS_BACKUP_NOT_STARTED:
+			return "not_started";
+		case ZS_BACKUP_WAITING_FOR_DECODER:
+			return "waiting_for_decoder";
+		case ZS_BACKUP_MISSING:
+			return "missing";
+		case ZS_BACKUP_STALE:
+			return "stale";
+		case ZS_BACKUP_REPLACED:
+			return "replaced";
+		case ZS_BACKUP_FOLLOWING:
+			return "following";
+		case ZS_BACKUP_FAILED:
+			return "failed";
+	}
+	return "unknown";
+}
+
+static const char *
+backup_state_detail(const ZsSharedState *snap)
 {
 	switch (snap->backup_state)
 	{
 		case ZS_BACKUP_NOT_STARTED:
+		case ZS_BACKUP_FOLLOWING:
 			return NULL;
 		case ZS_BACKUP_WAITING_FOR_DECODER:
-			return "waiting for the decoder";
+			return "the replicator waits for the decoder to stream";
 		case ZS_BACKUP_MISSING:
-			return "missing: the replica file does not exist; SELECT zero_stream.resync() copies it again";
+			return "the replica file does not exist";
 		case ZS_BACKUP_STALE:
-			return psprintf("stale: %s", snap->backup_detail);
+			return snap->backup_detail;
 		case ZS_BACKUP_REPLACED:
 			return "replaced by a new initial copy";
-		case ZS_BACKUP_FOLLOWING:
-			return "following";
 		case ZS_BACKUP_FAILED:
-			return "error (restarting): see zero_stream.workers()";
+			return "the replicator stopped on an error and restarts";
 	}
-	return "unknown";
+	return NULL;
+}
+
+static const char *
+backup_state_hint(ZsBackupState state)
+{
+	switch (state)
+	{
+		case ZS_BACKUP_MISSING:
+			return "SELECT zero_stream.resync() copies it again";
+		case ZS_BACKUP_FAILED:
+			return "see zero_stream.workers()";
+		default:
+			return NULL;
+	}
 }
 
 static const char *
@@ -147,16 +191,6 @@ worker_name(ZsWorkerKind kind)
 			return "replicator";
 	}
 	return "unknown";
-}
-
-static void
-check_loaded(void)
-{
-	if (zs_shared == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("zero_stream is not loaded through shared_preload_libraries"),
-				 errhint("Add zero_stream to shared_preload_libraries and restart the server.")));
 }
 
 /*
@@ -199,7 +233,7 @@ zs_status(PG_FUNCTION_ARGS)
 	char		slot_warning[ZS_ERROR_LEN];
 	int			i = 0;
 
-	check_loaded();
+	zs_require_shared_state();
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 
@@ -255,7 +289,11 @@ zs_status(PG_FUNCTION_ARGS)
 	i++;
 	values[i] = text_or_null(snap.backfill_progress, &nulls[i]);
 	i++;
-	values[i] = text_or_null(backup_state_text(&snap), &nulls[i]);
+	values[i] = text_or_null(backup_state_name(snap.backup_state), &nulls[i]);
+	i++;
+	values[i] = text_or_null(backup_state_detail(&snap), &nulls[i]);
+	i++;
+	values[i] = text_or_null(backup_state_hint(snap.backup_state), &nulls[i]);
 	i++;
 	values[i] = text_or_null(snap.backup_watermark, &nulls[i]);
 	i++;
@@ -268,8 +306,8 @@ zs_status(PG_FUNCTION_ARGS)
 	i++;
 	change_log_size(&values[i], &nulls[i], &values[i + 1], &nulls[i + 1]);
 	i += 2;
-	values[i] = text_or_null(snap.purge_floor, &nulls[i]);
-	i++;
+	values[i] = CStringGetTextDatum(snap.purge_floor);
+	nulls[i++] = !snap.has_purge_floor;
 	values[i] = text_or_null(snap.purge_holder, &nulls[i]);
 	i++;
 	values[i++] = Int64GetDatum((int64) snap.purged_rows);
@@ -304,7 +342,7 @@ zs_subscribers(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	TimestampTz now = GetCurrentTimestamp();
 
-	check_loaded();
+	zs_require_shared_state();
 	InitMaterializedSRF(fcinfo, 0);
 
 	LWLockAcquire(zs_shared->lock, LW_SHARED);
@@ -388,7 +426,7 @@ zs_workers(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	ZsWorkerSlot slots[ZS_NUM_WORKERS];
 
-	check_loaded();
+	zs_require_shared_state();
 	InitMaterializedSRF(fcinfo, 0);
 	LWLockAcquire(zs_shared->lock, LW_SHARED);
 	memcpy(slots, zs_shared->workers, sizeof(slots));
@@ -424,84 +462,6 @@ zs_stream_publications(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(zs_publication_array(zs_publication_list()));
 }
 
-/*
- * Ask the decoder for something: set its request flag (a field of the
- * shared state) and wake it. *purge_runs, if given, is read under the same
- * lock. Returns the decoder's pid; an error if it does not run.
- */
-static int
-ask_decoder(bool *flag, uint64 *purge_runs)
-{
-	int			pid;
-	Latch	   *latch;
-
-	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
-	pid = zs_shared->workers[ZS_WORKER_DECODER].pid;
-	latch = zs_shared->workers[ZS_WORKER_DECODER].latch;
-	if (purge_runs != NULL)
-		*purge_runs = zs_shared->purge_runs;
-	if (pid != 0)
-		*flag = true;
-	LWLockRelease(zs_shared->lock);
-	if (pid == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("the zero_stream decoder is not running"),
-				 errhint("Check zero_stream.status() and the server log.")));
-	SetLatch(latch);
-	return pid;
-}
-
-PG_FUNCTION_INFO_V1(zs_purge);
-
-/*
- * zero_stream.purge(timeout): the decoder is the change log's only writer,
- * so it purges; this asks it to now and waits for that purge to finish.
- */
-Datum
-zs_purge(PG_FUNCTION_ARGS)
-{
-	Interval   *timeout = PG_GETARG_INTERVAL_P(0);
-	TimestampTz deadline = GetCurrentTimestamp() +
-		timeout->time + (timeout->day + (int64) timeout->month * 30) * USECS_PER_DAY;
-	TupleDesc	tupdesc;
-	Datum		values[4];
-	bool		nulls[4] = {false, false, false, false};
-	uint64		runs;
-
-	check_loaded();
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-	(void) ask_decoder(&zs_shared->purge_requested, &runs);
-	for (;;)
-	{
-		bool		done;
-
-		LWLockAcquire(zs_shared->lock, LW_SHARED);
-		done = zs_shared->purge_runs > runs;
-		if (done)
-		{
-			values[0] = Int64GetDatum(zs_shared->last_purge_rows);
-			values[1] = Int64GetDatum(zs_shared->last_purge_bytes);
-			values[2] = text_or_null(zs_shared->purge_floor, &nulls[2]);
-			values[3] = text_or_null(zs_shared->purge_holder, &nulls[3]);
-		}
-		LWLockRelease(zs_shared->lock);
-		if (done)
-			break;
-		if (GetCurrentTimestamp() >= deadline)
-			ereport(ERROR,
-					(errcode(ERRCODE_QUERY_CANCELED),
-					 errmsg("the zero_stream decoder did not purge within the timeout"),
-					 errhint("It purges between decoding rounds; check zero_stream.status().")));
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 20L,
-						 PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-	}
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
-}
-
 PG_FUNCTION_INFO_V1(zs_resync);
 
 Datum
@@ -509,12 +469,12 @@ zs_resync(PG_FUNCTION_ARGS)
 {
 	int			pid;
 
-	check_loaded();
+	zs_require_shared_state();
 	/* asked for by an operator: no failure's reason goes with it */
 	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
 	zs_shared->reset_reason[0] = '\0';
 	LWLockRelease(zs_shared->lock);
-	pid = ask_decoder(&zs_shared->resync_requested, NULL);
+	pid = zs_ask_decoder(&zs_shared->resync_requested, NULL);
 	ereport(NOTICE,
 			(errcode(ERRCODE_SUCCESSFUL_COMPLETION),
 			 errmsg("zero_stream decoder (PID %d) will start a new lineage", pid),

@@ -23,6 +23,7 @@
 #include "changelog/changelog.h"
 #include "changelog/changelog_insert.h"
 #include "guc.h"
+#include "ownership.h"
 
 #define ZS_SCHEMA_VERSION 6
 

@@ -148,24 +148,6 @@ extern void zs_changelog_scan_begin(ZsChangeLogScan *scan, const char *after_wat
 extern bool zs_changelog_scan_next(ZsChangeLogScan *scan);
 extern void zs_changelog_scan_end(ZsChangeLogScan *scan);
 
-/*
- * One purge batch (changelog_purge.c): delete at most limit rows below
- * floor after (after_watermark, after_pos), which it moves to the last row
- * deleted ("" and -1 to start a purge), never the newest transaction;
- * LOCKED if the oldest row is locked by someone (the purge lock, checked
- * at a purge's first batch), MORE if a full batch was deleted.
- */
-typedef enum ZsPurgeResult
-{
-	ZS_PURGE_DONE,
-	ZS_PURGE_MORE,
-	ZS_PURGE_LOCKED
-} ZsPurgeResult;
-
-extern ZsPurgeResult zs_changelog_purge_batch(const char *floor, int limit,
-											  char *after_watermark, int64 *after_pos,
-											  int64 *rows, int64 *bytes);
-
 /* The oldest watermark in the log ("" if it is empty). */
 extern void zs_changelog_read_floor(char *floor);
 

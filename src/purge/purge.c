@@ -3,13 +3,14 @@
  *	  When the decoder purges the change log, and how far
  *	  (docs/zero-protocol.md §6.5, §7; zero-cache's change-streamer cleanup).
  *
- * Every zero_stream.purge_interval, or when zero_stream.purge() asks, the
- * decoder computes the floor (shmem.c's zs_purge_floor: the backup
- * replica's watermark once it covers the head of when the decoder started,
- * every connected subscriber's acked watermark, every snapshot
+ * Every zero_stream.purge_interval, or when zero_stream.purge() asks
+ * (purge_request.c), the decoder computes the floor (purge_floor.c: the
+ * backup replica's watermark once it covers the head of when the decoder
+ * started, every connected subscriber's acked watermark, every snapshot
  * reservation's, every subscriber that left less than
  * zero_stream.subscriber_retention ago) and deletes the rows below it in
- * batches, each its own transaction, between decoding rounds:
+ * batches (purge_batch.c), each its own transaction, between decoding
+ * rounds:
  *   - a batch's size adapts so that it takes about PURGE_BATCH_MS (between
  *     PURGE_BATCH_MIN_ROWS and PURGE_BATCH_MAX_ROWS): the stream waits for
  *     at most one batch;
@@ -18,7 +19,12 @@
  *     decoder's time (time credit earned while decoding), so a purge of
  *     millions of rows does not slow a backlog's store by more than that;
  *     it catches up at full speed once the decoder is idle.
- * What was purged, the floor and what holds it are in zero_stream.status().
+ * A purge that waits for the backup replica (it opens after the decoder's
+ * start or its initial copy, or catches up with the head of the start) is
+ * tried again after PURGE_WAIT_RETRY_MS rather than a whole purge_interval
+ * later: the replica gets there within moments, and from then on it holds
+ * the floor. What was purged, the floor and what holds it are in
+ * zero_stream.status().
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -26,9 +32,10 @@
 #include "miscadmin.h"
 #include "utils/timestamp.h"
 
-#include "changelog/changelog.h"
-#include "purge/purge.h"
 #include "guc.h"
+#include "purge/purge.h"
+#include "purge/purge_batch.h"
+#include "purge/purge_floor.h"
 #include "shmem.h"
 #include "spi_xact.h"
 
@@ -37,6 +44,7 @@
 #define PURGE_BATCH_MS 25
 #define PURGE_STEP_MS 200
 #define PURGE_BUSY_SHARE 10
+#define PURGE_WAIT_RETRY_MS 1000
 
 static int	batch_rows = 5000;
 static double credit_ms = 0;	/* purge time earned while decoding */
@@ -45,6 +53,8 @@ static TimestampTz last_step_end = 0;
 static TimestampTz last_purge = 0;
 static bool running = false;		/* a purge is spread over iterations */
 static bool requested = false;
+static bool waiting = false;	/* the last purge waited for the backup replica */
+static bool has_floor = false;	/* floor_watermark holds the floor */
 static char floor_watermark[ZS_WATERMARK_MAXLEN];
 static char holder[ZS_ERROR_LEN / 4];
 static int64 run_rows;
@@ -52,11 +62,13 @@ static int64 run_bytes;
 static char after_watermark[ZS_WATERMARK_MAXLEN];	/* the last row deleted */
 static int64 after_pos;
 
+/* the floor and its holder in the shared state; finished: the purge's results too */
 static void
 publish(bool finished)
 {
 	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
-	strlcpy(zs_shared->purge_floor, floor_watermark, sizeof(zs_shared->purge_floor));
+	zs_shared->has_purge_floor = has_floor;
+	strlcpy(zs_shared->purge_floor, has_floor ? floor_watermark : "", sizeof(zs_shared->purge_floor));
 	strlcpy(zs_shared->purge_holder, holder, sizeof(zs_shared->purge_holder));
 	if (finished)
 	{
@@ -80,6 +92,19 @@ take_request(void)
 	return r;
 }
 
+/* Is a periodic purge due at now? Never with purge_interval 0. */
+static bool
+purge_due(TimestampTz now)
+{
+	int			interval_ms = zs_purge_interval_ms;
+
+	if (interval_ms == 0)
+		return false;
+	if (waiting)
+		interval_ms = Min(interval_ms, PURGE_WAIT_RETRY_MS);
+	return TimestampDifferenceExceeds(last_purge, now, interval_ms);
+}
+
 /* next batch's size: about PURGE_BATCH_MS at the rate the last one ran */
 static void
 adapt_batch_rows(int64 rows, long ms)
@@ -97,20 +122,23 @@ bool
 zs_purge_step(const char *gate, bool decoding)
 {
 	TimestampTz start = GetCurrentTimestamp();
-	ZsPurgeResult result = ZS_PURGE_DONE;
+	ZsPurgeBatchResult result = ZS_PURGE_BATCH_DONE;
 	long		budget_ms = PURGE_STEP_MS;
 
 	requested |= take_request();
 	if (!running)
 	{
-		if (!requested &&
-			(zs_purge_interval_ms == 0 ||
-			 !TimestampDifferenceExceeds(last_purge, start, zs_purge_interval_ms)))
+		ZsPurgeFloor found;
+
+		if (!requested && !purge_due(start))
 			return false;
 		run_rows = run_bytes = 0;
-		if (!zs_purge_floor(gate, zs_subscriber_retention_ms, floor_watermark, holder, sizeof(holder)))
+		found = zs_purge_floor(gate, zs_subscriber_retention_ms, floor_watermark, holder,
+							   sizeof(holder));
+		waiting = (found == ZS_PURGE_FLOOR_WAITING);
+		has_floor = (found == ZS_PURGE_FLOOR_HELD);
+		if (!has_floor)
 		{
-			floor_watermark[0] = '\0';
 			last_purge = start;
 			requested = false;
 			publish(true);
@@ -143,8 +171,8 @@ zs_purge_step(const char *gate, bool decoding)
 		TimestampTz batch_start = GetCurrentTimestamp();
 
 		zs_spi_xact_begin("zero_stream: purging the change log");
-		result = zs_changelog_purge_batch(floor_watermark, batch_rows, after_watermark, &after_pos,
-										  &rows, &bytes);
+		result = zs_purge_batch(floor_watermark, batch_rows, after_watermark, &after_pos,
+								&rows, &bytes);
 		zs_spi_xact_commit();
 		adapt_batch_rows(rows, TimestampDifferenceMilliseconds(batch_start, GetCurrentTimestamp()));
 		run_rows += rows;
@@ -157,26 +185,26 @@ zs_purge_step(const char *gate, bool decoding)
 			LWLockRelease(zs_shared->lock);
 		}
 		CHECK_FOR_INTERRUPTS();
-	} while (result == ZS_PURGE_MORE &&
+	} while (result == ZS_PURGE_BATCH_MORE &&
 			 !TimestampDifferenceExceeds(start, GetCurrentTimestamp(), budget_ms));
 
 	last_step_end = GetCurrentTimestamp();
 	if (decoding)
 		credit_ms -= TimestampDifferenceMilliseconds(start, last_step_end);
-	if (result == ZS_PURGE_MORE)
+	if (result == ZS_PURGE_BATCH_MORE)
 		return true;			/* the next iteration goes on */
 
 	running = false;
 	requested = false;
 	last_purge = GetCurrentTimestamp();
-	if (result == ZS_PURGE_LOCKED)
+	if (result == ZS_PURGE_BATCH_LOCKED)
 		snprintf(holder, sizeof(holder), "the purge lock (a row lock on the oldest change-log row)");
 	publish(true);
 	if (run_rows > 0)
 		ereport(LOG,
 				(errmsg("zero_stream purged " INT64_FORMAT " change-log rows (" INT64_FORMAT " kB) below watermark %s, held by %s",
 						run_rows, run_bytes / 1024, floor_watermark, holder)));
-	else if (result == ZS_PURGE_LOCKED)
+	else if (result == ZS_PURGE_BATCH_LOCKED)
 		ereport(LOG,
 				(errmsg("zero_stream did not purge the change log: its oldest row is locked (the purge lock)")));
 	return false;

@@ -1,5 +1,5 @@
 /*-------------------------------------------------------------------------
- * changelog_purge.c
+ * purge_batch.c
  *	  Deleting change-log rows below the purge floor, in bounded batches
  *	  (docs/zero-protocol.md §6.5, zero-cache's purgeRecordsBefore).
  *
@@ -25,8 +25,10 @@
 #include "executor/spi.h"
 #include "utils/builtins.h"
 
-#include "changelog/changelog.h"
+#include "codec/watermark.h"
 #include "guc.h"
+#include "ownership.h"
+#include "purge/purge_batch.h"
 
 static const char *
 cdc(void)
@@ -82,9 +84,9 @@ check_ownership(void)
 				 errdetail("This decoder is %s.", zs_owner_identity())));
 }
 
-ZsPurgeResult
-zs_changelog_purge_batch(const char *floor, int limit, char *after_watermark, int64 *after_pos,
-						 int64 *rows, int64 *bytes)
+ZsPurgeBatchResult
+zs_purge_batch(const char *floor, int limit, char *after_watermark, int64 *after_pos,
+			   int64 *rows, int64 *bytes)
 {
 	const char *s = cdc();
 	Oid			types[4] = {TEXTOID, INT4OID, TEXTOID, INT8OID};
@@ -95,7 +97,7 @@ zs_changelog_purge_batch(const char *floor, int limit, char *after_watermark, in
 	*rows = 0;
 	*bytes = 0;
 	if (after_watermark[0] == '\0' && !purge_lock_taken())
-		return ZS_PURGE_LOCKED;
+		return ZS_PURGE_BATCH_LOCKED;
 	values[0] = CStringGetTextDatum(floor);
 	values[1] = Int32GetDatum(limit);
 	values[2] = CStringGetTextDatum(after_watermark);
@@ -137,5 +139,5 @@ zs_changelog_purge_batch(const char *floor, int limit, char *after_watermark, in
 		*bytes = DatumGetInt64(SPI_getbinval(tuple, desc, 5, &isnull));
 	}
 	check_ownership();
-	return found < limit ? ZS_PURGE_DONE : ZS_PURGE_MORE;
+	return found < limit ? ZS_PURGE_BATCH_DONE : ZS_PURGE_BATCH_MORE;
 }

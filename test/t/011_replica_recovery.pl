@@ -242,10 +242,12 @@ waitpid($proxy, 0);
 $node->stop;
 unlink $backup, "$backup-wal", "$backup-shm";
 $node->start;
-$node->poll_query_until('postgres', q{SELECT backup_state LIKE 'missing:%resync%' FROM zero_stream.status()})
+$node->poll_query_until('postgres', q{SELECT backup_state = 'missing' FROM zero_stream.status()})
   or die 'a missing backup replica is not reported: '
-  . $node->safe_psql('postgres', 'SELECT backup_state FROM zero_stream.status()');
-pass('a missing backup replica is reported with the way to rebuild it');
+  . $node->safe_psql('postgres', 'SELECT backup_state, backup_detail, backup_hint FROM zero_stream.status()');
+is($node->safe_psql('postgres', q{SELECT backup_detail || '|' || backup_hint FROM zero_stream.status()}),
+	'the replica file does not exist|SELECT zero_stream.resync() copies it again',
+	'a missing backup replica is reported with the way to rebuild it');
 $node->safe_psql('postgres', 'SELECT zero_stream.resync()');
 $node->poll_query_until('postgres', "SELECT backup_state = 'following' FROM zero_stream.status()")
   or die 'resync did not rebuild the backup replica';

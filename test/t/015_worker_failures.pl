@@ -71,8 +71,8 @@ ok($node->poll_query_until('postgres',
 		q{SELECT restarts >= 1 AND last_error <> '' FROM zero_stream.workers() WHERE worker = 'replicator'}),
 	'workers(): the failing replicator shows its restarts and its error')
   or diag $node->safe_psql('postgres', 'SELECT * FROM zero_stream.workers()');
-like($node->safe_psql('postgres', q{SELECT backup_state FROM zero_stream.status()}),
-	qr/^error \(restarting\)/, 'status(): the backup state says the replicator is failing');
+is($node->safe_psql('postgres', q{SELECT backup_state || '|' || backup_hint FROM zero_stream.status()}),
+	'failed|see zero_stream.workers()', 'status(): the backup state says the replicator is failing, and where to look');
 is($node->safe_psql('postgres', q{SELECT restarts FROM zero_stream.workers() WHERE worker = 'server'}),
 	'0', 'the server, now listening, counts no restart since this start');
 

@@ -175,4 +175,26 @@ cmp_ok(sql(qq{SELECT count(*) FROM $CDC."changeLog"}), '<', 200, 'the change log
 
 zs_check_log_integrity($node, 'after purges');
 $node->stop;
+
+# 7. as in scripts/demo.sh, with the default purge_interval: the decoder's
+# first purge runs at its start, before the backup replica written by the
+# initial copy follows; once it follows, it holds the floor within seconds,
+# not at the next purge a purge_interval later.
+my $demo = zs_new_node('purge_demo', extra_conf => "zero_stream.purge_interval = '60s'\n",
+	before_extension => 'CREATE TABLE t (id bigserial PRIMARY KEY, v text)');
+$demo->safe_psql('postgres', q{INSERT INTO t (v) SELECT 'row ' || g FROM generate_series(1, 100) g});
+zs_wait_catchup($demo);
+zs_wait_backup($demo);
+my $demo_held;
+for (1 .. 100)
+{
+	$demo_held = $demo->safe_psql('postgres', 'SELECT purge_held_by FROM zero_stream.status()');
+	last if $demo_held eq 'backup replica';
+	usleep(100_000);
+}
+is($demo_held, 'backup replica',
+	'default purge_interval: status() names the backup replica as the holder once it follows');
+is($demo->safe_psql('postgres', 'SELECT purge_floor IS NOT NULL FROM zero_stream.status()'), 't',
+	'default purge_interval: and shows its floor');
+$demo->stop;
 done_testing();
