@@ -81,6 +81,19 @@ SET zero_stream.changelog_batch_size = 10;
 SELECT count(*) AS connections FROM zero_stream.subscribers();
 SELECT retained_subscribers, slot_warning FROM zero_stream.status();
 SELECT count(*) AS saved_positions FROM zero_stream.subscriber_positions;
+-- the backup replica follows; with purge_interval = 0 nothing was purged, so
+-- there is no floor and nothing holds it
+DO $$
+BEGIN
+    FOR i IN 1..1500 LOOP
+        EXIT WHEN (SELECT backup_state = 'following' FROM zero_stream.status());
+        PERFORM pg_sleep(0.02);
+    END LOOP;
+END $$;
+SELECT backup_state, backup_detail, backup_hint, purge_floor, purge_held_by
+  FROM zero_stream.status();
+-- the fault-injection setting is off
+SHOW zero_stream.test_unencodable_type;
 -- the positions table is the extension's: no one else may write it
 SELECT has_table_privilege('public', 'zero_stream.subscriber_positions', 'INSERT') AS public_may_write;
 -- (last: it writes a published table) the permissions hash is kept by a trigger
