@@ -157,7 +157,7 @@ void
 zs_request_reset(const char *reason)
 {
 	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
-	zs_shared->resync_requested = true;
+	zs_shared->resync_cause = ZS_RESYNC_FAILURE;
 	strlcpy(zs_shared->reset_reason, reason, sizeof(zs_shared->reset_reason));
 	LWLockRelease(zs_shared->lock);
 }
@@ -252,7 +252,7 @@ zs_worker_fail(ZsWorkerKind kind, MemoryContext context)
 }
 
 int
-zs_ask_decoder(bool *flag, uint64 *purge_runs)
+zs_ask_decoder(ZsDecoderRequest request, uint64 *purge_runs)
 {
 	int			pid;
 	Latch	   *latch;
@@ -262,8 +262,13 @@ zs_ask_decoder(bool *flag, uint64 *purge_runs)
 	latch = zs_shared->workers[ZS_WORKER_DECODER].latch;
 	if (purge_runs != NULL)
 		*purge_runs = zs_shared->purge_runs;
-	if (pid != 0)
-		*flag = true;
+	if (pid != 0 && request == ZS_ASK_PURGE)
+		zs_shared->purge_requested = true;
+	else if (pid != 0)
+	{
+		zs_shared->resync_cause = ZS_RESYNC_ASKED;
+		zs_shared->reset_reason[0] = '\0';
+	}
 	LWLockRelease(zs_shared->lock);
 	if (pid == 0)
 		ereport(ERROR,

@@ -128,6 +128,21 @@ typedef enum ZsBackupState
 
 #define ZS_LAG_REPORT_LEN 256
 
+/* Why the decoder is to start a new lineage (decoder/resync.c takes it). */
+typedef enum ZsResyncCause
+{
+	ZS_RESYNC_NONE,				/* nothing asked */
+	ZS_RESYNC_ASKED,			/* zero_stream.resync() */
+	ZS_RESYNC_FAILURE			/* a failure: the lineage cannot continue */
+} ZsResyncCause;
+
+/* What zero_stream's SQL functions ask the decoder for. */
+typedef enum ZsDecoderRequest
+{
+	ZS_ASK_RESYNC,				/* a new lineage (zero_stream.resync()) */
+	ZS_ASK_PURGE				/* a purge now (zero_stream.purge()) */
+} ZsDecoderRequest;
+
 typedef struct ZsSharedState
 {
 	LWLock	   *lock;
@@ -136,8 +151,8 @@ typedef struct ZsSharedState
 
 	/* decoder */
 	ZsDecoderState decoder_state;
-	bool		resync_requested;	/* zero_stream.resync(): start a new lineage */
-	char		reset_reason[ZS_ERROR_LEN];	/* why a failure asked for it ("": resync()) */
+	ZsResyncCause resync_cause; /* a new lineage asked for, and by whom */
+	char		reset_reason[ZS_ERROR_LEN];	/* ZS_RESYNC_FAILURE: what failed */
 	char		slot_name[NAMEDATALEN];
 	char		replica_version[ZS_WATERMARK_MAXLEN];
 	char		last_watermark[ZS_WATERMARK_MAXLEN];
@@ -270,13 +285,13 @@ extern void zs_worker_attach(ZsWorkerKind kind, const char *name);
 extern void zs_worker_fail(ZsWorkerKind kind, MemoryContext context) zs_noreturn;
 
 /*
- * Ask the decoder for something: set *flag, one of the shared state's
- * request fields (resync_requested, purge_requested), and wake it.
+ * Ask the decoder for something (a resync() request replaces a failure's
+ * pending one), and wake it.
  * *purge_runs, if not NULL, is read under the same lock: a purge that
  * completes after it saw the request. Returns the decoder's pid; an ERROR
  * if it does not run.
  */
-extern int	zs_ask_decoder(bool *flag, uint64 *purge_runs);
+extern int	zs_ask_decoder(ZsDecoderRequest request, uint64 *purge_runs);
 
 /* The worker's latch, to wake it; NULL if it is not running. */
 extern Latch *zs_worker_latch(ZsWorkerKind kind);

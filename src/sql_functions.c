@@ -467,11 +467,7 @@ zs_resync(PG_FUNCTION_ARGS)
 	int			pid;
 
 	zs_require_shared_state();
-	/* asked for by an operator: no failure's reason goes with it */
-	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
-	zs_shared->reset_reason[0] = '\0';
-	LWLockRelease(zs_shared->lock);
-	pid = zs_ask_decoder(&zs_shared->resync_requested, NULL);
+	pid = zs_ask_decoder(ZS_ASK_RESYNC, NULL);
 	ereport(NOTICE,
 			(errcode(ERRCODE_SUCCESSFUL_COMPLETION),
 			 errmsg("zero_stream decoder (PID %d) will start a new lineage", pid),

@@ -33,14 +33,12 @@ zs_resync_take(char *reason)
 	ZsResyncCause cause;
 
 	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
-	if (!zs_shared->resync_requested)
-		cause = ZS_RESYNC_NONE;
-	else if (zs_shared->reset_reason[0] == '\0')
-		cause = ZS_RESYNC_ASKED;
+	cause = zs_shared->resync_cause;
+	if (cause == ZS_RESYNC_FAILURE)
+		strlcpy(reason, zs_shared->reset_reason, ZS_ERROR_LEN);
 	else
-		cause = ZS_RESYNC_FAILURE;
-	strlcpy(reason, zs_shared->reset_reason, ZS_ERROR_LEN);
-	zs_shared->resync_requested = false;
+		reason[0] = '\0';
+	zs_shared->resync_cause = ZS_RESYNC_NONE;
 	zs_shared->reset_reason[0] = '\0';
 	LWLockRelease(zs_shared->lock);
 	return cause;

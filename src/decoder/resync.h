@@ -12,13 +12,6 @@
 
 #include "shmem.h"
 
-typedef enum ZsResyncCause
-{
-	ZS_RESYNC_NONE,				/* nothing asked */
-	ZS_RESYNC_ASKED,			/* zero_stream.resync() */
-	ZS_RESYNC_FAILURE			/* a failure: the lineage cannot continue */
-} ZsResyncCause;
-
 /*
  * Take the pending request, if any. For ZS_RESYNC_FAILURE, reason (of
  * ZS_ERROR_LEN bytes) says what failed; it is "" otherwise.

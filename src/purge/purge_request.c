@@ -38,7 +38,7 @@ zs_purge(PG_FUNCTION_ARGS)
 	zs_require_shared_state();
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
-	(void) zs_ask_decoder(&zs_shared->purge_requested, &runs);
+	(void) zs_ask_decoder(ZS_ASK_PURGE, &runs);
 	for (;;)
 	{
 		bool		done;
