@@ -1,10 +1,15 @@
-# Fair catch-up (issue 13): 64 subscribers read a 200,000-row change log
-# from its start while a live subscriber follows the head of a steady
-# insert load. Every subscriber receives every transaction once, in order;
-# the live subscriber's commit -> received latency is reported unloaded and
-# loaded (the p99 ratio), and the server worker's memory before, during and
-# after. Only generous bounds are asserted (a noisy 2-core machine must not
-# make this flaky); bench/catchup.sh measures the ratio.
+# Fair catch-up: 64 subscribers read a 200,000-row change log from its
+# start while a live subscriber follows the head of a steady insert load.
+# Every subscriber receives every transaction once, in order. Fairness, as
+# far as a noisy 2-core machine lets a test hold it: the live subscriber is
+# served before any catch-up page and catch-up rounds are short while it is
+# live (src/server/flow_control.c), so a commit waits for one short round at
+# most and the live subscriber's median commit -> received latency while
+# the 64 catch up stays near its unloaded median, measured here first; a
+# server that made it wait behind the catching-up subscribers' pages fails
+# that. The tail (the p99 ratio, about 2-3x on a quiet machine) is set by
+# CPU scheduling as much as by the server: it is reported here, and
+# bench/catchup.sh measures it. The server worker's memory must come back.
 use strict;
 use warnings;
 
@@ -164,15 +169,24 @@ sub pct
 	@xs = sort { $a <=> $b } @xs;
 	return $xs[ int($#xs * $p + 0.5) ] // 0;
 }
-my ($u99, $l99) = (pct(0.99, @unloaded), pct(0.99, @loaded));
-note sprintf('live subscriber, commit -> received: unloaded p50 %.1f ms, p99 %.1f ms (%d transactions); '
-	  . 'while %d catch up: p50 %.1f ms, p99 %.1f ms, max %.1f ms (%d transactions); p99 ratio %.2f',
-	pct(0.5, @unloaded), $u99, scalar @unloaded, $NSUB, pct(0.5, @loaded), $l99,
-	pct(1, @loaded), scalar @loaded, $u99 > 0 ? $l99 / $u99 : 0);
+my ($u50, $u90, $u99) = map { pct($_, @unloaded) } 0.5, 0.9, 0.99;
+my ($l50, $l90, $l99) = map { pct($_, @loaded) } 0.5, 0.9, 0.99;
+note sprintf('live subscriber, commit -> received: unloaded p50 %.1f ms, p90 %.1f ms, p99 %.1f ms (%d transactions); '
+	  . 'while %d catch up: p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms (%d transactions); p50 ratio %.2f, p99 ratio %.2f',
+	$u50, $u90, $u99, scalar @unloaded, $NSUB, $l50, $l90, $l99,
+	pct(1, @loaded), scalar @loaded, $u50 > 0 ? $l50 / $u50 : 0, $u99 > 0 ? $l99 / $u99 : 0);
+my $slow = grep { $_ > $u99 } @loaded;
+note sprintf('%.1f%% of the transactions during the catch-up were slower than the unloaded p99',
+	@loaded ? 100 * $slow / @loaded : 0);
 note "server worker RssAnon (kB): before $rss_before, max during the catch-up $rss_max, "
   . "caught up $rss_caught_up, after $rss_after";
+cmp_ok(scalar(@unloaded), '>', 400, 'transactions were committed before the catch-up');
 cmp_ok(scalar(@loaded), '>', 100, 'transactions were committed during the catch-up');
-cmp_ok($l99, '<', 3000, sprintf('the live subscriber\'s p99 stayed bounded during the catch-up (%.0f ms)', $l99));
+# 2 cores, other tests running: 0.3-1.1 ms loaded against 0.3-0.4 ms
+# unloaded; with every catching-up subscriber's page in one round (no round
+# budget, full pages) 3.8-4.1 ms
+cmp_ok($l50, '<=', 3 * $u50 + 1,
+	sprintf('the live subscriber\'s median latency stayed near its unloaded one during the catch-up (%.1f ms, unloaded %.1f ms)', $l50, $u50));
 cmp_ok($rss_after, '<', $rss_before + 16 * 1024,
 	"the server worker's memory came back near where it was ($rss_before kB -> $rss_after kB)");
 
