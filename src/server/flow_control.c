@@ -19,7 +19,7 @@
  * decoder is storing begins (or inside it) reads that round from shared
  * memory instead, before it is stored (changelog/changelog_live.c).
  *
- * Catch-up is paced against live serving (issue 13). Each round serves the
+ * Catch-up is paced against live serving. Each round serves the
  * live subscribers first (those whose last page reached the end of the log:
  * they wait only for new commits, a short page) and sends their frames at
  * once. Then catching-up subscribers get pages in turn, round-robin from
@@ -62,11 +62,10 @@
  * live, the round is short (a commit stored meanwhile waits for it, and for
  * writing what it queued) and so is a catch-up page (the one page a round
  * always reads): a round of 10 ms or 2,000-row pages takes 15-30 ms of
- * wall time on a busy 2-core machine (bench/catchup.sh). With a subscriber
- * live, 1 ms rounds and 250-row pages gave it a p99 of 3.5 ms while 64
- * caught up, against 4.0-4.1 ms with 2 ms and 500 rows (catch-up took
- * 120-170 s instead of 101-124 s); 0.5 ms and 128 rows gained nothing more
- * (3.4-3.7 ms) and took 215-320 s.
+ * wall time on a busy 2-core machine. The live values below are where
+ * bench/catchup.sh found a live subscriber's p99 lowest while 64 caught
+ * up: longer rounds and pages raise it, shorter ones gain nothing and slow
+ * the catch-up (bench/README.md has the figures).
  */
 #define CATCHUP_ROUND_MS	10
 #define CATCHUP_ROUND_BYTES	(4 * 1024 * 1024)

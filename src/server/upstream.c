@@ -126,7 +126,7 @@ handle_upstream_message(ZsSubscriber **sub, int protocol, ZsUpstream *up, const 
  * {"ack":n} exactly as subscribers send it (JSON.stringify of an integer
  * id): taken without a JSON parse, since a v6 subscriber sends one per
  * message. Anything else (spaces, other members, other numbers) goes
- * through cJSON as before.
+ * through cJSON, as every other message does.
  */
 static bool
 plain_ack(const char *text, int len, int64 *id)

@@ -1,4 +1,4 @@
-# Purging the change log (issue 12): zero_stream.purge() and the periodic
+# Purging the change log: zero_stream.purge() and the periodic
 # purge delete exactly what no subscriber, backup replica or reservation
 # needs: the floor is the lowest of the backup replica's watermark, every
 # connected subscriber's acked watermark (where it started, until it acks)

@@ -1,9 +1,8 @@
-# The purge's plans do not depend on the change log's statistics (issue
-# 12). After a bulk load the log has never been analyzed (here autovacuum is
-# off, as it is for the first minutes after a load of millions of rows): a
-# batch that deleted a key range was then planned as a sequential scan of
-# the whole log, and a purge of ten million rows did not finish in ten
-# minutes. With auto_explain logging every statement the decoder runs, the
+# The purge's plans do not depend on the change log's statistics. After a
+# bulk load the log has never been analyzed (here autovacuum is off, as it
+# is for the first minutes after a load of millions of rows), and a batch
+# that deletes a key range could be planned as a sequential scan of the
+# whole log: a purge of ten million rows would take hours. With auto_explain logging every statement the decoder runs, the
 # purge of such a log must read the primary key and delete by TID, never
 # scan the log, and delete exactly the rows below the floor.
 use strict;

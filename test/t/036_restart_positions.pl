@@ -1,4 +1,4 @@
-# Subscriber positions across restarts (issue 26): a subscriber and a
+# Subscriber positions across restarts: a subscriber and a
 # zero-stream-replica that left hold the purge floor for
 # subscriber_retention after they left, also when PostgreSQL restarts (fast,
 # then immediate) meanwhile and zero_stream.purge() runs at once after the
