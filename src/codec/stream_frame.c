@@ -407,9 +407,3 @@ malformed:
 	frame->items = NULL;
 	return -1;
 }
-
-const char *
-zs_stream_message_type_name(ZsStreamMessageType type)
-{
-	return type_names[type];
-}

@@ -66,7 +66,4 @@ extern bool zs_stream_frame_parse(const char *text, int len, ZsStreamFrame *fram
  */
 extern int	zs_stream_frame_next_message(ZsStreamFrame *frame, ZsStreamMessage *msg);
 
-/* A message type's name as it appears in the stream ("begin", ...). */
-extern const char *zs_stream_message_type_name(ZsStreamMessageType type);
-
 #endif							/* ZS_STREAM_FRAME_H */
