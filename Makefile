@@ -169,8 +169,8 @@ test/unit/test_http: test/unit/test_http.c src/codec/http.c test/unit/unit.h $(w
 test/unit/test_codec: test/unit/test_codec.c src/codec/change_message.c test/unit/unit.h $(wildcard $(srcdir)/src/*/*.h)
 	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_codec.c src/codec/change_message.c $(UNIT_LIBS)
 
-test/unit/test_replica: test/unit/test_replica.c src/replica/replica_apply.c src/replica/replica_ddl.c src/replica/replica_column_ddl.c src/replica/replica_backfill.c src/replica/replica_schema.c src/replica/replica_sqlite.c src/codec/json_read.c src/codec/json_out.c test/unit/unit.h test/unit/replica_fixture.h $(wildcard $(srcdir)/src/*/*.h)
-	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_replica.c src/replica/replica_apply.c src/replica/replica_ddl.c src/replica/replica_column_ddl.c src/replica/replica_backfill.c src/replica/replica_schema.c src/replica/replica_sqlite.c src/codec/json_read.c src/codec/json_out.c $(UNIT_LIBS) -lsqlite3
+test/unit/test_replica: test/unit/test_replica.c test/unit/replica_test_apply.c test/unit/replica_test_json_read.c test/unit/replica_test_rows.c test/unit/replica_test_golden.c test/unit/replica_test_schema_changes.c test/unit/replica_test_bad_input.c src/replica/replica_apply.c src/replica/replica_ddl.c src/replica/replica_column_ddl.c src/replica/replica_backfill.c src/replica/replica_schema.c src/replica/replica_sqlite.c src/codec/json_read.c src/codec/json_out.c test/unit/unit.h test/unit/replica_fixture.h test/unit/replica_test.h $(wildcard $(srcdir)/src/*/*.h)
+	$(CC) $(UNIT_CFLAGS) -o $@ $(filter %.c,$^) $(UNIT_LIBS) -lsqlite3
 
 test/unit/test_schema_diff: test/unit/test_schema_diff.c src/decoding/schema_diff.c src/decoding/schema_snapshot.c src/decoding/schema_backfill.c src/codec/json_read.c src/codec/json_out.c src/codec/json_js.c test/unit/unit.h $(wildcard $(srcdir)/src/*/*.h)
 	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_schema_diff.c src/decoding/schema_diff.c src/decoding/schema_snapshot.c src/decoding/schema_backfill.c src/codec/json_read.c src/codec/json_out.c src/codec/json_js.c $(UNIT_LIBS)

@@ -1,6 +1,6 @@
 /*
  * The tables the replica library's unit tests and its fuzz target start
- * from: one of every identity and many column kinds (test_replica.c,
+ * from: one of every identity and many column kinds (replica_test_apply.c,
  * test/fuzz/fuzz_replica.c). Include after replica/replica_apply.h.
  */
 #ifndef ZS_REPLICA_FIXTURE_H
