@@ -138,6 +138,8 @@ start_stream(ZsStream *s)
 								   zs_round_wal_reader(),
 								   zs_stage_prepare_write, zs_stage_write, NULL);
 	MemoryContextSwitchTo(old);
+	list_free(s->publication_oids);
+	s->publication_oids = zs_resync_publication_oids(s->publications);
 	CommitTransactionCommand();
 	s->ctx->output_writer_private = &s->stage;
 	XLogBeginRead(s->ctx->reader, MyReplicationSlot->data.restart_lsn);
@@ -183,7 +185,8 @@ save_slot(ZsStream *s, TimestampTz *last_save)
 	mark_restart_point();
 	ReplicationSlotSave();
 	*last_save = GetCurrentTimestamp();
-	zs_resync_check_publications(s->publications, s->ctx->reader->EndRecPtr);
+	zs_resync_check_publications(s->publications, s->publication_oids,
+								 s->ctx->reader->EndRecPtr);
 	if (zs_port == 0)
 		zs_warn_if_slot_at_risk();
 }

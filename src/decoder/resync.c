@@ -12,8 +12,14 @@
  * one, so decoding can never get past the change (15 to 17 stop with an
  * error; 18's pgoutput skips the publication with a WARNING, and its
  * tables would silently stop reaching the change log). Only a new lineage
- * gets past it. The publication is recognised by a catalog lookup, never
- * by the text of an error message (which lc_messages translates).
+ * gets past it. The decoding error is recognised by its error code and its
+ * message's untranslated format (edata->message_id), never by the text
+ * lc_messages translates, and without a catalog lookup: the publication
+ * may exist again in the present catalog (created again, or by the
+ * decoder's own start-up for its default one) while the historic one that
+ * pgoutput reads never has it. The check at each slot save (18's case)
+ * compares the present catalog's OIDs with those of the stream's start: a
+ * publication created again is another one.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -61,65 +67,115 @@ zs_resync_report(ZsResyncCause cause, const char *reason, const char *replica_ve
 							   reason, replica_version));
 }
 
-/*
- * The first publication of the list that does not exist (in
- * TopMemoryContext), or NULL; in a transaction of its own.
- */
-static char *
-missing_publication(List *publications)
+List *
+zs_resync_publication_oids(List *publications)
 {
-	char	   *missing = NULL;
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+	List	   *oids = NIL;
 	ListCell   *lc;
 
-	StartTransactionCommand();
 	foreach(lc, publications)
-	{
-		const char *name = (const char *) lfirst(lc);
+		oids = lappend_oid(oids, get_publication_oid((const char *) lfirst(lc), true));
+	MemoryContextSwitchTo(old);
+	return oids;
+}
 
-		if (!OidIsValid(get_publication_oid(name, true)))
+/*
+ * The first publication of the list whose OID is not the one recorded
+ * (missing, or dropped and created again: another publication), or NULL;
+ * *missing says which. In a transaction of its own.
+ */
+static const char *
+changed_publication(List *publications, List *oids, bool *missing)
+{
+	const char *changed = NULL;
+	ListCell   *name;
+	ListCell   *oid;
+
+	StartTransactionCommand();
+	forboth(name, publications, oid, oids)
+	{
+		Oid			now = get_publication_oid((const char *) lfirst(name), true);
+
+		if (now != lfirst_oid(oid))
 		{
-			missing = MemoryContextStrdup(TopMemoryContext, name);
+			changed = (const char *) lfirst(name);
+			*missing = !OidIsValid(now);
 			break;
 		}
 	}
 	CommitTransactionCommand();
-	return missing;
+	return changed;
 }
+
+/*
+ * The message of PostgreSQL's error for a publication it cannot find, as
+ * errmsg() received it (edata->message_id: before translation, whatever
+ * lc_messages is).
+ */
+#define ZS_MISSING_PUBLICATION_MESSAGE "publication \"%s\" does not exist"
 
 void
 zs_resync_after_decoding_error(MemoryContext context, List *publications, XLogRecPtr lsn)
 {
 	ErrorData  *edata;
 	MemoryContext old = MemoryContextSwitchTo(context);
-	bool		undefined;
-	char	   *missing;
+	const char *name = NULL;
+	ListCell   *lc;
 
 	edata = CopyErrorData();
 	MemoryContextSwitchTo(old);
-	undefined = edata->sqlerrcode == ERRCODE_UNDEFINED_OBJECT;
-	FreeErrorData(edata);
-	if (!undefined)
+	if (edata->sqlerrcode != ERRCODE_UNDEFINED_OBJECT || edata->message_id == NULL ||
+		strcmp(edata->message_id, ZS_MISSING_PUBLICATION_MESSAGE) != 0)
+	{
+		FreeErrorData(edata);
 		return;
-	/* the failed replay's transaction is done with; the catalog is read in a new one */
-	AbortOutOfAnyTransaction();
-	missing = missing_publication(publications);
-	if (missing != NULL)
+	}
+	/* which of the stream's: the one the message, as translated, names */
+	foreach(lc, publications)
+	{
+		char	   *expected = psprintf(_(ZS_MISSING_PUBLICATION_MESSAGE),
+										(const char *) lfirst(lc));
+
+		if (edata->message != NULL && strcmp(edata->message, expected) == 0)
+			name = (const char *) lfirst(lc);
+		pfree(expected);
+		if (name != NULL)
+			break;
+	}
+	/* not in the present catalog: pgoutput looked at the change's historic one */
+	if (name != NULL)
 		zs_request_reset(psprintf("publication \"%s\" does not exist at %X/%X, where decoding stopped",
-								  missing, LSN_FORMAT_ARGS(lsn)));
+								  name, LSN_FORMAT_ARGS(lsn)));
+	else
+		zs_request_reset(psprintf("a publication of the stream does not exist at %X/%X, where decoding stopped",
+								  LSN_FORMAT_ARGS(lsn)));
+	FreeErrorData(edata);
 }
 
 void
-zs_resync_check_publications(List *publications, XLogRecPtr lsn)
+zs_resync_check_publications(List *publications, List *oids, XLogRecPtr lsn)
 {
-	char	   *missing = missing_publication(publications);
+	bool		missing = false;
+	const char *name = changed_publication(publications, oids, &missing);
 
-	if (missing == NULL)
+	if (name == NULL)
 		return;
-	zs_request_reset(psprintf("publication \"%s\" does not exist at %X/%X, where decoding stopped",
-							  missing, LSN_FORMAT_ARGS(lsn)));
+	if (missing)
+	{
+		zs_request_reset(psprintf("publication \"%s\" does not exist at %X/%X, where decoding stopped",
+								  name, LSN_FORMAT_ARGS(lsn)));
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("publication \"%s\" does not exist", name),
+				 errdetail("The decoder streams it (zero_stream.stream_publications()); its tables no longer reach the change log."),
+				 errhint("The decoder starts a new lineage; create the publication again if it is not zero_stream's default.")));
+	}
+	zs_request_reset(psprintf("publication \"%s\" was dropped and created again before %X/%X, where decoding stopped",
+							  name, LSN_FORMAT_ARGS(lsn)));
 	ereport(ERROR,
-			(errcode(ERRCODE_UNDEFINED_OBJECT),
-			 errmsg("publication \"%s\" does not exist", missing),
-			 errdetail("The decoder streams it (zero_stream.stream_publications()); its tables no longer reach the change log."),
-			 errhint("The decoder starts a new lineage; create the publication again if it is not zero_stream's default.")));
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("publication \"%s\" was dropped and created again", name),
+			 errdetail("Changes of its tables made while it did not exist were not published."),
+			 errhint("The decoder starts a new lineage.")));
 }

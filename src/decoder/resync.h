@@ -28,16 +28,20 @@ extern void zs_resync_report(ZsResyncCause cause, const char *reason,
 
 /*
  * After an error raised while decoding (in PG_CATCH, before the worker
- * exits): if it is an undefined object and one of the stream's
- * publications no longer exists, ask for a new lineage at the next start.
+ * exits; no catalog access): if it is pgoutput's "publication does not
+ * exist", ask for a new lineage at the next start.
  */
 extern void zs_resync_after_decoding_error(MemoryContext context, List *publications,
 										   XLogRecPtr lsn);
 
+/* The publications' OIDs now (InvalidOid if missing; in TopMemoryContext), in a transaction. */
+extern List *zs_resync_publication_oids(List *publications);
+
 /*
- * At each slot save: every publication of the stream still exists, or an
- * ERROR after asking for a new lineage.
+ * At each slot save: every publication of the stream still exists with the
+ * OID it had at the stream's start, or an ERROR after asking for a new
+ * lineage.
  */
-extern void zs_resync_check_publications(List *publications, XLogRecPtr lsn);
+extern void zs_resync_check_publications(List *publications, List *oids, XLogRecPtr lsn);
 
 #endif							/* ZS_RESYNC_H */

@@ -20,6 +20,7 @@ typedef struct ZsStream
 	LogicalDecodingContext *ctx;	/* NULL between streams */
 	const char *slot_name;
 	List	   *publications;	/* the stream's, in TopMemoryContext */
+	List	   *publication_oids;	/* theirs at the stream's start */
 	char		replica_version[ZS_WATERMARK_MAXLEN];	/* the lineage */
 	char		stored_head[ZS_WATERMARK_MAXLEN];	/* lastWatermark in the log */
 	char		purge_gate[ZS_WATERMARK_MAXLEN];	/* the head when the stream started */
