@@ -96,6 +96,10 @@ SELECT backup_state, backup_detail, backup_hint, purge_floor, purge_held_by
 SHOW zero_stream.test_unencodable_type;
 -- the positions table is the extension's: no one else may write it
 SELECT has_table_privilege('public', 'zero_stream.subscriber_positions', 'INSERT') AS public_may_write;
+-- SQL objects of another version (fewer columns) get an error, not shifted values
+CREATE FUNCTION pg_temp.status_of_another_version(OUT state text, OUT slot_name text)
+    RETURNS record LANGUAGE c AS 'zero_stream', 'zs_status';
+SELECT * FROM pg_temp.status_of_another_version();
 -- (last: it writes a published table) the permissions hash is kept by a trigger
 UPDATE zero.permissions SET permissions = '{"tables":{}}';
 SELECT hash = md5('{"tables": {}}') AS hash_kept_by_trigger FROM zero.permissions;

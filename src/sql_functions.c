@@ -40,6 +40,22 @@ PG_FUNCTION_INFO_V1(zs_workers);
 
 #define STATUS_COLUMNS 38
 
+/*
+ * The row type the installed SQL declares must be the one this library
+ * fills: the SQL objects of another version (a library installed without
+ * ALTER EXTENSION ... UPDATE) would read values into the wrong columns.
+ */
+static void
+check_row_type(TupleDesc tupdesc, int natts, const char *function)
+{
+	if (tupdesc->natts != natts)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("zero_stream.%s() is declared with %d columns, but this zero_stream library returns %d",
+						function, tupdesc->natts, natts),
+				 errhint("The SQL objects of another version of zero_stream are installed: run ALTER EXTENSION zero_stream UPDATE.")));
+}
+
 static Datum
 text_or_null(const char *s, bool *isnull)
 {
@@ -233,6 +249,7 @@ zs_status(PG_FUNCTION_ARGS)
 	zs_require_shared_state();
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
+	check_row_type(tupdesc, STATUS_COLUMNS, "status");
 
 	LWLockAcquire(zs_shared->lock, LW_SHARED);
 	memcpy(&snap, zs_shared, offsetof(ZsSharedState, subscribers));
@@ -341,6 +358,7 @@ zs_subscribers(PG_FUNCTION_ARGS)
 
 	zs_require_shared_state();
 	InitMaterializedSRF(fcinfo, 0);
+	check_row_type(rsinfo->setDesc, SUBSCRIBER_COLUMNS, "subscribers");
 
 	LWLockAcquire(zs_shared->lock, LW_SHARED);
 	for (int s = 0; s < zs_shared->max_subscribers; s++)
@@ -425,6 +443,7 @@ zs_workers(PG_FUNCTION_ARGS)
 
 	zs_require_shared_state();
 	InitMaterializedSRF(fcinfo, 0);
+	check_row_type(rsinfo->setDesc, WORKER_COLUMNS, "workers");
 	LWLockAcquire(zs_shared->lock, LW_SHARED);
 	memcpy(slots, zs_shared->workers, sizeof(slots));
 	LWLockRelease(zs_shared->lock);
