@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmark: a live subscriber's latency while many subscribers catch up
-# (issue 13; not a test, prints figures). Run it alone on the machine.
+# (not a test, prints figures). Run it alone on the machine.
 #
 #   bench/catchup.sh [rounds] [subscribers] [log_rows]     (defaults 3 64 200000)
 #
@@ -34,7 +34,7 @@ ROUNDS=${args[0]:-3}
 NSUB=${args[1]:-64}
 LOG_ROWS=${args[2]:-200000}
 . scripts/common.sh
-DIR=${ZS_BENCH_DIR:-/tmp/zero_stream-bench-catchup}
+DIR=${ZS_BENCH_DIR:-/tmp/zero_stream-bench-catchup-$(id -un)}
 PORT=${ZS_BENCH_PORT:-54359}
 SPORT=${ZS_BENCH_SERVER_PORT:-54360}
 TAIL=$(pwd)/zero-stream-tail

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark: fan-out (issue 14; not a test, prints figures). Run it alone on
+# Benchmark: fan-out (not a test, prints figures). Run it alone on
 # the machine.
 #
 #   bench/fanout.sh [subscribers] [transactions] [rows_per_transaction] [repeats]
@@ -29,7 +29,7 @@ REPEATS=${args[3]:-3}
 PROTO=${PROTO:-v6}
 . scripts/common.sh
 . bench/lib.sh
-DIR=${ZS_BENCH_DIR:-/tmp/zero_stream-bench-fanout}
+DIR=${ZS_BENCH_DIR:-/tmp/zero_stream-bench-fanout-$(id -un)}
 FANOUT=$(pwd)/zero-stream-fanout
 make -s zero-stream-fanout
 

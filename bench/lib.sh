@@ -1,6 +1,6 @@
 # Shared by the benchmarks (sourced after scripts/common.sh): the throwaway
 # cluster's place and ports, and small helpers.
-DIR=${ZS_BENCH_DIR:-/tmp/zero_stream-bench}
+DIR=${ZS_BENCH_DIR:-/tmp/zero_stream-bench-$(id -un)}
 PORT=${ZS_BENCH_PORT:-54339}
 SPORT=${ZS_BENCH_SERVER_PORT:-54340}
 sql() { run "$BIN/psql" -X -q -At -h "$DIR" -p "$PORT" -U postgres -v ON_ERROR_STOP=1 "$@"; }

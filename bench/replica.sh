@@ -18,7 +18,7 @@ ROWS=${2:-1000000}
 SINGLE=${3:-100000}
 . scripts/common.sh
 . bench/workload.sh
-DIR=${ZS_BENCH_DIR:-/tmp/zero_stream-bench-replica}
+DIR=${ZS_BENCH_DIR:-/tmp/zero_stream-bench-replica-$(id -un)}
 PORT=${ZS_BENCH_PORT:-54359}
 SPORT=${ZS_BENCH_SERVER_PORT:-54360}
 CLI=$(pwd)/zero-stream-replica

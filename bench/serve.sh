@@ -14,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROWS=${1:-1000000}
 . scripts/common.sh
-DIR=${ZS_BENCH_DIR:-/tmp/zero_stream-bench-serve}
+DIR=${ZS_BENCH_DIR:-/tmp/zero_stream-bench-serve-$(id -un)}
 PORT=${ZS_BENCH_PORT:-54349}
 SPORT=${ZS_BENCH_SERVER_PORT:-54350}
 TAIL=$(pwd)/zero-stream-tail
