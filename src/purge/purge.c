@@ -129,9 +129,12 @@ zs_purge_step(const char *gate, bool decoding)
 	if (!running)
 	{
 		ZsPurgeFloor found;
+		bool		retry;
 
 		if (!requested && !purge_due(start))
 			return false;
+		/* a periodic look again while waiting is no purge run of its own */
+		retry = waiting && !requested;
 		run_rows = run_bytes = 0;
 		found = zs_purge_floor(gate, zs_subscriber_retention_ms, floor_watermark, holder,
 							   sizeof(holder));
@@ -141,7 +144,7 @@ zs_purge_step(const char *gate, bool decoding)
 		{
 			last_purge = start;
 			requested = false;
-			publish(true);
+			publish(!(retry && waiting));
 			return false;
 		}
 		running = true;
