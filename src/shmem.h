@@ -182,6 +182,8 @@ typedef struct ZsSharedState
 	/* purging the change log (the decoder's) */
 	bool		purge_requested;	/* zero_stream.purge() */
 	uint64		purge_runs;		/* purges completed since the postmaster started */
+	bool		purge_waits_for_backup; /* wake the decoder when the backup moves */
+	uint64		backup_moves;	/* counts changes of backup_state and backup_watermark */
 	int64		last_purge_rows;
 	int64		last_purge_bytes;
 	uint64		purged_rows;	/* in all */
@@ -300,6 +302,8 @@ extern void zs_wake_worker(ZsWorkerKind kind);
 
 extern void zs_set_decoder_state(ZsDecoderState state);
 extern void zs_set_backup_state(ZsBackupState state, const char *detail, const char *watermark);
+/* The backup replica has every transaction up to watermark: rows_applied so far. */
+extern void zs_set_backup_progress(const char *watermark, uint64 rows_applied);
 extern void zs_set_last_error(const char *message);
 extern void zs_set_last_reset(const char *message);
 

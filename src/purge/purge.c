@@ -20,10 +20,11 @@
  *     millions of rows does not slow a backlog's store by more than that;
  *     it catches up at full speed once the decoder is idle.
  * A purge that waits for the backup replica (it opens after the decoder's
- * start or its initial copy, or catches up with the head of the start) is
- * tried again after PURGE_WAIT_RETRY_MS rather than a whole purge_interval
- * later: the replica gets there within moments, and from then on it holds
- * the floor. What was purged, the floor and what holds it are in
+ * start or its initial copy, or catches up with the head of the start)
+ * looks again as soon as the replica moves (the replicator wakes the
+ * decoder while the purge waits), and at least every PURGE_WAIT_RETRY_MS,
+ * rather than a whole purge_interval later: the replica gets there within
+ * moments, and from then on it holds the floor. What was purged, the floor and what holds it are in
  * zero_stream.status().
  *-------------------------------------------------------------------------
  */
@@ -54,6 +55,7 @@ static TimestampTz last_purge = 0;
 static bool running = false;		/* a purge is spread over iterations */
 static bool requested = false;
 static bool waiting = false;	/* the last purge waited for the backup replica */
+static uint64 waited_backup_moves = 0;	/* zs_shared->backup_moves when it looked */
 static bool has_floor = false;	/* floor_watermark holds the floor */
 static char floor_watermark[ZS_WATERMARK_MAXLEN];
 static char holder[ZS_ERROR_LEN / 4];
@@ -68,6 +70,7 @@ publish(bool finished)
 {
 	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
 	zs_shared->has_purge_floor = has_floor;
+	zs_shared->purge_waits_for_backup = waiting;
 	strlcpy(zs_shared->purge_floor, has_floor ? floor_watermark : "", sizeof(zs_shared->purge_floor));
 	strlcpy(zs_shared->purge_holder, holder, sizeof(zs_shared->purge_holder));
 	if (finished)
@@ -101,7 +104,17 @@ purge_due(TimestampTz now)
 	if (interval_ms == 0)
 		return false;
 	if (waiting)
+	{
+		bool		moved;
+
+		/* the backup replica moved since the last look (the replicator woke us) */
+		LWLockAcquire(zs_shared->lock, LW_SHARED);
+		moved = zs_shared->backup_moves != waited_backup_moves;
+		LWLockRelease(zs_shared->lock);
+		if (moved)
+			return true;
 		interval_ms = Min(interval_ms, PURGE_WAIT_RETRY_MS);
+	}
 	return TimestampDifferenceExceeds(last_purge, now, interval_ms);
 }
 
@@ -136,6 +149,9 @@ zs_purge_step(const char *gate, bool decoding)
 		/* a periodic look again while waiting is no purge run of its own */
 		retry = waiting && !requested;
 		run_rows = run_bytes = 0;
+		LWLockAcquire(zs_shared->lock, LW_SHARED);
+		waited_backup_moves = zs_shared->backup_moves;
+		LWLockRelease(zs_shared->lock);
 		found = zs_purge_floor(gate, zs_subscriber_retention_ms, floor_watermark, holder,
 							   sizeof(holder));
 		waiting = (found == ZS_PURGE_FLOOR_WAITING);

@@ -279,10 +279,7 @@ apply_page(Replicator *rep)
 					(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
 					 errmsg("could not commit to the backup replica \"%s\": %s",
 							rep->path, zs_replica_error(rep->replica))));
-		LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
-		strlcpy(zs_shared->backup_watermark, rep->watermark, sizeof(zs_shared->backup_watermark));
-		zs_shared->backup_rows_applied = zs_replica_rows_applied(rep->replica);
-		LWLockRelease(zs_shared->lock);
+		zs_set_backup_progress(rep->watermark, zs_replica_rows_applied(rep->replica));
 	}
 	return scan.full;
 }
