@@ -133,37 +133,41 @@ zs_set_decoder_state(ZsDecoderState state)
 	LWLockRelease(zs_shared->lock);
 }
 
-void
-zs_set_backup_state(ZsBackupState state, const char *detail, const char *watermark)
+/*
+ * With the lock held exclusively, after the backup replica's state or
+ * progress changed: count the move, release the lock, and wake the decoder
+ * if its purge waits for the backup replica (it looks again at once).
+ */
+static void
+release_after_backup_move(void)
 {
 	bool		wake;
 
-	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
-	zs_shared->backup_state = state;
-	strlcpy(zs_shared->backup_detail, detail ? detail : "", sizeof(zs_shared->backup_detail));
-	if (watermark != NULL)
-		strlcpy(zs_shared->backup_watermark, watermark, sizeof(zs_shared->backup_watermark));
 	zs_shared->backup_moves++;
 	wake = zs_shared->purge_waits_for_backup;
 	LWLockRelease(zs_shared->lock);
-	/* a purge that waits for the backup replica looks again at once */
 	if (wake)
 		zs_wake_worker(ZS_WORKER_DECODER);
 }
 
 void
+zs_set_backup_state(ZsBackupState state, const char *detail, const char *watermark)
+{
+	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
+	zs_shared->backup_state = state;
+	strlcpy(zs_shared->backup_detail, detail ? detail : "", sizeof(zs_shared->backup_detail));
+	if (watermark != NULL)
+		strlcpy(zs_shared->backup_watermark, watermark, sizeof(zs_shared->backup_watermark));
+	release_after_backup_move();
+}
+
+void
 zs_set_backup_progress(const char *watermark, uint64 rows_applied)
 {
-	bool		wake;
-
 	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
 	strlcpy(zs_shared->backup_watermark, watermark, sizeof(zs_shared->backup_watermark));
 	zs_shared->backup_rows_applied = rows_applied;
-	zs_shared->backup_moves++;
-	wake = zs_shared->purge_waits_for_backup;
-	LWLockRelease(zs_shared->lock);
-	if (wake)
-		zs_wake_worker(ZS_WORKER_DECODER);
+	release_after_backup_move();
 }
 
 void
