@@ -22,6 +22,7 @@
 /*
  * The WAL reader for a new decoding context: read_local_xlog_page, but a
  * record not all flushed yet ends the round instead of being waited for.
+ * Forgets where the previous context's last round was cut.
  */
 extern XLogReaderRoutine *zs_round_wal_reader(void);
 

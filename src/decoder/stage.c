@@ -27,7 +27,6 @@
 #include "utils/memutils.h"
 
 #include "backfill/backfill.h"
-#include "changelog/changelog.h"
 #include "codec/json_read.h"
 #include "decoder/lag_report.h"
 #include "decoder/stage.h"
