@@ -8,6 +8,7 @@ OBJS = \
 	src/sql_functions.o \
 	src/spi_xact.o \
 	src/slot_health.o \
+	src/standby_slots.o \
 	src/codec/watermark.o \
 	src/codec/json_out.o \
 	src/codec/json_read.o \
@@ -18,6 +19,7 @@ OBJS = \
 	src/codec/stream_frame.o \
 	src/decoder/decoder_worker.o \
 	src/decoder/startup.o \
+	src/decoder/standby_follow.o \
 	src/decoder/claim.o \
 	src/decoder/stage.o \
 	src/decoder/round.o \

@@ -43,7 +43,12 @@ CREATE FUNCTION status(
     OUT last_reset text,
     OUT last_reset_time timestamptz,
     OUT retained_subscribers integer,
-    OUT slot_warning text)
+    OUT slot_warning text,
+    OUT failover text,
+    OUT failover_standbys text,
+    OUT failover_synced boolean,
+    OUT failover_warning text,
+    OUT failover_hint text)
 RETURNS record
 AS 'MODULE_PATHNAME', 'zs_status'
 LANGUAGE C STRICT VOLATILE;

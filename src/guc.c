@@ -43,6 +43,7 @@ int			zs_handshake_timeout_ms = 5000;
 int			zs_max_message_kb = 1024;
 char	   *zs_subscriber_password = NULL;
 bool		zs_ssl = false;
+bool		zs_failover = true;
 char	   *zs_ssl_cert_file = NULL;
 char	   *zs_ssl_key_file = NULL;
 int			zs_catchup_page_rows = 2000;
@@ -269,6 +270,13 @@ zs_define_gucs(void)
 							   "Empty means no authentication (as zero-cache). A ws://user:password@host URL sends it.",
 							   &zs_subscriber_password, "", PGC_SIGHUP, GUC_SUPERUSER_ONLY,
 							   NULL, NULL, NULL);
+	DefineCustomBoolVariable("zero_stream.failover",
+							 "Whether the decoder's slot is a failover slot, synchronized to standbys (PostgreSQL 17 and later).",
+							 "When on, a standby with sync_replication_slots continues the same change log after its promotion; "
+							 "the decoder sends and confirms nothing that the standbys in synchronized_standby_slots have not flushed. "
+							 "Without effect before PostgreSQL 17.",
+							 &zs_failover, true, PGC_SIGHUP, 0,
+							 NULL, NULL, NULL);
 	DefineCustomBoolVariable("zero_stream.ssl",
 							 "Whether the subscriber server speaks TLS (wss:// and https://).",
 							 "When on, every connection to zero_stream.port must start with a TLS handshake; plain ws:// and http:// clients are refused.",

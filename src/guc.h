@@ -29,6 +29,7 @@ extern int	zs_handshake_timeout_ms;
 extern int	zs_max_message_kb;
 extern char *zs_subscriber_password;
 extern bool zs_ssl;
+extern bool zs_failover;
 extern char *zs_ssl_cert_file;
 extern char *zs_ssl_key_file;
 extern int	zs_catchup_page_rows;

@@ -353,6 +353,28 @@ zs_publish_stored(const char *head, uint64 ntxns, uint64 nchanges,
 		SetLatch(replicator_latch);
 }
 
+void
+zs_publish_followed(const char *replica_version, const char *head)
+{
+	Latch	   *server_latch = NULL;
+	Latch	   *replicator_latch = NULL;
+
+	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
+	if (strcmp(zs_shared->replica_version, replica_version) != 0 ||
+		strcmp(zs_shared->last_watermark, head) != 0)
+	{
+		strlcpy(zs_shared->replica_version, replica_version, sizeof(zs_shared->replica_version));
+		strlcpy(zs_shared->last_watermark, head, sizeof(zs_shared->last_watermark));
+		server_latch = zs_shared->workers[ZS_WORKER_SERVER].latch;
+		replicator_latch = zs_shared->workers[ZS_WORKER_REPLICATOR].latch;
+	}
+	LWLockRelease(zs_shared->lock);
+	if (server_latch != NULL)
+		SetLatch(server_latch);
+	if (replicator_latch != NULL)
+		SetLatch(replicator_latch);
+}
+
 /*
  * With the lock held: the entry of (id, mode), else a free one, else the
  * one that left first.

@@ -111,6 +111,7 @@ typedef enum ZsDecoderState
 	ZS_DECODER_INITIAL_COPY,
 	ZS_DECODER_STREAMING,
 	ZS_DECODER_TAKEN_OVER,		/* another change streamer owns the log: waits for resync() */
+	ZS_DECODER_STANDBY,			/* in recovery: follows the replicated log, decodes nothing */
 	ZS_DECODER_FAILED			/* stopped on an error, the postmaster restarts it */
 } ZsDecoderState;
 
@@ -322,6 +323,12 @@ extern void zs_record_value_error(const char *message);
  */
 extern void zs_publish_stored(const char *head, uint64 ntxns, uint64 nchanges,
 							  TimestampTz upstream_commit_time);
+
+/*
+ * On a standby: the replicated change log's lineage and head, as WAL replay
+ * brought them; wakes the server and the replicator when they moved.
+ */
+extern void zs_publish_followed(const char *replica_version, const char *head);
 
 /*
  * A subscriber (serving or backup mode) of lineage replica_version left,

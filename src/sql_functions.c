@@ -33,12 +33,13 @@
 #include "guc.h"
 #include "shmem.h"
 #include "slot_health.h"
+#include "standby_slots.h"
 
 PG_FUNCTION_INFO_V1(zs_status);
 PG_FUNCTION_INFO_V1(zs_subscribers);
 PG_FUNCTION_INFO_V1(zs_workers);
 
-#define STATUS_COLUMNS 38
+#define STATUS_COLUMNS 43
 
 /*
  * The row type the installed SQL declares must be the one this library
@@ -97,6 +98,8 @@ decoder_state_name(ZsDecoderState state)
 			return "streaming";
 		case ZS_DECODER_TAKEN_OVER:
 			return "stopped: change log taken over";
+		case ZS_DECODER_STANDBY:
+			return "standby";
 		case ZS_DECODER_FAILED:
 			return "error (restarting)";
 	}
@@ -244,6 +247,7 @@ zs_status(PG_FUNCTION_ARGS)
 	XLogRecPtr	confirmed_lsn = InvalidXLogRecPtr;
 	XLogRecPtr	flush = GetFlushRecPtr(NULL);
 	char		slot_warning[ZS_ERROR_LEN];
+	ZsFailoverStatus failover;
 	int			i = 0;
 
 	zs_require_shared_state();
@@ -337,6 +341,17 @@ zs_status(PG_FUNCTION_ARGS)
 		values[i++] = CStringGetTextDatum(slot_warning);
 	else
 		nulls[i++] = true;
+	zs_failover_describe(snap.slot_name[0] ? snap.slot_name : zs_effective_slot_name(),
+						 confirmed_lsn, &failover);
+	values[i++] = CStringGetTextDatum(failover.mode);
+	values[i] = text_or_null(failover.standbys, &nulls[i]);
+	i++;
+	values[i] = BoolGetDatum(failover.synced);
+	nulls[i++] = !failover.synced_known;
+	values[i] = text_or_null(failover.warning, &nulls[i]);
+	i++;
+	values[i] = text_or_null(failover.hint, &nulls[i]);
+	i++;
 	Assert(i == STATUS_COLUMNS);
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));

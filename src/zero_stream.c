@@ -46,7 +46,13 @@ wake_decoder_at_commit(XactEvent event, void *arg)
 		SetLatch(latch);
 }
 
-/* A static worker connected to zero_stream.database, restarted 5 s after an error. */
+/*
+ * A static worker connected to zero_stream.database, restarted 5 s after an
+ * error. They start as soon as the server accepts connections, on a hot
+ * standby too: there the decoder only follows the replicated change log
+ * (decoder/standby_follow.c), and the server and the replicator serve and
+ * keep the backup replica from it, read-only.
+ */
 static void
 register_worker(const char *function, const char *name)
 {
@@ -54,7 +60,7 @@ register_worker(const char *function, const char *name)
 
 	memset(&worker, 0, sizeof(worker));
 	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_start_time = BgWorkerStart_ConsistentState;
 	worker.bgw_restart_time = 5;
 	strlcpy(worker.bgw_library_name, "zero_stream", BGW_MAXLEN);
 	strlcpy(worker.bgw_function_name, function, BGW_MAXLEN);

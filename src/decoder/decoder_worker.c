@@ -3,6 +3,7 @@
  *	  The decoder background worker: WAL -> pgoutput -> Zero change log.
  *
  * Its phases, each in its own file:
+ *   standby_follow.c  on a standby, no decoding until a promotion;
  *   startup.c   checks and preparations before the slot is taken;
  *   lineage.c   the slot, created or acquired, and the lineage tied to it;
  *   claim.c     the change log claimed (or waited for, if taken over);
@@ -48,6 +49,7 @@
 #include "decoder/resync.h"
 #include "decoder/round.h"
 #include "decoder/shard_setup.h"
+#include "decoder/standby_follow.h"
 #include "decoder/startup.h"
 #include "decoder/stream.h"
 #include "decoder/subscriber_positions.h"
@@ -57,6 +59,7 @@
 #include "shmem.h"
 #include "slot_health.h"
 #include "spi_xact.h"
+#include "standby_slots.h"
 
 PGDLLEXPORT void zs_decoder_main(Datum main_arg);
 
@@ -129,7 +132,8 @@ start_stream(ZsStream *s)
 	zs_backfill_reset();
 	strlcpy(s->purge_gate, s->stored_head, sizeof(s->purge_gate));
 	/* the old slot's position is nothing to confirm on the new one */
-	s->pending_confirm = s->unflushed_store = InvalidXLogRecPtr;
+	zs_round_forget_confirmations(s);
+	zs_lineage_apply_failover();
 
 	/* inside a transaction, so this backend's xmin keeps counting (fact 3) */
 	StartTransactionCommand();
@@ -198,6 +202,15 @@ sleep_idle(ZsStream *s)
 	long		sleep_ms = zs_round_settle(s, true);
 
 	sleep_ms = sleep_ms < 0 ? zs_poll_interval_ms : Min(sleep_ms, zs_poll_interval_ms);
+	/*
+	 * Held back by the standbys of a failover slot (the round's WAL or the
+	 * confirmation): until one of them reports a flush.
+	 */
+	if (s->round_held || s->confirm_held)
+	{
+		zs_standby_slots_sleep(sleep_ms);
+		return;
+	}
 	/* the next record was only partly flushed (or more WAL is, since) */
 	if (s->ctx->reader->EndRecPtr < GetFlushRecPtr(NULL))
 		sleep_ms = Min(sleep_ms, ZS_PARTIAL_RECORD_POLL_MS);
@@ -246,6 +259,7 @@ run_decoder(MemoryContext worker_context)
 	bool		default_publication;
 	TimestampTz last_slot_save = GetCurrentTimestamp();
 
+	zs_standby_follow();
 	zs_startup_check_server();
 	zs_live_clear();			/* a round of a decoder before us is not ours to store */
 	zs_startup_session();
@@ -294,6 +308,7 @@ run_decoder(MemoryContext worker_context)
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
 			zs_claim_readvertise();
+			zs_lineage_apply_failover();
 		}
 		if ((cause = zs_resync_take(reason)) != ZS_RESYNC_NONE)
 		{

@@ -13,6 +13,11 @@
  * slot's own consistent snapshot, then the lineage commits, and only then
  * is the slot persisted. A crash anywhere before that leaves no slot, and
  * the next start simply begins again (docs/pg-internals.md §3).
+ *
+ * With zero_stream.failover (PostgreSQL 17), the slot is a failover slot:
+ * standbys with sync_replication_slots keep a copy of it, and a promoted
+ * standby finds the slot and the replicated change log together, so it
+ * resumes the same lineage, as a restart here would.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -41,6 +46,7 @@
 #include "decoder/shard_setup.h"
 #include "shmem.h"
 #include "spi_xact.h"
+#include "standby_slots.h"
 #include "codec/watermark.h"
 
 static bool
@@ -201,6 +207,27 @@ create_slot_and_lineage(const char *slot_name, List *publications, char *replica
 			(errmsg("zero_stream created replication slot \"%s\" at %X/%X; change log %s starts at replicaVersion %s",
 					slot_name, LSN_FORMAT_ARGS(consistent), zs_cdc_schema_name(),
 					replica_version)));
+}
+
+void
+zs_lineage_apply_failover(void)
+{
+#ifdef ZS_HAVE_FAILOVER_SLOTS
+	ReplicationSlot *slot = MyReplicationSlot;
+
+	if (slot == NULL || slot->data.persistency != RS_PERSISTENT ||
+		slot->data.failover == zs_failover)
+		return;
+	/* what ReplicationSlotAlter does, on the slot this process holds */
+	SpinLockAcquire(&slot->mutex);
+	slot->data.failover = zs_failover;
+	SpinLockRelease(&slot->mutex);
+	ReplicationSlotMarkDirty();
+	ReplicationSlotSave();
+	ereport(LOG,
+			(errmsg("replication slot \"%s\" is %s failover slot (zero_stream.failover)",
+					NameStr(slot->data.name), zs_failover ? "a" : "no longer a")));
+#endif
 }
 
 void

@@ -35,4 +35,11 @@ extern void zs_lineage_restart(const char *slot_name, List *publications,
 extern void zs_lineage_replace(const char *slot_name, List *publications,
 							   char *replica_version, bool take_over);
 
+/*
+ * Make the acquired slot a failover slot, or not, as zero_stream.failover
+ * says (PostgreSQL 17 and later; before, nothing to do). Called at each
+ * stream's start and after a reload.
+ */
+extern void zs_lineage_apply_failover(void);
+
 #endif							/* ZS_LINEAGE_H */

@@ -12,6 +12,13 @@
  *      SPI, stamped with our replication origin's progress (the commit LSN
  *      end of the last stored upstream transaction);
  *   3. confirms the slot only once that commit is flushed.
+ * A failover slot with standbys in synchronized_standby_slots also waits
+ * for them (standby_slots.c), twice: a round decodes only WAL they have
+ * flushed, so no subscriber gets a transaction a promoted standby would
+ * not have; and the slot is confirmed past a transaction only once they
+ * have flushed the local commit that stored it, so the slot's copy on a
+ * standby never passes a transaction its replicated change log lacks
+ * (after a promotion the new primary would skip it forever).
  * Between the decoding phase (historic catalog snapshots) and the SPI phase
  * (present-day catalogs) the system caches are invalidated when they can
  * disagree (switch_catalog_view; docs/pg-internals.md fact 2).
@@ -46,6 +53,7 @@
 #include "guc.h"
 #include "shmem.h"
 #include "spi_xact.h"
+#include "standby_slots.h"
 
 /*
  * WAL read per round at most: a round ends with a confirmation, so the
@@ -227,6 +235,39 @@ switch_catalog_view(XLogRecPtr decoding_from)
 static XLogRecPtr cut_need = InvalidXLogRecPtr;
 
 /*
+ * Where the standbys of a failover slot have flushed, as of the round's
+ * start: the reader reads no record that ends past it. Valid only while
+ * standby_capped.
+ */
+static bool standby_capped = false;
+static XLogRecPtr standby_cap = InvalidXLogRecPtr;
+
+/*
+ * Does the slot wait for standbys? Then *flushed is where they all have
+ * flushed (InvalidXLogRecPtr: one of them cannot confirm anything).
+ */
+static bool
+waits_for_standbys(XLogRecPtr *flushed)
+{
+#ifdef ZS_HAVE_FAILOVER_SLOTS
+	if (MyReplicationSlot == NULL || !MyReplicationSlot->data.failover)
+		return false;
+	return zs_standby_slots_flushed(flushed, NULL, 0);
+#else
+	return false;
+#endif
+}
+
+/* the WAL a round may read: flushed here, and by the standbys it waits for */
+static XLogRecPtr
+readable_wal_end(void)
+{
+	XLogRecPtr	flush = GetFlushRecPtr(NULL);
+
+	return standby_capped ? Min(flush, standby_cap) : flush;
+}
+
+/*
  * The streaming reader's page_read: read_local_xlog_page, except that WAL
  * not flushed yet is not waited for. read_local_xlog_page sleeps in 1 ms
  * steps until it is, and the record at the flush position is often only
@@ -254,7 +295,7 @@ read_flushed_wal_page(XLogReaderState *state, XLogRecPtr targetPagePtr, int reqL
 
 	if (XLogSegmentOffset(targetPagePtr, state->segcxt.ws_segsize) == 0)
 		need = targetPagePtr + Min(reqLen + SizeOfXLogLongPHD - SizeOfXLogShortPHD, XLOG_BLCKSZ);
-	if (need > GetFlushRecPtr(NULL))
+	if (need > readable_wal_end())
 	{
 		cut_need = need;
 		return XLREAD_WOULDBLOCK;
@@ -281,12 +322,15 @@ zs_round_run(ZsStream *s, bool *stored)
 	LogicalDecodingContext *ctx = s->ctx;
 	ZsStage    *stage = &s->stage;
 	ZsStageBatch *batch = &stage->batch;
-	XLogRecPtr	end_of_wal = GetFlushRecPtr(NULL);
+	XLogRecPtr	end_of_wal;
 	Size		limit = (Size) zs_commit_batch_kb * 1024;
 	ErrorContextCallback callback;
 	XLogRecPtr	round_start;
 
 	*stored = false;
+	standby_capped = waits_for_standbys(&standby_cap);
+	end_of_wal = readable_wal_end();
+	s->round_held = standby_capped && end_of_wal < GetFlushRecPtr(NULL);
 	if (ctx->reader->EndRecPtr >= end_of_wal || end_of_wal < cut_need)
 		return false;
 	end_of_wal = Min(end_of_wal, ctx->reader->EndRecPtr + ZS_ROUND_WAL_BYTES);
@@ -351,17 +395,23 @@ zs_round_run(ZsStream *s, bool *stored)
 /*
  * Confirm the slot up to the pending position once our last store is
  * flushed; with force (the decoder is idle), flush it now if it has waited
- * ZS_CONFIRM_FLUSH_MS. Returns how long the caller may sleep before calling
- * again (-1: nothing pending).
+ * ZS_CONFIRM_FLUSH_MS. A slot that waits for standbys then holds the
+ * confirmation until they have flushed that store too: one confirmation
+ * at a time, so that under a steady load the slot still moves (each waits
+ * for one flush report of the standbys, never for them to reach a store
+ * that is always newer). Returns how long the caller may sleep before
+ * calling again (-1: nothing pending).
  */
 long
 zs_round_settle(ZsStream *s, bool force)
 {
 	long		waited;
+	XLogRecPtr	standbys;
+	bool		wait;
 
-	if (s->pending_confirm == InvalidXLogRecPtr)
-		return -1;
-	if (s->unflushed_store != InvalidXLogRecPtr && GetFlushRecPtr(NULL) < s->unflushed_store)
+	s->confirm_held = false;
+	if (s->pending_confirm != InvalidXLogRecPtr &&
+		s->unflushed_store != InvalidXLogRecPtr && GetFlushRecPtr(NULL) < s->unflushed_store)
 	{
 		waited = TimestampDifferenceMilliseconds(s->pending_since, GetCurrentTimestamp());
 		if (!force)
@@ -370,10 +420,36 @@ zs_round_settle(ZsStream *s, bool force)
 			return ZS_CONFIRM_FLUSH_MS - waited;
 		XLogFlush(s->unflushed_store);
 	}
-	confirm_position(s->pending_confirm);
-	s->pending_confirm = InvalidXLogRecPtr;
-	s->unflushed_store = InvalidXLogRecPtr;
-	return -1;
+	wait = waits_for_standbys(&standbys);
+	/* flushed here: to the standbys' stage, once it is free */
+	if (s->pending_confirm != InvalidXLogRecPtr && s->standby_confirm == InvalidXLogRecPtr)
+	{
+		s->standby_confirm = s->pending_confirm;
+		s->standby_store = s->unflushed_store;
+		s->pending_confirm = InvalidXLogRecPtr;
+		s->unflushed_store = InvalidXLogRecPtr;
+	}
+	if (s->standby_confirm == InvalidXLogRecPtr)
+		return -1;
+	if (wait && s->standby_store != InvalidXLogRecPtr &&
+		(standbys == InvalidXLogRecPtr || standbys < s->standby_store))
+	{
+		s->confirm_held = true;
+		return zs_poll_interval_ms;
+	}
+	confirm_position(s->standby_confirm);
+	s->standby_confirm = InvalidXLogRecPtr;
+	s->standby_store = InvalidXLogRecPtr;
+	/* the next one, if it is flushed here already */
+	return s->pending_confirm != InvalidXLogRecPtr ? zs_round_settle(s, force) : -1;
+}
+
+void
+zs_round_forget_confirmations(ZsStream *s)
+{
+	s->pending_confirm = s->unflushed_store = InvalidXLogRecPtr;
+	s->standby_confirm = s->standby_store = InvalidXLogRecPtr;
+	s->round_held = s->confirm_held = false;
 }
 
 XLogReaderRoutine *

@@ -36,10 +36,15 @@ extern bool zs_round_run(ZsStream *s, bool *stored);
 
 /*
  * Confirm the slot up to the pending position once the last store is
- * flushed; with force (the decoder is idle), flush it now if it has waited
- * long enough. Returns how long the caller may sleep before calling again
- * (-1: nothing pending).
+ * flushed (and, for a failover slot, flushed by the standbys in
+ * synchronized_standby_slots); with force (the decoder is idle), flush it
+ * now if it has waited long enough. Returns how long the caller may sleep
+ * before calling again (-1: nothing pending); s->confirm_held says
+ * whether it waits for the standbys.
  */
 extern long zs_round_settle(ZsStream *s, bool force);
+
+/* Forget the confirmations of an earlier stream (a new slot, a new start). */
+extern void zs_round_forget_confirmations(ZsStream *s);
 
 #endif							/* ZS_ROUND_H */

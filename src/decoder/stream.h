@@ -32,6 +32,15 @@ typedef struct ZsStream
 	XLogRecPtr	unflushed_store;	/* that commit's end */
 	XLogRecPtr	pending_confirm;	/* where the slot is to be confirmed */
 	TimestampTz pending_since;
+
+	/*
+	 * A failover slot waits for the standbys (round.c): a confirmation whose
+	 * store is flushed here, until they have flushed it too.
+	 */
+	XLogRecPtr	standby_confirm;	/* where the slot is to be confirmed */
+	XLogRecPtr	standby_store;	/* the store's commit end it waits for */
+	bool		round_held;		/* the last round stopped where they had flushed */
+	bool		confirm_held;	/* the last settle waited for them */
 } ZsStream;
 
 #endif							/* ZS_STREAM_H */

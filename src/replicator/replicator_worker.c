@@ -109,7 +109,9 @@ open_replica(Replicator *rep)
 	rep->generation = zs_shared->backup_generation;
 	LWLockRelease(zs_shared->lock);
 
-	if (decoder_state != ZS_DECODER_STREAMING || log_version[0] == '\0')
+	/* on a standby, the decoder follows the replicated log (standby_follow.c) */
+	if ((decoder_state != ZS_DECODER_STREAMING && decoder_state != ZS_DECODER_STANDBY) ||
+		log_version[0] == '\0')
 	{
 		zs_set_backup_state(ZS_BACKUP_WAITING_FOR_DECODER, NULL, NULL);
 		return false;

@@ -1,7 +1,8 @@
 # A second writer: a cluster made from a base backup of the first
 # (pg_basebackup, then promoted) while the original keeps running. Both hold
 # a copy of the change log; they must never pass for one another:
-#  - while a standby, the copy runs no decoder;
+#  - while a standby, the copy's decoder decodes nothing: it follows the
+#    replicated change log (state standby, the original's head);
 #  - promoted, it has no slot (base backups do not copy them), so it starts
 #    its own lineage (a new replicaVersion, last_reset says why) and names
 #    itself owner with its own timeline;
@@ -35,8 +36,13 @@ $b->init_from_backup($a, 'copy', has_streaming => 1);
 my $bport = PostgreSQL::Test::Cluster::get_free_port();
 $b->append_conf('postgresql.conf', "zero_stream.port = $bport\n");
 $b->start;
-is($b->safe_psql('postgres', q{SELECT (pid IS NULL) || ' ' || state FROM zero_stream.status()}), 'true not started',
-	'as a standby, the copy runs no decoder (workers start when recovery ends)');
+ok($b->poll_query_until('postgres', q{SELECT pid IS NOT NULL AND state = 'standby' FROM zero_stream.status()}),
+	'as a standby, the copy\'s decoder decodes nothing (state standby)');
+my $head_a = $a->safe_psql('postgres', 'SELECT last_watermark FROM zero_stream.status()');
+ok($b->poll_query_until('postgres', qq{SELECT last_watermark = '$head_a' AND replica_version = '$rv_a' FROM zero_stream.status()}),
+	'it follows the replicated change log: the original\'s lineage and head');
+is($b->safe_psql('postgres', 'SELECT transactions_stored FROM zero_stream.status()'), '0',
+	'and stores nothing itself');
 
 $b->promote;
 ok($b->poll_query_until('postgres', qq{SELECT state = 'streaming' AND replica_version <> '$rv_a' FROM zero_stream.status()}),
