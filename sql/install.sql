@@ -21,6 +21,18 @@ SELECT state, database, slot_name, change_log_schema, last_error,
 SELECT slot_name, plugin, slot_type, temporary
   FROM pg_replication_slots;
 
+-- failover (zero_stream.failover is on by default): from 17 a failover slot,
+-- with a warning while synchronized_standby_slots names no standby
+SELECT CASE WHEN current_setting('server_version_num')::int >= 170000
+            THEN s.failover = 'on' AND r.failover
+                 AND s.failover_standbys IS NULL AND s.failover_synced IS NULL
+                 AND s.failover_warning LIKE '%synchronized_standby_slots names no standby%'
+                 AND s.failover_hint IS NOT NULL
+            ELSE s.failover = 'unsupported' AND s.failover_warning IS NULL
+       END AS failover_as_the_version_has_it
+  FROM zero_stream.status() s,
+       (SELECT to_jsonb(r) ->> 'failover' = 'true' AS failover FROM pg_replication_slots r) r;
+
 -- the default publication, as zero-cache creates it
 SELECT pubname, puballtables FROM pg_publication ORDER BY pubname;
 SELECT pubname, nspname FROM pg_publication_namespace pn
