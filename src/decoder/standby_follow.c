@@ -41,6 +41,13 @@
 #include "spi_xact.h"
 #include "standby_slots.h"
 
+/*
+ * How often replay's position is looked at: a subscriber of the standby
+ * gets a transaction at most this much later than replay brought it (the
+ * log is read only when replay moved).
+ */
+#define ZS_STANDBY_REPLAY_POLL_MS 10
+
 /* Publish the replicated log's lineage and head; false before it exists. */
 static bool
 follow_log(void)
@@ -92,7 +99,7 @@ zs_standby_follow(void)
 		if (replayed != followed && zs_startup_extension_exists() && follow_log())
 			followed = replayed;
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 zs_poll_interval_ms, PG_WAIT_EXTENSION);
+						 Min(zs_poll_interval_ms, ZS_STANDBY_REPLAY_POLL_MS), PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 	}
 	ereport(LOG,
