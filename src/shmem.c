@@ -325,13 +325,46 @@ zs_wake_worker(ZsWorkerKind kind)
 		SetLatch(latch);
 }
 
+/*
+ * With the lock held: publish the change log's head (and lineage, if
+ * given); returns whether it moved.
+ */
+static bool
+set_head(const char *replica_version, const char *head)
+{
+	bool		moved = strcmp(zs_shared->last_watermark, head) != 0;
+
+	if (replica_version != NULL && strcmp(zs_shared->replica_version, replica_version) != 0)
+	{
+		strlcpy(zs_shared->replica_version, replica_version, sizeof(zs_shared->replica_version));
+		moved = true;
+	}
+	strlcpy(zs_shared->last_watermark, head, sizeof(zs_shared->last_watermark));
+	return moved;
+}
+
+/* New rows are committed: subscribers and the replicator may read them. */
+static void
+wake_log_readers(void)
+{
+	Latch	   *server_latch;
+	Latch	   *replicator_latch;
+
+	LWLockAcquire(zs_shared->lock, LW_SHARED);
+	server_latch = zs_shared->workers[ZS_WORKER_SERVER].latch;
+	replicator_latch = zs_shared->workers[ZS_WORKER_REPLICATOR].latch;
+	LWLockRelease(zs_shared->lock);
+	if (server_latch != NULL)
+		SetLatch(server_latch);
+	if (replicator_latch != NULL)
+		SetLatch(replicator_latch);
+}
+
 void
 zs_publish_stored(const char *head, uint64 ntxns, uint64 nchanges,
 				  TimestampTz upstream_commit_time)
 {
 	TimestampTz now = GetCurrentTimestamp();
-	Latch	   *server_latch;
-	Latch	   *replicator_latch;
 
 	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
 	zs_shared->txns_stored += ntxns;
@@ -340,39 +373,22 @@ zs_publish_stored(const char *head, uint64 ntxns, uint64 nchanges,
 	zs_shared->last_store_time = now;
 	if (upstream_commit_time != 0)
 		zs_shared->last_upstream_commit_time = upstream_commit_time;
-	strlcpy(zs_shared->last_watermark, head, sizeof(zs_shared->last_watermark));
+	(void) set_head(NULL, head);
 	zs_shared->last_error[0] = '\0';
-	server_latch = zs_shared->workers[ZS_WORKER_SERVER].latch;
-	replicator_latch = zs_shared->workers[ZS_WORKER_REPLICATOR].latch;
 	LWLockRelease(zs_shared->lock);
-
-	/* the new rows are committed: subscribers and the replicator may read them */
-	if (server_latch != NULL)
-		SetLatch(server_latch);
-	if (replicator_latch != NULL)
-		SetLatch(replicator_latch);
+	wake_log_readers();
 }
 
 void
 zs_publish_followed(const char *replica_version, const char *head)
 {
-	Latch	   *server_latch = NULL;
-	Latch	   *replicator_latch = NULL;
+	bool		moved;
 
 	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
-	if (strcmp(zs_shared->replica_version, replica_version) != 0 ||
-		strcmp(zs_shared->last_watermark, head) != 0)
-	{
-		strlcpy(zs_shared->replica_version, replica_version, sizeof(zs_shared->replica_version));
-		strlcpy(zs_shared->last_watermark, head, sizeof(zs_shared->last_watermark));
-		server_latch = zs_shared->workers[ZS_WORKER_SERVER].latch;
-		replicator_latch = zs_shared->workers[ZS_WORKER_REPLICATOR].latch;
-	}
+	moved = set_head(replica_version, head);
 	LWLockRelease(zs_shared->lock);
-	if (server_latch != NULL)
-		SetLatch(server_latch);
-	if (replicator_latch != NULL)
-		SetLatch(replicator_latch);
+	if (moved)
+		wake_log_readers();
 }
 
 /*
