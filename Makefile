@@ -61,6 +61,7 @@ OBJS = \
 	src/server/subscriber_slots.o \
 	src/server/tls.o \
 	src/server/reservation_offer.o \
+	src/server/standby_snapshot.o \
 	src/replica/replica_apply.o \
 	src/replica/replica_ddl.o \
 	src/replica/replica_schema.o \
@@ -68,6 +69,7 @@ OBJS = \
 	src/replica/replica_column_ddl.o \
 	src/replica/replica_backfill.o \
 	src/replicator/replicator_worker.o \
+	src/replicator/standby_restore.o \
 	src/decoder/initial_copy.o \
 	src/replica/backup_copy.o \
 	src/replica/backup_file.o

@@ -146,6 +146,41 @@ COMMENT ON FUNCTION purge(interval) IS
 
 REVOKE ALL ON FUNCTION purge(interval) FROM PUBLIC;
 
+-- A standby's backup replica (called by the standby's replicator over its
+-- primary_conninfo; grant EXECUTE to that role): where it stands, held in the
+-- purge floor for subscriber_retention after the last report, and a copy of
+-- this server's backup replica to rebuild it from, read by the same session.
+CREATE FUNCTION hold_backup_position(standby text, replica_version text, watermark text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'zs_hold_backup_position'
+LANGUAGE C STRICT VOLATILE;
+
+COMMENT ON FUNCTION hold_backup_position(text, text, text) IS
+  'A standby''s backup replica is at watermark: keep the change log from there for subscriber_retention';
+
+REVOKE ALL ON FUNCTION hold_backup_position(text, text, text) FROM PUBLIC;
+
+CREATE FUNCTION backup_replica_copy(standby text,
+    OUT size bigint, OUT replica_version text, OUT watermark text)
+RETURNS record
+AS 'MODULE_PATHNAME', 'zs_backup_replica_copy'
+LANGUAGE C STRICT VOLATILE;
+
+COMMENT ON FUNCTION backup_replica_copy(text) IS
+  'A consistent copy of the backup replica for a standby, kept open by this session (read it with backup_replica_read)';
+
+REVOKE ALL ON FUNCTION backup_replica_copy(text) FROM PUBLIC;
+
+CREATE FUNCTION backup_replica_read("offset" bigint, length integer)
+RETURNS bytea
+AS 'MODULE_PATHNAME', 'zs_backup_replica_read'
+LANGUAGE C STRICT VOLATILE;
+
+COMMENT ON FUNCTION backup_replica_read(bigint, integer) IS
+  'Bytes of the copy of the backup replica that backup_replica_copy made in this session';
+
+REVOKE ALL ON FUNCTION backup_replica_read(bigint, integer) FROM PUBLIC;
+
 -- -------------------------------------------------------------------------
 -- Schema changes. Every DDL command that changes what the streamed
 -- publications publish is captured in its own transaction as a transactional

@@ -123,6 +123,7 @@ typedef enum ZsBackupState
 	ZS_BACKUP_MISSING,			/* the file does not exist */
 	ZS_BACKUP_STALE,			/* of another lineage: backup_detail says which */
 	ZS_BACKUP_REPLACED,			/* closed for a new initial copy */
+	ZS_BACKUP_RESTORING,		/* on a standby: copying the primary's */
 	ZS_BACKUP_FOLLOWING,
 	ZS_BACKUP_FAILED			/* the replicator stopped on an error */
 } ZsBackupState;

@@ -127,6 +127,8 @@ backup_state_name(ZsBackupState state)
 			return "stale";
 		case ZS_BACKUP_REPLACED:
 			return "replaced";
+		case ZS_BACKUP_RESTORING:
+			return "restoring";
 		case ZS_BACKUP_FOLLOWING:
 			return "following";
 		case ZS_BACKUP_FAILED:
@@ -148,6 +150,7 @@ backup_state_detail(const ZsSharedState *snap)
 		case ZS_BACKUP_MISSING:
 			return "the replica file does not exist";
 		case ZS_BACKUP_STALE:
+		case ZS_BACKUP_RESTORING:
 			return snap->backup_detail;
 		case ZS_BACKUP_REPLACED:
 			return "replaced by a new initial copy";

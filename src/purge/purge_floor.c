@@ -66,6 +66,8 @@ backup_pending(const char *gate, char *buf, int buf_len)
 			return "the replicator waits for the decoder";
 		case ZS_BACKUP_REPLACED:
 			return "a new initial copy replaces it";
+		case ZS_BACKUP_RESTORING:
+			return "it is copied from the primary's";
 		case ZS_BACKUP_FOLLOWING:
 			if (zs_shared->backup_watermark[0] != '\0' &&
 				strcmp(zs_shared->backup_watermark, gate) >= 0)

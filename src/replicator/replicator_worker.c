@@ -11,7 +11,10 @@
  *
  * It only applies to a replica whose replicaVersion is the change log's;
  * a replica of an older lineage waits for the decoder's initial copy to
- * replace it. Before replacing the file the decoder bumps
+ * replace it. On a standby it follows the replicated log, from a file
+ * copied from the primary's backup replica whenever it has none it can
+ * trust, of another lineage, or one the log was purged past, and tells
+ * the primary where it is (standby_restore.c). Before replacing the file the decoder bumps
  * backup_generation and waits (zs_backup_file_release) until this
  * worker has closed it, so no connection ever sees the file swapped
  * under it. On any error the worker exits and restarts from the
@@ -44,6 +47,7 @@
 #include "replica/backup_file.h"
 #include "codec/json_read.h"
 #include "replica/replica_apply.h"
+#include "replicator/standby_restore.h"
 #include "shmem.h"
 #include "spi_xact.h"
 
@@ -56,12 +60,12 @@ typedef struct Replicator
 	ZsReplica  *replica;
 	char	   *path;
 	uint32		generation;		/* of the open file */
+	char		replica_version[ZS_WATERMARK_MAXLEN];	/* of the open file */
 	/* keyset position: the last row applied */
 	char		watermark[ZS_WATERMARK_MAXLEN];
 	int64		pos;
 	ZsJsonDoc	doc;
 } Replicator;
-
 
 static void
 close_replica(Replicator *rep)
@@ -116,6 +120,9 @@ open_replica(Replicator *rep)
 		zs_set_backup_state(ZS_BACKUP_WAITING_FOR_DECODER, NULL, NULL);
 		return false;
 	}
+	/* a standby's own file is the primary's, copied */
+	if (decoder_state == ZS_DECODER_STANDBY && !zs_standby_restore_trusted(rep->path))
+		zs_standby_restore(rep->path, replica_version, state_version);
 	if (stat(rep->path, &st) != 0)
 	{
 		zs_set_backup_state(ZS_BACKUP_MISSING, NULL, NULL);
@@ -134,6 +141,13 @@ open_replica(Replicator *rep)
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("\"%s\" is not a usable replica: %s",
 						rep->path, zs_replica_error(rep->replica))));
+	if (strcmp(replica_version, log_version) != 0 && decoder_state == ZS_DECODER_STANDBY)
+	{
+		/* the primary started a new lineage: its new replica, then */
+		close_replica(rep);
+		zs_standby_restore(rep->path, replica_version, state_version);
+		return false;
+	}
 	if (strcmp(replica_version, log_version) != 0)
 	{
 		zs_set_backup_state(ZS_BACKUP_STALE,
@@ -142,6 +156,7 @@ open_replica(Replicator *rep)
 		close_replica(rep);
 		return false;
 	}
+	strlcpy(rep->replica_version, replica_version, sizeof(rep->replica_version));
 	strlcpy(rep->watermark, state_version, sizeof(rep->watermark));
 	rep->pos = PG_INT64_MAX;	/* the stateVersion transaction is applied */
 	zs_set_backup_state(ZS_BACKUP_FOLLOWING, NULL, state_version);
@@ -234,6 +249,30 @@ apply_row(Replicator *rep, ApplyPosition *at)
 }
 
 /*
+ * On a standby, in the page's snapshot: has the primary's purge passed the
+ * replica (its position not held, e.g. reports failed for longer than
+ * subscriber_retention)? The purge deletes the oldest transactions first,
+ * so while the replica's watermark is not below the log's oldest, every
+ * row after it is there. (A primary never purges past its own replica.)
+ */
+static bool
+behind_the_log(const Replicator *rep)
+{
+	char		floor[ZS_WATERMARK_MAXLEN];
+
+	if (!RecoveryInProgress())
+		return false;
+	zs_changelog_read_floor(floor);
+	if (floor[0] == '\0' || strcmp(floor, rep->watermark) <= 0 ||
+		strcmp(rep->watermark, rep->replica_version) == 0)
+		return false;
+	ereport(LOG,
+			(errmsg("backup replica \"%s\" at %s is behind the change log, which starts at %s: copying the primary's again",
+					rep->path, rep->watermark, floor)));
+	return true;
+}
+
+/*
  * Apply one page of the change log, as the server would send it, straight
  * from the query's result; true if it was full.
  */
@@ -246,6 +285,16 @@ apply_page(Replicator *rep)
 	bool		applied = false;
 
 	zs_spi_xact_begin("zero_stream: applying the change log to the backup replica");
+	if (behind_the_log(rep))
+	{
+		char		replica_version[ZS_WATERMARK_MAXLEN];
+		char		state_version[ZS_WATERMARK_MAXLEN];
+
+		zs_spi_xact_commit();
+		close_replica(rep);
+		zs_standby_restore(rep->path, replica_version, state_version);
+		return false;
+	}
 	zs_changelog_scan_begin(&scan, rep->watermark, rep->pos, zs_catchup_page_rows);
 	callback.callback = apply_error_context;
 	callback.arg = &at;
@@ -283,6 +332,8 @@ apply_page(Replicator *rep)
 							rep->path, zs_replica_error(rep->replica))));
 		zs_set_backup_progress(rep->watermark, zs_replica_rows_applied(rep->replica));
 	}
+	if (RecoveryInProgress())
+		zs_standby_report_position(rep->replica_version, rep->watermark);
 	return scan.full;
 }
 
