@@ -104,6 +104,24 @@ BEGIN
 END $$;
 SELECT backup_state, backup_detail, backup_hint, purge_floor, purge_held_by
   FROM zero_stream.status();
+-- a standby's backup replica, the primary's side: bad input is refused
+SELECT zero_stream.hold_backup_position('', '4dv40f', '4dv40f');
+SELECT zero_stream.hold_backup_position('sb', 'not a watermark', '4dv40f');
+SELECT zero_stream.backup_replica_read(0, 16);
+-- a copy of the backup replica, read in this session; the standby is held
+-- at its stateVersion
+SELECT c.size > 0 AS copied, c.replica_version = s.replica_version AS same_lineage,
+       c.watermark = s.backup_watermark AS at_the_backup
+  FROM zero_stream.backup_replica_copy('regress') c, zero_stream.status() s;
+SELECT substr(zero_stream.backup_replica_read(0, 16), 1, 15) = 'SQLite format 3'::bytea AS is_sqlite;
+SELECT length(zero_stream.backup_replica_read(1::bigint << 40, 16)) AS read_past_the_end;
+SELECT zero_stream.backup_replica_read(-1, 16);
+SELECT mode, state, watermark_acked = (SELECT backup_watermark FROM zero_stream.status()) AS held_at_the_copy
+  FROM zero_stream.subscribers() WHERE id = 'standby regress';
+SELECT zero_stream.hold_backup_position('regress', replica_version, replica_version) FROM zero_stream.status();
+SELECT watermark_acked = (SELECT replica_version FROM zero_stream.status()) AS held_where_reported
+  FROM zero_stream.subscribers() WHERE id = 'standby regress';
+SELECT has_function_privilege('public', 'zero_stream.backup_replica_copy(text)', 'EXECUTE') AS public_may_copy;
 -- the fault-injection setting is off
 SHOW zero_stream.test_unencodable_type;
 -- the positions table is the extension's: no one else may write it
