@@ -1,0 +1,76 @@
+// Runs one query through a zero-cache view-syncer as a Zero client does
+// (@rocicorp/zero's own client, in memory, no permissions deployed: an
+// ad-hoc ZQL query of a schema with enableLegacyQueries), waiting for the
+// server's complete result.
+//
+//   node zero_client.mjs URL TABLE ORDER_BY COLUMN:TYPE...
+//
+// URL is the view-syncer's (http://host:port); TABLE's primary key is its
+// first column; TYPE is string, number or boolean. Prints each row as its
+// columns' values joined by "|" in the order given (NULL as an empty string),
+// ordered by ORDER_BY, like replica.mjs. Exit 1 with "error: ..." on stderr
+// on any failure or when no complete result arrives within
+// ZS_ZERO_CLIENT_TIMEOUT_MS (default 60000). The module is resolved from
+// ZS_INTEROP_DIR, the install prepare.sh made; the client's own log goes to
+// stderr.
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+const [url, tableName, orderBy, ...cols] = process.argv.slice(2);
+if (!url || !tableName || !orderBy || cols.length === 0) {
+  console.error('usage: node zero_client.mjs URL TABLE ORDER_BY COLUMN:TYPE...');
+  process.exit(2);
+}
+const dir = process.env.ZS_INTEROP_DIR;
+if (!dir) {
+  console.error('error: ZS_INTEROP_DIR is not set');
+  process.exit(2);
+}
+const require = createRequire(path.join(dir, 'package.json'));
+const zero = await import(pathToFileURL(require.resolve('@rocicorp/zero')).href);
+const { Zero, createSchema, table, string, number, boolean } = zero;
+
+const types = { string, number, boolean };
+const columns = {};
+const names = [];
+for (const c of cols) {
+  const [name, type] = c.split(':');
+  if (!types[type]) {
+    console.error(`error: column ${c}: the type is string, number or boolean`);
+    process.exit(2);
+  }
+  columns[name] = types[type]().optional();
+  names.push(name);
+}
+const schema = createSchema({
+  tables: [table(tableName).columns(columns).primaryKey(names[0])],
+  enableLegacyQueries: true,
+});
+
+const logSink = {
+  log(level, context, ...args) {
+    process.stderr.write(`zero-client ${level}: ${args.map(String).join(' ')}\n`);
+  },
+};
+const timeout = Number(process.env.ZS_ZERO_CLIENT_TIMEOUT_MS || 60000);
+const timer = setTimeout(() => {
+  console.error(`error: no complete result from ${url} within ${timeout} ms`);
+  process.exit(1);
+}, timeout);
+
+let z;
+try {
+  z = new Zero({ cacheURL: url, schema, kvStore: 'mem', logLevel: 'error', logSink });
+  const rows = await z.query[tableName].orderBy(orderBy, 'asc').run({ type: 'complete' });
+  const out = rows.map((r) =>
+    names.map((n) => (r[n] === null || r[n] === undefined ? '' : String(r[n]))).join('|'),
+  );
+  if (out.length) process.stdout.write(out.join('\n') + '\n');
+  clearTimeout(timer);
+  await z.close();
+  process.exit(0);
+} catch (e) {
+  console.error(`error: ${e?.message ?? e}`);
+  process.exit(1);
+}
