@@ -1,7 +1,8 @@
 # What differs between PostgreSQL versions, on the version this
 # runs on: the decoder's slot is created with the same meaning on each
 # (logical, of this database, our output plugin, not two-phase; on 17 and
-# later neither a failover slot nor a synced one), the change log is written
+# later a failover slot, not a synced one, and no longer a failover slot once
+# zero_stream.failover is turned off by a reload), the change log is written
 # through its replication origin (16 added sharing one), and an invalidated
 # slot is told apart by the same status() text (16 replaced the position of
 # the removed WAL by a cause; TAP 028 loses a slot on every version).
@@ -26,7 +27,13 @@ is(sql(q{SELECT slot_type || '|' || database || '|' || plugin || '|' || two_phas
 if ($version >= 170000)
 {
 	is(sql(q{SELECT failover::int || '|' || synced::int FROM pg_replication_slots WHERE slot_name = 'zero_stream_zero_0'}),
-		'0|0', '17+: neither a failover slot nor a synced one');
+		'1|0', '17+: a failover slot (zero_stream.failover is on by default), not a synced one');
+	$node->append_conf('postgresql.conf', "zero_stream.failover = off\n");
+	$node->reload;
+	ok($node->poll_query_until('postgres',
+			q{SELECT NOT failover FROM pg_replication_slots WHERE slot_name = 'zero_stream_zero_0'}),
+		'17+: zero_stream.failover = off and a reload: no longer a failover slot');
+	is(sql('SELECT failover FROM zero_stream.status()'), 'off', '17+: status() says failover is off');
 	is(sql(q{SELECT invalidation_reason IS NULL FROM pg_replication_slots WHERE slot_name = 'zero_stream_zero_0'}),
 		't', '17+: not invalidated');
 }
