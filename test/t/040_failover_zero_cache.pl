@@ -1,6 +1,6 @@
 # Failover with the real thing (PostgreSQL 17 and later): stock zero-cache
-# 1.9.0 view-syncers (test/interop/prepare.sh's install, run as TAP 023 runs
-# them: ZERO_CHANGE_STREAMER_URI, zero-stream-replica as
+# 1.9.0 view-syncers (ZeroCacheInterop.pm's, run as TAP 023 runs them:
+# ZERO_CHANGE_STREAMER_URI, zero-stream-replica as
 # ZERO_LITESTREAM_EXECUTABLE, the replica file read with zero's SQLite) on a
 # primary and standbys made by StandbyPair.pm.
 #  - view-syncer A follows the primary's zero_stream server: it restores,
@@ -29,13 +29,12 @@ use warnings;
 
 use FindBin;
 use lib $FindBin::RealBin;
-use File::Path qw(make_path);
-use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Time::HiRes qw(usleep time);
+use Time::HiRes qw(time);
 use StandbyPair;
+use ZeroCacheInterop;
 use ZeroStreamTest;
 
 my $t_start = time;
@@ -49,218 +48,38 @@ if (!sp_failover_supported())
 # ---------------------------------------------------------------------------
 # zero-cache and Node 22 from the npm registry (cached), as in 023
 # ---------------------------------------------------------------------------
-my $prepare = "$FindBin::RealBin/../interop/prepare.sh";
-my ($prep_out, $prep_err) = ('', '');
-my $t0 = time;
-IPC::Run::run([$prepare], '>', \$prep_out, '2>', \$prep_err);
-my $prep_rc = $? >> 8;
-my $prep_secs = sprintf('%.1f', time - $t0);
-diag("interop install ($prep_secs s): $prep_err");
-if ($prep_rc == 2)
-{
-	diag('#' x 72);
-	diag('# 040: THE NPM REGISTRY CANNOT BE REACHED: the zero-cache failover test is SKIPPED');
-	diag('#' x 72);
-	plan skip_all => 'the npm registry cannot be reached (zero-cache failover not run)';
-}
-if ($prep_rc != 0)
-{
-	fail("zero-cache and Node 22 install from the npm registry (test/interop/prepare.sh exit $prep_rc)");
-	done_testing();
-	exit;
-}
-my ($dir) = $prep_out =~ /(\S+)\s*$/;
-pass("zero-cache 1.9.0 and Node 22 are installed in $dir ($prep_secs s)");
-my $NODE = "$dir/node_modules/.bin/node";
-my $ZERO_CACHE = "$dir/node_modules/\@rocicorp/zero/out/zero/src/cli.js";
-my $READER = "$FindBin::RealBin/../interop/replica.mjs";
-my $CLIENT = "$FindBin::RealBin/../interop/zero_client.mjs";
-
-my $LITESTREAM = "$FindBin::RealBin/../../zero-stream-replica";
-if (!-x $LITESTREAM)
-{
-	my $bindir = `pg_config --bindir`;
-	chomp $bindir;
-	$LITESTREAM = "$bindir/zero-stream-replica";
-}
+my $zc = zc_install('040', 'failover');
 
 # ---------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------
-my $tmp = PostgreSQL::Test::Utils::tempdir();
-
 sub psql { my ($node, $sql) = @_; return $node->safe_psql('postgres', $sql); }
 
 sub head { my ($node) = @_; return psql($node, 'SELECT last_watermark FROM zero_stream.status()'); }
 
 sub inode { my @s = stat $_[0]; return @s ? "$s[0]:$s[1]" : 'none'; }
 
-# a view-syncer: its folder, replica file, log and ports
-sub new_vs
-{
-	my ($name) = @_;
-	my $d = "$tmp/view-syncer-$name";
-	make_path("$d/tmp");
-	return {
-		name => $name,
-		dir => $d,
-		replica => "$d/replica.db",
-		log => "$PostgreSQL::Test::Utils::log_path/040_view_syncer_$name.log",
-		port => PostgreSQL::Test::Cluster::get_free_port(),
-		cs_port => PostgreSQL::Test::Cluster::get_free_port(),
-		ls_port => PostgreSQL::Test::Cluster::get_free_port(),
-		starts => 0,
-	};
-}
-
-sub log_text
-{
-	my ($vs) = @_;
-	open my $fh, '<', $vs->{log} or return '';
-	local $/;
-	my $t = <$fh>;
-	close $fh;
-	return $t;
-}
-
-# the log since the view-syncer's last start
-sub log_since_start
-{
-	my ($vs) = @_;
-	my $t = log_text($vs);
-	my $i = rindex($t, "===== 040: view-syncer $vs->{name} start");
-	return $i < 0 ? $t : substr($t, $i);
-}
-
-# until the log since $vs's last start matches $re (up to $secs)
-sub wait_log
-{
-	my ($vs, $re, $secs) = @_;
-	my $deadline = time + ($secs // 120);
-	while (time < $deadline)
-	{
-		return 1 if log_since_start($vs) =~ $re;
-		last unless vs_running($vs);
-		usleep(200_000);
-	}
-	return log_since_start($vs) =~ $re;
-}
-
-sub log_tail
-{
-	my ($vs) = @_;
-	my @lines = split /\n/, log_text($vs);
-	my $n = @lines > 60 ? 60 : scalar @lines;
-	return join("\n", @lines[ -$n .. -1 ]);
-}
-
 # start $vs with $upstream (a node: its upstream and CVR database) and the
 # change stream of $server's zero_stream server
 sub start_vs
 {
 	my ($vs, $upstream, $server) = @_;
-	$vs->{starts}++;
-	$vs->{server} = $server;
-	my $uri = "ws://127.0.0.1:$server->{zs_server_port}";
-	open my $fh, '>>', $vs->{log} or die;
-	print $fh "\n===== 040: view-syncer $vs->{name} start $vs->{starts}: upstream "
-	  . $upstream->name . ", change streamer " . $server->name . " $uri =====\n";
-	close $fh;
-	local %ENV = %ENV;
-	delete $ENV{$_} for grep { /^(ZERO_|PG|NODE_)/ } keys %ENV;
-	%ENV = (%ENV,
-		PATH => "$dir/node_modules/.bin:$ENV{PATH}",
-		ZERO_UPSTREAM_DB => 'postgresql://' . getpwuid($<) . '@127.0.0.1:' . $upstream->port . '/postgres',
-		ZERO_CHANGE_STREAMER_URI => $uri,
-		ZERO_REPLICA_FILE => $vs->{replica},
-		ZERO_LITESTREAM_EXECUTABLE => $LITESTREAM,
-		ZERO_NUM_SYNC_WORKERS => '1',
-		ZERO_UPSTREAM_MAX_CONNS => '2',
-		ZERO_CVR_MAX_CONNS => '2',
-		ZERO_CHANGE_MAX_CONNS => '1',
-		ZERO_PORT => $vs->{port},
-		ZERO_CHANGE_STREAMER_PORT => $vs->{cs_port},
-		ZERO_LITESTREAM_PORT => $vs->{ls_port},
-		ZERO_TASK_ID => "failover-vs-$vs->{name}",
-		ZERO_ADMIN_PASSWORD => 'interop',
-		ZERO_ENABLE_TELEMETRY => 'false',
-		ZERO_LOG_FORMAT => 'text',
-		ZERO_LOG_LEVEL => 'info',
-		ZERO_STORAGE_DB_TMP_DIR => "$vs->{dir}/tmp");
-	my $d = $vs->{dir};
-	$vs->{h} = IPC::Run::start([ $NODE, $ZERO_CACHE ],
-		'<', '/dev/null', '>>', $vs->{log}, '2>>', $vs->{log},
-		init => sub { chdir $d or die "chdir $d: $!" });
+	zc_start($vs, $upstream, ZERO_CHANGE_STREAMER_URI => "ws://127.0.0.1:$server->{zs_server_port}");
 }
-
-sub vs_running { my ($vs) = @_; return $vs->{h} && $vs->{h}->pumpable; }
-
-sub stop_vs
-{
-	my ($vs) = @_;
-	my $h = $vs->{h} or return;
-	if ($h->pumpable)
-	{
-		$h->signal('TERM');
-		my $deadline = time + 30;
-		usleep(100_000) while $h->pumpable && time < $deadline;
-	}
-	$h->kill_kill if $h->pumpable;
-	eval { $h->finish };
-	delete $vs->{h};
-}
-
-# output of one SQL statement on a view-syncer's replica, or "error: ..."
-sub rq
-{
-	my ($vs, $sql) = @_;
-	my ($out, $err) = ('', '');
-	local $ENV{ZS_INTEROP_DIR} = $dir;
-	IPC::Run::run([ $NODE, $READER, $vs->{replica}, $sql ], '>', \$out, '2>', \$err)
-	  or return "error: $err";
-	chomp $out;
-	return $out;
-}
-
-sub state_version { my ($vs) = @_; return rq($vs, 'SELECT stateVersion FROM "_zero.replicationState"'); }
 
 # until $vs's stateVersion is $want (up to $secs)
 sub check_at
 {
 	my ($vs, $want, $label, $secs) = @_;
-	my $have = '';
-	my $deadline = time + ($secs // 120);
-	while (time < $deadline)
-	{
-		$have = state_version($vs);
-		last if $have eq $want || !vs_running($vs);
-		usleep(200_000);
-	}
-	return ok($have eq $want, "$label: view-syncer $vs->{name}'s replica reaches last_watermark $want")
-	  || diag("its stateVersion: '$have'; view-syncer "
-		  . (vs_running($vs) ? 'running' : 'NOT running') . "; log tail:\n" . log_tail($vs));
-}
-
-# a table's rows as "v1|v2|..." lines, sorted, in PostgreSQL on $node
-sub pg_rows
-{
-	my ($node, $table, $cols) = @_;
-	my $out = psql($node,
-		"SELECT concat_ws('|', " . join(', ', map { "coalesce(${_}::text, '')" } @$cols) . ") FROM $table");
-	return join("\n", sort split /\n/, $out);
+	return zc_check_at($vs, $want, "$label: view-syncer $vs->{name}'s replica reaches last_watermark $want", $secs);
 }
 
 sub check_rows
 {
 	my ($vs, $node, $label, $table, $cols) = @_;
-	my $pg = pg_rows($node, $table, $cols);
-	my $lite = rq($vs, 'SELECT ' . join(', ', map { qq{"$_"} } @$cols) . " FROM \"$table\"");
-	$lite = join("\n", sort split /\n/, $lite) unless $lite =~ /^error: /;
-	my $n = $pg eq '' ? 0 : scalar(() = $pg =~ /^/mg);
-	is($lite, $pg, "$label: $table in view-syncer $vs->{name}'s replica equals PostgreSQL ($n rows)");
+	return zc_check_rows($vs, $node, $table, $cols,
+		"$label: $table in view-syncer $vs->{name}'s replica equals PostgreSQL");
 }
-
-sub restores_in { my ($text) = @_; return scalar(() = $text =~ /zero-stream-replica: restored /g); }
 
 # worker failures in a view-syncer's log text
 sub failures
@@ -268,18 +87,6 @@ sub failures
 	my ($text) = @_;
 	return join("\n",
 		$text =~ /^(.*(?:exited with code \((?!0\))|Error while validating|no such table|WrongReplicaVersion).*)$/mg);
-}
-
-# one query through a view-syncer by a Zero client: its rows, sorted, or "error: ..."
-sub zero_query
-{
-	my ($vs, $table, $order, @cols) = @_;
-	my ($out, $err) = ('', '');
-	local $ENV{ZS_INTEROP_DIR} = $dir;
-	IPC::Run::run([ $NODE, $CLIENT, "http://127.0.0.1:$vs->{port}", $table, $order, @cols ],
-		'>', \$out, '2>', \$err, IPC::Run::timeout(120))
-	  or return "error: $err";
-	return join("\n", sort split /\n/, $out);
 }
 
 my @ISSUE = qw(id title n);
@@ -313,11 +120,11 @@ my $standby = sp_new_standby($primary, 'standby');
 ok(sp_wait_synced($standby, slot => $slot, nudge => sub { psql($primary, 'INSERT INTO nudge DEFAULT VALUES') }),
 	"the standby holds a synchronized copy of the decoder's slot $slot");
 
-my $A = new_vs('A');
+my $A = zc_view_syncer($zc, name => 'A');
 start_vs($A, $primary, $primary);
-ok(wait_log($A, qr/Local replica at version \Q$rv\E and watermark \S+ is compatible/),
+ok(zc_wait_log($A, qr/Local replica at version \Q$rv\E and watermark \S+ is compatible/),
 	"A restores a replica of the primary's lineage (replicaVersion $rv)")
-  or diag("view-syncer A log tail:\n" . log_tail($A));
+  or diag("view-syncer A log tail:\n" . zc_log_tail($A));
 zs_wait_catchup($primary);
 check_at($A, head($primary), 'restore');
 
@@ -338,7 +145,7 @@ zs_wait_catchup($primary);
 check_at($A, head($primary), 'live writes on the primary');
 check_rows($A, $primary, 'live writes on the primary', 'issue', \@ISSUE);
 check_rows($A, $primary, 'live writes on the primary', 'kv', \@KV);
-like(rq($A, 'SELECT permissions FROM "zero.permissions"'), qr/"issue"/, 'the permissions reached A\'s replica');
+like(zc_query($A, 'SELECT permissions FROM "zero.permissions"'), qr/"issue"/, 'the permissions reached A\'s replica');
 my $ino = inode($A->{replica});
 
 # ---------------------------------------------------------------------------
@@ -367,18 +174,18 @@ ok($new->poll_query_until('postgres', 'SELECT failover_warning IS NULL FROM zero
 	'the new primary waits for no missing standby')
   or diag(psql($new, 'SELECT failover_warning FROM zero_stream.status()'));
 
-my $sv_before = state_version($A);
-stop_vs($A);
+my $sv_before = zc_state_version($A);
+zc_stop($A);
 my $new_head = head($new);
 diag('of the burst\'s 100 rows, ' . psql($new, q{SELECT count(*) FROM issue WHERE title = 'burst'})
 	  . ' reached the standby before the primary stopped');
 ok($sv_before =~ /^[0-9a-z]+$/ && ($sv_before cmp $new_head) <= 0,
 	"A's stateVersion ($sv_before) is not past the new primary's head ($new_head): it got nothing the standby lacked");
 start_vs($A, $new, $new);
-ok(wait_log($A, qr/Local replica at version \Q$rv\E and watermark \Q$sv_before\E is compatible/),
+ok(zc_wait_log($A, qr/Local replica at version \Q$rv\E and watermark \Q$sv_before\E is compatible/),
 	"the new primary's server takes A's replica as it is (replicaVersion $rv, watermark $sv_before)")
-  or diag("view-syncer A log tail:\n" . log_tail($A));
-ok(wait_log($A, qr/zero-cache ready/), 'A is ready on the new primary') or diag(log_tail($A));
+  or diag("view-syncer A log tail:\n" . zc_log_tail($A));
+ok(zc_wait_log($A, qr/zero-cache ready/), 'A is ready on the new primary') or diag(zc_log_tail($A));
 check_at($A, $new_head, 'after the promotion');
 
 psql($new, q{
@@ -393,12 +200,12 @@ check_at($A, head($new), 'writes on the new primary');
 check_rows($A, $new, 'writes on the new primary', 'issue', \@ISSUE);
 check_rows($A, $new, 'writes on the new primary', 'kv', \@KV);
 is(inode($A->{replica}), $ino, 'A\'s replica file is the same file (not restored again)');
-is(rq($A, 'SELECT replicaVersion FROM "_zero.replicationConfig"'), $rv, 'A\'s replica keeps replicaVersion ' . $rv);
-is(restores_in(log_text($A)), 1, 'A restored once, before the failover only');
-unlike(log_since_start($A), qr/zero-stream-replica: restored|WrongReplicaVersion/,
+is(zc_query($A, 'SELECT replicaVersion FROM "_zero.replicationConfig"'), $rv, 'A\'s replica keeps replicaVersion ' . $rv);
+is(zc_restores(zc_log_text($A)), 1, 'A restored once, before the failover only');
+unlike(zc_log_since_start($A), qr/zero-stream-replica: restored|WrongReplicaVersion/,
 	'A\'s log since its restart on the new primary: no restore, no WrongReplicaVersion');
-ok(vs_running($A), 'A keeps running on the new primary') or diag(log_tail($A));
-is(failures(log_since_start($A)), '', 'A logged no worker failure on the new primary');
+ok(zc_running($A), 'A keeps running on the new primary') or diag(zc_log_tail($A));
+is(failures(zc_log_since_start($A)), '', 'A logged no worker failure on the new primary');
 
 # ---------------------------------------------------------------------------
 # 3. view-syncer B on the new primary's standby, and a Zero client through B
@@ -411,19 +218,19 @@ ok($standby2->poll_query_until('postgres',
 	'the new primary\'s standby follows its lineage and head, with its backup replica following')
   or diag(psql($standby2, 'SELECT state, replica_version, last_watermark, backup_state, backup_detail FROM zero_stream.status()'));
 
-my $B = new_vs('B');
+my $B = zc_view_syncer($zc, name => 'B');
 start_vs($B, $new, $standby2);
-ok(wait_log($B, qr/Local replica at version \Q$rv\E and watermark \S+ is compatible/),
+ok(zc_wait_log($B, qr/Local replica at version \Q$rv\E and watermark \S+ is compatible/),
 	"B restores from the standby's server a replica of the same lineage (replicaVersion $rv)")
-  or diag("view-syncer B log tail:\n" . log_tail($B));
+  or diag("view-syncer B log tail:\n" . zc_log_tail($B));
 check_at($B, $head2, 'B on the standby');
 check_rows($B, $new, 'B on the standby', 'issue', \@ISSUE);
 check_rows($B, $new, 'B on the standby', 'kv', \@KV);
 
 # the client connects once B's syncer listens (else it backs off for seconds)
-ok(wait_log($B, qr/zero-cache ready/), 'B is ready for clients') or diag(log_tail($B));
+ok(zc_wait_log($B, qr/zero-cache ready/), 'B is ready for clients') or diag(zc_log_tail($B));
 my @issue_cols = ('id:string', 'title:string', 'n:number');
-is(zero_query($B, 'issue', 'id', @issue_cols), pg_rows($new, 'issue', \@ISSUE),
+is(zc_zero_query($B, 'issue', 'id', @issue_cols), zc_pg_rows($new, 'issue', \@ISSUE),
 	'a Zero client\'s query served by B returns the current rows of issue');
 
 psql($new, q{INSERT INTO issue VALUES ('after2', 'seen through the standby', 8); UPDATE issue SET n = 0 WHERE id = 'i7'});
@@ -431,14 +238,14 @@ zs_wait_catchup($new);
 $new->wait_for_replay_catchup($standby2);
 check_at($B, head($new), 'a write on the primary, through the standby');
 check_at($A, head($new), 'the same write, on the primary');
-is(zero_query($B, 'issue', 'id', @issue_cols), pg_rows($new, 'issue', \@ISSUE),
+is(zc_zero_query($B, 'issue', 'id', @issue_cols), zc_pg_rows($new, 'issue', \@ISSUE),
 	'the Zero client through B sees the write');
 
-ok(vs_running($B), 'B is still running') or diag(log_tail($B));
-is(failures(log_text($B)), '', 'B logged no worker failure');
-stop_vs($A);
-stop_vs($B);
+ok(zc_running($B), 'B is still running') or diag(zc_log_tail($B));
+is(failures(zc_log_text($B)), '', 'B logged no worker failure');
+zc_stop($A);
+zc_stop($B);
 $standby2->stop;
 $new->stop;
-diag(sprintf('040 took %.0f s (the install %s s of it)', time - $t_start, $prep_secs));
+diag(sprintf('040 took %.0f s (the install %s s of it)', time - $t_start, $zc->{secs}));
 done_testing();
