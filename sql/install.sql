@@ -112,16 +112,25 @@ SELECT zero_stream.backup_replica_read(0, 16);
 -- at its stateVersion
 SELECT c.size > 0 AS copied, c.replica_version = s.replica_version AS same_lineage,
        c.watermark = s.backup_watermark AS at_the_backup
-  FROM zero_stream.backup_replica_copy('regress') c, zero_stream.status() s;
+  FROM zero_stream.status() s, zero_stream.backup_replica_copy('regress', s.replica_version) c;
 SELECT substr(zero_stream.backup_replica_read(0, 16), 1, 15) = 'SQLite format 3'::bytea AS is_sqlite;
-SELECT length(zero_stream.backup_replica_read(1::bigint << 40, 16)) AS read_past_the_end;
 SELECT zero_stream.backup_replica_read(-1, 16);
+-- reading to the end closes the copy
+SELECT length(zero_stream.backup_replica_read(1::bigint << 40, 16)) AS read_past_the_end;
 SELECT mode, state, watermark_acked = (SELECT backup_watermark FROM zero_stream.status()) AS held_at_the_copy
   FROM zero_stream.subscribers() WHERE id = 'standby regress';
 SELECT zero_stream.hold_backup_position('regress', replica_version, replica_version) FROM zero_stream.status();
 SELECT watermark_acked = (SELECT replica_version FROM zero_stream.status()) AS held_where_reported
   FROM zero_stream.subscribers() WHERE id = 'standby regress';
-SELECT has_function_privilege('public', 'zero_stream.backup_replica_copy(text)', 'EXECUTE') AS public_may_copy;
+SELECT zero_stream.backup_replica_read(0, 16);
+-- a copy of another lineage is refused
+DO $$
+BEGIN
+    PERFORM zero_stream.backup_replica_copy('regress', '4dv40f');
+EXCEPTION WHEN object_not_in_prerequisite_state THEN
+    RAISE NOTICE 'refused: %', split_part(SQLERRM, ' (', 1);
+END $$;
+SELECT has_function_privilege('public', 'zero_stream.backup_replica_copy(text, text)', 'EXECUTE') AS public_may_copy;
 -- the fault-injection setting is off
 SHOW zero_stream.test_unencodable_type;
 -- the positions table is the extension's: no one else may write it

@@ -160,16 +160,16 @@ COMMENT ON FUNCTION hold_backup_position(text, text, text) IS
 
 REVOKE ALL ON FUNCTION hold_backup_position(text, text, text) FROM PUBLIC;
 
-CREATE FUNCTION backup_replica_copy(standby text,
+CREATE FUNCTION backup_replica_copy(standby text, lineage text,
     OUT size bigint, OUT replica_version text, OUT watermark text)
 RETURNS record
 AS 'MODULE_PATHNAME', 'zs_backup_replica_copy'
 LANGUAGE C STRICT VOLATILE;
 
-COMMENT ON FUNCTION backup_replica_copy(text) IS
-  'A consistent copy of the backup replica for a standby, kept open by this session (read it with backup_replica_read)';
+COMMENT ON FUNCTION backup_replica_copy(text, text) IS
+  'A consistent copy of the backup replica of that replicaVersion for a standby, kept open by this session until read (backup_replica_read)';
 
-REVOKE ALL ON FUNCTION backup_replica_copy(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION backup_replica_copy(text, text) FROM PUBLIC;
 
 CREATE FUNCTION backup_replica_read("offset" bigint, length integer)
 RETURNS bytea

@@ -30,8 +30,9 @@ zs_owner_identity(void)
 
 	/*
 	 * Checked at every store: computed once. Nothing in it changes while a
-	 * worker runs (task_id and slot_name are postmaster settings; workers
-	 * start only once recovery, and with it any timeline switch, is over).
+	 * worker runs: task_id and slot_name are postmaster settings, and only
+	 * the decoder calls this, once recovery (and with it any timeline
+	 * switch) is over; on a standby it waits for the promotion first.
 	 */
 	if (identity == NULL)
 		identity = MemoryContextStrdup(TopMemoryContext,

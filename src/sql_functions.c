@@ -18,6 +18,7 @@
 
 #include "access/htup_details.h"
 #include "access/xlog.h"
+#include "access/xlogrecovery.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "replication/slot.h"
@@ -248,7 +249,8 @@ zs_status(PG_FUNCTION_ARGS)
 	ZsSharedState snap;
 	XLogRecPtr	restart_lsn = InvalidXLogRecPtr;
 	XLogRecPtr	confirmed_lsn = InvalidXLogRecPtr;
-	XLogRecPtr	flush = GetFlushRecPtr(NULL);
+	/* a standby has no flush position of its own: where replay is */
+	XLogRecPtr	flush = RecoveryInProgress() ? GetXLogReplayRecPtr(NULL) : GetFlushRecPtr(NULL);
 	char		slot_warning[ZS_ERROR_LEN];
 	ZsFailoverStatus failover;
 	int			i = 0;

@@ -147,12 +147,17 @@ zs_standby_slots_flushed(XLogRecPtr *flushed, char *problem, size_t len)
 void
 zs_standby_slots_sleep(long timeout_ms)
 {
-	/* a walsender broadcasts here when a standby's flush report moves its slot */
+	/*
+	 * A walsender broadcasts here when a standby's flush report moves its
+	 * slot; the broadcast sets our latch, as a commit's wake-up or a signal
+	 * does, and any of them ends the wait (ConditionVariableTimedSleep would
+	 * sleep on through a latch set by anything else).
+	 */
 	ConditionVariablePrepareToSleep(&WalSndCtl->wal_confirm_rcv_cv);
-	(void) ConditionVariableTimedSleep(&WalSndCtl->wal_confirm_rcv_cv, timeout_ms,
-									   PG_WAIT_EXTENSION);
-	ConditionVariableCancelSleep();
+	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+					 timeout_ms, PG_WAIT_EXTENSION);
 	ResetLatch(MyLatch);
+	ConditionVariableCancelSleep();
 }
 
 bool

@@ -199,7 +199,7 @@ save_slot(ZsStream *s, TimestampTz *last_save)
 static void
 sleep_idle(ZsStream *s)
 {
-	long		sleep_ms = zs_round_settle(s, true);
+	long		sleep_ms = zs_round_settle(s);
 
 	sleep_ms = sleep_ms < 0 ? zs_poll_interval_ms : Min(sleep_ms, zs_poll_interval_ms);
 	/*

@@ -81,8 +81,7 @@ store_error_context(void *arg)
  * round. Only the slot must never pass a store that is not durable (its
  * restart_lsn would pass WAL we must decode again): it is confirmed once
  * the WAL is flushed up to the last store's commit, by the WAL writer
- * (within wal_writer_delay) or by us when the decoder is idle for
- * ZS_CONFIRM_FLUSH_MS.
+ * (within wal_writer_delay) or by us once it has waited ZS_CONFIRM_FLUSH_MS.
  */
 #define ZS_CONFIRM_FLUSH_MS 20
 
@@ -292,6 +291,7 @@ read_flushed_wal_page(XLogReaderState *state, XLogRecPtr targetPagePtr, int reqL
 					  XLogRecPtr targetRecPtr, char *cur_page)
 {
 	XLogRecPtr	need = targetPagePtr + reqLen;
+	int			count;
 
 	if (XLogSegmentOffset(targetPagePtr, state->segcxt.ws_segsize) == 0)
 		need = targetPagePtr + Min(reqLen + SizeOfXLogLongPHD - SizeOfXLogShortPHD, XLOG_BLCKSZ);
@@ -300,7 +300,17 @@ read_flushed_wal_page(XLogReaderState *state, XLogRecPtr targetPagePtr, int reqL
 		cut_need = need;
 		return XLREAD_WOULDBLOCK;
 	}
-	return read_local_xlog_page(state, targetPagePtr, reqLen, targetRecPtr, cur_page);
+	count = read_local_xlog_page(state, targetPagePtr, reqLen, targetRecPtr, cur_page);
+
+	/*
+	 * The reader keeps the page and serves later records from it without
+	 * asking again, up to the length returned: a page the standbys have
+	 * only flushed in part must not be valid past their position, or a
+	 * record ending after it would be decoded from the cached page.
+	 */
+	if (count > 0 && standby_capped && targetPagePtr + count > standby_cap)
+		count = (int) (standby_cap - targetPagePtr);
+	return count;
 }
 
 static XLogReaderRoutine streaming_wal_reader = {
@@ -388,60 +398,67 @@ zs_round_run(ZsStream *s, bool *stored)
 	if (s->pending_confirm == InvalidXLogRecPtr)
 		s->pending_since = GetCurrentTimestamp();
 	s->pending_confirm = ctx->reader->EndRecPtr;
-	zs_round_settle(s, false);
+	zs_round_settle(s);
+	return true;
+}
+
+/*
+ * Confirm the standbys' stage if they (when the slot waits for them, at
+ * standbys) have flushed its store; else say it is held.
+ */
+static bool
+confirm_if_standbys_have(ZsStream *s, bool wait, XLogRecPtr standbys)
+{
+	if (wait && s->standby_store != InvalidXLogRecPtr &&
+		(standbys == InvalidXLogRecPtr || standbys < s->standby_store))
+	{
+		s->confirm_held = true;
+		return false;
+	}
+	confirm_position(s->standby_confirm);
+	s->standby_confirm = s->standby_store = InvalidXLogRecPtr;
 	return true;
 }
 
 /*
  * Confirm the slot up to the pending position once our last store is
- * flushed; with force (the decoder is idle), flush it now if it has waited
- * ZS_CONFIRM_FLUSH_MS. A slot that waits for standbys then holds the
- * confirmation until they have flushed that store too: one confirmation
- * at a time, so that under a steady load the slot still moves (each waits
- * for one flush report of the standbys, never for them to reach a store
- * that is always newer). Returns how long the caller may sleep before
- * calling again (-1: nothing pending).
+ * flushed, here and, for a slot that waits for standbys, by them: one
+ * confirmation at a time waits for them, so that under a steady load the
+ * slot still moves with each of their flush reports (never waiting for
+ * them to reach a store that is always newer). Returns how long the
+ * caller may sleep before calling again (-1: nothing pending).
  */
 long
-zs_round_settle(ZsStream *s, bool force)
+zs_round_settle(ZsStream *s)
 {
 	long		waited;
 	XLogRecPtr	standbys;
-	bool		wait;
+	bool		wait = waits_for_standbys(&standbys);
 
 	s->confirm_held = false;
-	if (s->pending_confirm != InvalidXLogRecPtr &&
-		s->unflushed_store != InvalidXLogRecPtr && GetFlushRecPtr(NULL) < s->unflushed_store)
+	/* the confirmation the standbys have, or not yet */
+	if (s->standby_confirm != InvalidXLogRecPtr && !confirm_if_standbys_have(s, wait, standbys))
+		return zs_poll_interval_ms;
+	if (s->pending_confirm == InvalidXLogRecPtr)
+		return -1;
+
+	/*
+	 * The last store flushed here. Under a steady load each round's store
+	 * is newer than the WAL writer's last flush, so after
+	 * ZS_CONFIRM_FLUSH_MS it is flushed now, busy or idle.
+	 */
+	if (s->unflushed_store != InvalidXLogRecPtr && GetFlushRecPtr(NULL) < s->unflushed_store)
 	{
 		waited = TimestampDifferenceMilliseconds(s->pending_since, GetCurrentTimestamp());
-		if (!force)
-			return Max(1, ZS_CONFIRM_FLUSH_MS - waited);
 		if (waited < ZS_CONFIRM_FLUSH_MS)
-			return ZS_CONFIRM_FLUSH_MS - waited;
+			return Max(1, ZS_CONFIRM_FLUSH_MS - waited);
 		XLogFlush(s->unflushed_store);
 	}
-	wait = waits_for_standbys(&standbys);
-	/* flushed here: to the standbys' stage, once it is free */
-	if (s->pending_confirm != InvalidXLogRecPtr && s->standby_confirm == InvalidXLogRecPtr)
-	{
-		s->standby_confirm = s->pending_confirm;
-		s->standby_store = s->unflushed_store;
-		s->pending_confirm = InvalidXLogRecPtr;
-		s->unflushed_store = InvalidXLogRecPtr;
-	}
-	if (s->standby_confirm == InvalidXLogRecPtr)
-		return -1;
-	if (wait && s->standby_store != InvalidXLogRecPtr &&
-		(standbys == InvalidXLogRecPtr || standbys < s->standby_store))
-	{
-		s->confirm_held = true;
-		return zs_poll_interval_ms;
-	}
-	confirm_position(s->standby_confirm);
-	s->standby_confirm = InvalidXLogRecPtr;
-	s->standby_store = InvalidXLogRecPtr;
-	/* the next one, if it is flushed here already */
-	return s->pending_confirm != InvalidXLogRecPtr ? zs_round_settle(s, force) : -1;
+	/* then the standbys' turn, one confirmation at a time */
+	s->standby_confirm = s->pending_confirm;
+	s->standby_store = s->unflushed_store;
+	s->pending_confirm = s->unflushed_store = InvalidXLogRecPtr;
+	return confirm_if_standbys_have(s, wait, standbys) ? -1 : zs_poll_interval_ms;
 }
 
 void

@@ -36,13 +36,12 @@ extern bool zs_round_run(ZsStream *s, bool *stored);
 
 /*
  * Confirm the slot up to the pending position once the last store is
- * flushed (and, for a failover slot, flushed by the standbys in
- * synchronized_standby_slots); with force (the decoder is idle), flush it
- * now if it has waited long enough. Returns how long the caller may sleep
- * before calling again (-1: nothing pending); s->confirm_held says
- * whether it waits for the standbys.
+ * flushed here (after a short wait, by a flush of our own) and, for a
+ * failover slot, by the standbys in synchronized_standby_slots. Returns how
+ * long the caller may sleep before calling again (-1: nothing pending);
+ * s->confirm_held says whether it waits for the standbys.
  */
-extern long zs_round_settle(ZsStream *s, bool force);
+extern long zs_round_settle(ZsStream *s);
 
 /* Forget the confirmations of an earlier stream (a new slot, a new start). */
 extern void zs_round_forget_confirmations(ZsStream *s);

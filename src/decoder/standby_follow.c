@@ -73,6 +73,7 @@ void
 zs_standby_follow(void)
 {
 	XLogRecPtr	followed = InvalidXLogRecPtr;
+	bool		have_extension = false;
 	char	   *slot_name;
 
 	if (!RecoveryInProgress())
@@ -96,7 +97,9 @@ zs_standby_follow(void)
 			ProcessConfigFile(PGC_SIGHUP);
 		}
 		/* the extension and the log arrive by replay too */
-		if (replayed != followed && zs_startup_extension_exists() && follow_log())
+		if (replayed != followed && !have_extension)
+			have_extension = zs_startup_extension_exists();
+		if (replayed != followed && have_extension && follow_log())
 			followed = replayed;
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 Min(zs_poll_interval_ms, ZS_STANDBY_REPLAY_POLL_MS), PG_WAIT_EXTENSION);

@@ -40,6 +40,7 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
+#include "utils/timestamp.h"
 
 #include "changelog/changelog.h"
 #include "codec/change_message.h"
@@ -92,6 +93,91 @@ honour_release(Replicator *rep)
 	return true;
 }
 
+/* how long a standby waits before it asks its primary for a copy again */
+#define RESTORE_RETRY_MS 10000
+#define RESTORE_WARNING_INTERVAL_MS (60 * 1000)
+
+/*
+ * On a standby: the primary's backup replica of lineage copied in place of
+ * the file. False (why in backup_state, a WARNING at most once a minute)
+ * while the primary cannot give one; asked again RESTORE_RETRY_MS later.
+ */
+static bool
+restore_from_primary(Replicator *rep, const char *lineage)
+{
+	static TimestampTz last_attempt = 0;
+	static TimestampTz last_warning = 0;
+	TimestampTz now = GetCurrentTimestamp();
+	char		replica_version[ZS_WATERMARK_MAXLEN];
+	char		watermark[ZS_WATERMARK_MAXLEN];
+	char	   *error = NULL;
+
+	if (last_attempt != 0 && !TimestampDifferenceExceeds(last_attempt, now, RESTORE_RETRY_MS))
+		return false;
+	last_attempt = now;
+	close_replica(rep);
+	if (zs_standby_restore(rep->path, lineage, replica_version, watermark, &error))
+	{
+		last_attempt = 0;
+		return true;
+	}
+	zs_set_backup_state(ZS_BACKUP_RESTORING,
+						psprintf("waiting for the primary's backup replica: %s", error), NULL);
+	if (TimestampDifferenceExceeds(last_warning, now, RESTORE_WARNING_INTERVAL_MS))
+	{
+		last_warning = now;
+		ereport(WARNING,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("could not copy the primary's backup replica of replicaVersion %s: %s", lineage, error),
+				 errdetail("This standby's backup replica is copied from the primary's; it is asked again every %d s.",
+						   RESTORE_RETRY_MS / 1000),
+				 errhint("The standby's replicator reaches the primary with primary_conninfo, in database \"%s\"; "
+						 "its role needs EXECUTE on zero_stream.backup_replica_copy(text, text), zero_stream.backup_replica_read(bigint, integer) "
+						 "and zero_stream.hold_backup_position(text, text, text).",
+						 zs_database)));
+	}
+	return false;
+}
+
+/*
+ * In the page's snapshot: has the purge passed the replica? On a primary
+ * it never does while the replica follows; on a standby it does once the
+ * primary's hold on the replica's position has expired (reports failed,
+ * or the standby was down, for longer than subscriber_retention), and a
+ * promoted standby may find it so. The purge deletes the oldest
+ * transactions first, so while the replica's watermark is not below the
+ * log's oldest, every row after it is there.
+ */
+static bool
+behind_the_log(const Replicator *rep, char *floor)
+{
+	zs_changelog_read_floor(floor);
+	return floor[0] != '\0' && strcmp(floor, rep->watermark) > 0 &&
+		strcmp(rep->watermark, rep->replica_version) != 0;
+}
+
+/*
+ * A replica the purge has passed is not followed: a standby copies the
+ * primary's again; a primary has none to copy, and says so (stale).
+ */
+static void
+leave_behind(Replicator *rep, const char *floor)
+{
+	ereport(LOG,
+			(errmsg("backup replica \"%s\" at %s is behind the change log, which starts at %s%s",
+					rep->path, rep->watermark, floor,
+					RecoveryInProgress() ? ": copying the primary's again" : "")));
+	if (RecoveryInProgress())
+		(void) restore_from_primary(rep, rep->replica_version);
+	else
+	{
+		close_replica(rep);
+		zs_set_backup_state(ZS_BACKUP_STALE,
+							psprintf("at %s, behind the change log, which starts at %s",
+									 rep->watermark, floor), NULL);
+	}
+}
+
 /*
  * Open the replica if it belongs to the change log's lineage. False (with
  * the reason in backup_state) if there is nothing to follow yet.
@@ -103,9 +189,11 @@ open_replica(Replicator *rep)
 	char		replica_version[ZS_WATERMARK_MAXLEN];
 	ZsDecoderState decoder_state;
 	char		state_version[ZS_WATERMARK_MAXLEN];
+	char		floor[ZS_WATERMARK_MAXLEN];
 	char		err[512];
 	struct stat st;
 	MemoryContext old;
+	bool		behind;
 
 	LWLockAcquire(zs_shared->lock, LW_SHARED);
 	strlcpy(log_version, zs_shared->replica_version, sizeof(log_version));
@@ -120,9 +208,18 @@ open_replica(Replicator *rep)
 		zs_set_backup_state(ZS_BACKUP_WAITING_FOR_DECODER, NULL, NULL);
 		return false;
 	}
-	/* a standby's own file is the primary's, copied */
+	/*
+	 * A standby's own file is a copy of the primary's, made here: the one a
+	 * base backup copied may be torn, and goes (so that a promotion before
+	 * a copy could be made leaves no file, rather than that one).
+	 */
 	if (decoder_state == ZS_DECODER_STANDBY && !zs_standby_restore_trusted(rep->path))
-		zs_standby_restore(rep->path, replica_version, state_version);
+	{
+		if (stat(rep->path, &st) == 0 && !zs_replica_remove_files(rep->path, err, sizeof(err)))
+			ereport(ERROR, (errcode_for_file_access(), errmsg("%s", err)));
+		if (!restore_from_primary(rep, log_version))
+			return false;
+	}
 	if (stat(rep->path, &st) != 0)
 	{
 		zs_set_backup_state(ZS_BACKUP_MISSING, NULL, NULL);
@@ -143,9 +240,8 @@ open_replica(Replicator *rep)
 						rep->path, zs_replica_error(rep->replica))));
 	if (strcmp(replica_version, log_version) != 0 && decoder_state == ZS_DECODER_STANDBY)
 	{
-		/* the primary started a new lineage: its new replica, then */
-		close_replica(rep);
-		zs_standby_restore(rep->path, replica_version, state_version);
+		/* the primary started a new lineage: its new replica, once it has one */
+		(void) restore_from_primary(rep, log_version);
 		return false;
 	}
 	if (strcmp(replica_version, log_version) != 0)
@@ -159,6 +255,14 @@ open_replica(Replicator *rep)
 	strlcpy(rep->replica_version, replica_version, sizeof(rep->replica_version));
 	strlcpy(rep->watermark, state_version, sizeof(rep->watermark));
 	rep->pos = PG_INT64_MAX;	/* the stateVersion transaction is applied */
+	zs_spi_xact_begin(NULL);
+	behind = behind_the_log(rep, floor);
+	zs_spi_xact_commit();
+	if (behind)
+	{
+		leave_behind(rep, floor);
+		return false;
+	}
 	zs_set_backup_state(ZS_BACKUP_FOLLOWING, NULL, state_version);
 	ereport(LOG,
 			(errmsg("backup replica \"%s\" follows the change log from %s", rep->path, state_version)));
@@ -249,30 +353,6 @@ apply_row(Replicator *rep, ApplyPosition *at)
 }
 
 /*
- * On a standby, in the page's snapshot: has the primary's purge passed the
- * replica (its position not held, e.g. reports failed for longer than
- * subscriber_retention)? The purge deletes the oldest transactions first,
- * so while the replica's watermark is not below the log's oldest, every
- * row after it is there. (A primary never purges past its own replica.)
- */
-static bool
-behind_the_log(const Replicator *rep)
-{
-	char		floor[ZS_WATERMARK_MAXLEN];
-
-	if (!RecoveryInProgress())
-		return false;
-	zs_changelog_read_floor(floor);
-	if (floor[0] == '\0' || strcmp(floor, rep->watermark) <= 0 ||
-		strcmp(rep->watermark, rep->replica_version) == 0)
-		return false;
-	ereport(LOG,
-			(errmsg("backup replica \"%s\" at %s is behind the change log, which starts at %s: copying the primary's again",
-					rep->path, rep->watermark, floor)));
-	return true;
-}
-
-/*
  * Apply one page of the change log, as the server would send it, straight
  * from the query's result; true if it was full.
  */
@@ -281,18 +361,15 @@ apply_page(Replicator *rep)
 {
 	ZsChangeLogScan scan;
 	ApplyPosition at = {rep, NULL, NULL, false};
+	char		floor[ZS_WATERMARK_MAXLEN];
 	ErrorContextCallback callback;
 	bool		applied = false;
 
 	zs_spi_xact_begin("zero_stream: applying the change log to the backup replica");
-	if (behind_the_log(rep))
+	if (behind_the_log(rep, floor))
 	{
-		char		replica_version[ZS_WATERMARK_MAXLEN];
-		char		state_version[ZS_WATERMARK_MAXLEN];
-
 		zs_spi_xact_commit();
-		close_replica(rep);
-		zs_standby_restore(rep->path, replica_version, state_version);
+		leave_behind(rep, floor);
 		return false;
 	}
 	zs_changelog_scan_begin(&scan, rep->watermark, rep->pos, zs_catchup_page_rows);
@@ -334,6 +411,8 @@ apply_page(Replicator *rep)
 	}
 	if (RecoveryInProgress())
 		zs_standby_report_position(rep->replica_version, rep->watermark);
+	else
+		zs_standby_disconnect();	/* promoted: no primary to report to */
 	return scan.full;
 }
 

@@ -23,6 +23,7 @@
  */
 #include "postgres.h"
 
+#include <ctype.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -57,7 +58,15 @@
 
 static WalReceiverConn *primary = NULL;
 
-/* "'value'" for a conninfo string */
+/*
+ * Settings that keep a call to an unreachable or frozen primary from
+ * blocking the replicator for minutes (TCP's own timeouts): before the
+ * user's, so that theirs win.
+ */
+#define CONNECT_SETTINGS "connect_timeout=10 keepalives=1 keepalives_idle=10 " \
+	"keepalives_interval=5 keepalives_count=3 tcp_user_timeout=30000"
+
+/* "'value'" for a keyword/value conninfo string */
 static void
 append_conninfo_value(StringInfo buf, const char *value)
 {
@@ -71,6 +80,50 @@ append_conninfo_value(StringInfo buf, const char *value)
 	appendStringInfoChar(buf, '\'');
 }
 
+/* a URI query parameter's value, percent-encoded */
+static void
+append_uri_value(StringInfo buf, const char *value)
+{
+	for (const char *p = value; *p; p++)
+	{
+		if (isalnum((unsigned char) *p) || strchr("-_.~", *p))
+			appendStringInfoChar(buf, *p);
+		else
+			appendStringInfo(buf, "%%%02X", (unsigned char) *p);
+	}
+}
+
+/*
+ * primary_conninfo in zero_stream.database (its dbname replaced: the
+ * primary's zero_stream is there), with CONNECT_SETTINGS; in either of
+ * libpq's forms, where a later keyword wins.
+ */
+static char *
+primary_conninfo(void)
+{
+	StringInfoData conninfo;
+
+	initStringInfo(&conninfo);
+	if (strncmp(PrimaryConnInfo, "postgresql://", 13) == 0 ||
+		strncmp(PrimaryConnInfo, "postgres://", 11) == 0)
+	{
+		char	   *settings = pstrdup(CONNECT_SETTINGS);
+
+		for (char *p = settings; *p; p++)
+			if (*p == ' ')
+				*p = '&';
+		appendStringInfo(&conninfo, "%s%c%s&dbname=", PrimaryConnInfo,
+						 strchr(PrimaryConnInfo, '?') ? '&' : '?', settings);
+		append_uri_value(&conninfo, zs_database);
+	}
+	else
+	{
+		appendStringInfo(&conninfo, CONNECT_SETTINGS " %s dbname=", PrimaryConnInfo);
+		append_conninfo_value(&conninfo, zs_database);
+	}
+	return conninfo.data;
+}
+
 /* the name the primary holds this standby's position under */
 static const char *
 standby_name(void)
@@ -79,14 +132,21 @@ standby_name(void)
 		return PrimarySlotName;
 	if (cluster_name != NULL && cluster_name[0] != '\0')
 		return cluster_name;
-	return psprintf("port %d", PostPortNumber);
+	{
+		char		host[256];
+
+		if (gethostname(host, sizeof(host)) != 0)
+			strlcpy(host, "localhost", sizeof(host));
+		host[sizeof(host) - 1] = '\0';
+		return psprintf("%.40s:%d", host, PostPortNumber);
+	}
 }
 
 /* The connection to the primary, made if needed; NULL with *error. */
 static WalReceiverConn *
 connect_primary(char **error)
 {
-	StringInfoData conninfo;
+	char	   *conninfo;
 	MemoryContext old;
 
 	if (primary != NULL)
@@ -99,18 +159,15 @@ connect_primary(char **error)
 	load_file("libpqwalreceiver", false);
 	/* the connection outlives the caller's memory (the replicator's loop resets it) */
 	old = MemoryContextSwitchTo(TopMemoryContext);
-	initStringInfo(&conninfo);
-	/* a later keyword wins: the primary's zero_stream is in zero_stream.database */
-	appendStringInfo(&conninfo, "%s dbname=", PrimaryConnInfo);
-	append_conninfo_value(&conninfo, zs_database);
-	primary = zs_walrcv_connect_sql(conninfo.data, "zero_stream replicator", error);
-	pfree(conninfo.data);
+	conninfo = primary_conninfo();
+	primary = zs_walrcv_connect_sql(conninfo, "zero_stream replicator", error);
+	pfree(conninfo);
 	MemoryContextSwitchTo(old);
 	return primary;
 }
 
-static void
-disconnect_primary(void)
+void
+zs_standby_disconnect(void)
 {
 	if (primary != NULL)
 		walrcv_disconnect(primary);
@@ -160,7 +217,7 @@ query_primary(const char *sql, int ntypes, Oid *types, RowConsumer consume, void
 	CommitTransactionCommand();
 	MemoryContextSwitchTo(caller);
 	if (!ok)
-		disconnect_primary();
+		zs_standby_disconnect();
 	return ok;
 }
 
@@ -200,6 +257,17 @@ zs_standby_restore_trusted(const char *path)
 		return false;
 	buf[n] = '\0';
 	return strcmp(buf, identity) == 0;
+}
+
+void
+zs_standby_untrust(const char *path)
+{
+	char	   *marker = marker_path(path);
+
+	if (unlink(marker) != 0 && errno != ENOENT)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not remove \"%s\": %m", marker)));
 }
 
 static void
@@ -296,12 +364,12 @@ write_chunk(TupleTableSlot *slot, void *arg)
 	w->written = VARSIZE_ANY_EXHDR(chunk);
 }
 
-void
-zs_standby_restore(const char *path, char *replica_version, char *watermark)
+bool
+zs_standby_restore(const char *path, const char *lineage, char *replica_version,
+				   char *watermark, char **error)
 {
 	Oid			copy_types[3] = {INT8OID, TEXTOID, TEXTOID};
 	Oid			read_types[1] = {BYTEAOID};
-	char	   *error = NULL;
 	char	   *tmp = psprintf("%s.tmp", path);
 	char		err[512];
 	CopyRow		copy;
@@ -310,16 +378,15 @@ zs_standby_restore(const char *path, char *replica_version, char *watermark)
 	TimestampTz start = GetCurrentTimestamp();
 
 	zs_set_backup_state(ZS_BACKUP_RESTORING, "copying the primary's backup replica", NULL);
-	if (!query_primary(psprintf("SELECT size, replica_version, watermark FROM zero_stream.backup_replica_copy(%s)",
-								quote_literal_cstr(standby_name())),
-					   3, copy_types, take_copy_row, &copy, &error))
-		ereport(ERROR,
-				(errcode(ERRCODE_CONNECTION_FAILURE),
-				 errmsg("could not copy the primary's backup replica: %s", error),
-				 errhint("The standby's replicator reaches the primary with primary_conninfo, in database \"%s\"; "
-						 "its role needs EXECUTE on zero_stream.backup_replica_copy(text), zero_stream.backup_replica_read(bigint, integer) "
-						 "and zero_stream.hold_backup_position(text, text, text).",
-						 zs_database)));
+	if (!query_primary(psprintf("SELECT size, replica_version, watermark FROM zero_stream.backup_replica_copy(%s, %s)",
+								quote_literal_cstr(standby_name()), quote_literal_cstr(lineage)),
+					   3, copy_types, take_copy_row, &copy, error))
+		return false;
+	if (copy.size <= 0)
+	{
+		*error = psprintf("the primary's copy of its backup replica has " INT64_FORMAT " bytes", copy.size);
+		return false;
+	}
 	strlcpy(replica_version, copy.replica_version, ZS_WATERMARK_MAXLEN);
 	strlcpy(watermark, copy.watermark, ZS_WATERMARK_MAXLEN);
 
@@ -327,6 +394,7 @@ zs_standby_restore(const char *path, char *replica_version, char *watermark)
 	if (!zs_replica_remove_files(tmp, err, sizeof(err)))
 		ereport(ERROR, (errcode_for_file_access(), errmsg("%s", err)));
 	w.path = tmp;
+	w.written = 0;
 	/* not a transient file: it outlives the transaction of each query */
 	w.fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | PG_BINARY, pg_file_create_mode);
 	if (w.fd < 0)
@@ -336,18 +404,22 @@ zs_standby_restore(const char *path, char *replica_version, char *watermark)
 	while (done < copy.size)
 	{
 		CHECK_FOR_INTERRUPTS();
+		*error = NULL;
 		if (!query_primary(psprintf("SELECT zero_stream.backup_replica_read(" INT64_FORMAT ", %d)",
 									done, RESTORE_CHUNK_BYTES),
-						   1, read_types, write_chunk, &w, &error))
-			ereport(ERROR,
-					(errcode(ERRCODE_CONNECTION_FAILURE),
-					 errmsg("could not read the primary's backup replica at " INT64_FORMAT " of " INT64_FORMAT " bytes: %s",
-							done, copy.size, error)));
-		if (w.written == 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_PROTOCOL_VIOLATION),
-					 errmsg("the primary's copy of its backup replica ended at " INT64_FORMAT " of " INT64_FORMAT " bytes",
-							done, copy.size)));
+						   1, read_types, write_chunk, &w, error) ||
+			w.written == 0)
+		{
+			if (w.written == 0 && *error == NULL)
+				*error = psprintf("the primary's copy of its backup replica ended at " INT64_FORMAT " of " INT64_FORMAT " bytes",
+								  done, copy.size);
+			else
+				*error = psprintf("reading at " INT64_FORMAT " of " INT64_FORMAT " bytes: %s",
+								  done, copy.size, *error);
+			close(w.fd);
+			(void) zs_replica_remove_files(tmp, err, sizeof(err));
+			return false;
+		}
 		done += w.written;
 		zs_set_backup_state(ZS_BACKUP_RESTORING,
 							psprintf("copying the primary's backup replica: " INT64_FORMAT " of " INT64_FORMAT " MB",
@@ -359,6 +431,8 @@ zs_standby_restore(const char *path, char *replica_version, char *watermark)
 				(errcode_for_file_access(),
 				 errmsg("could not fsync \"%s\": %m", tmp)));
 	close(w.fd);
+	/* the old file's marker goes first: a new file may reuse its inode */
+	zs_standby_untrust(path);
 	if (!zs_replica_remove_files(path, err, sizeof(err)))
 		ereport(ERROR, (errcode_for_file_access(), errmsg("%s", err)));
 	(void) durable_rename(tmp, path, ERROR);
@@ -369,6 +443,7 @@ zs_standby_restore(const char *path, char *replica_version, char *watermark)
 					(double) (GetCurrentTimestamp() - start) / USECS_PER_SEC)));
 	pfree(copy.replica_version);
 	pfree(copy.watermark);
+	return true;
 }
 
 void
@@ -406,7 +481,7 @@ zs_standby_report_position(const char *replica_version, const char *watermark)
 		FlushErrorState();
 		AbortCurrentTransaction();
 		MemoryContextSwitchTo(context);
-		disconnect_primary();
+		zs_standby_disconnect();
 		error = edata->message;
 		ok = false;
 	}

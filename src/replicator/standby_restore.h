@@ -9,17 +9,25 @@
 /*
  * Is the replica file at path one this standby restored from its primary,
  * and not, say, a base backup's copy of the primary's file (which may be
- * torn)? Only such a file is followed on a standby.
+ * torn)? Only such a file is followed on a standby. zs_standby_untrust
+ * forgets it (the marker goes; the file is the caller's).
  */
 extern bool zs_standby_restore_trusted(const char *path);
+extern void zs_standby_untrust(const char *path);
 
 /*
  * Replace the file at path with a consistent copy of the primary's backup
- * replica, and say which replicaVersion and stateVersion it has. The
- * primary holds its purge floor at that stateVersion from then on. ERROR
- * if the primary cannot be reached or has no backup replica.
+ * replica of lineage, and say which replicaVersion and stateVersion it has.
+ * The primary holds its purge floor at that stateVersion from then on.
+ * False with *error when the primary cannot be reached, refuses (its
+ * backup replica is not following that lineage) or the copy breaks off;
+ * a local file that cannot be written is an ERROR.
  */
-extern void zs_standby_restore(const char *path, char *replica_version, char *watermark);
+extern bool zs_standby_restore(const char *path, const char *lineage, char *replica_version,
+							   char *watermark, char **error);
+
+/* Close the connection to the primary (after a promotion). */
+extern void zs_standby_disconnect(void);
 
 /*
  * Tell the primary where this standby's backup replica is, at most once a

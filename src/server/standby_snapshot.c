@@ -17,13 +17,14 @@
  *     floor holds it for zero_stream.subscriber_retention after the last
  *     report (the standby reports every few seconds), across restarts too
  *     (the decoder saves departed entries in subscriber_positions);
- *   zero_stream.backup_replica_copy(standby): a consistent copy of the
- *     backup replica (backup_copy.c, as the server's snapshots), held
- *     open by this session, its size, replicaVersion and stateVersion;
- *     the standby is held at that stateVersion from then on;
+ *   zero_stream.backup_replica_copy(standby, replicaVersion): a consistent
+ *     copy of the backup replica (backup_copy.c, as the server's
+ *     snapshots) while it follows that lineage, held open by this
+ *     session: its size, replicaVersion and stateVersion; the standby is
+ *     held at that stateVersion from then on;
  *   zero_stream.backup_replica_read(offset, length): the copy's bytes.
- * The session's copy is an open descriptor of a removed file: it goes
- * with the session (or the next copy).
+ * The session's copy is an open descriptor of a removed file: it goes once
+ * its last byte is read, with the next copy, or with the session.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -79,11 +80,10 @@ check_watermark(const char *what, const char *value)
 				 errmsg("%s \"%s\" is not a watermark", what, value)));
 }
 
+/* A standby's request, checked: this server is a primary, the input sane. */
 static void
-hold(const char *standby, const char *replica_version, const char *watermark)
+check_request(const char *standby, const char *replica_version)
 {
-	char		id[ZS_NAME_LEN];
-
 	zs_require_shared_state();
 	if (RecoveryInProgress())
 		ereport(ERROR,
@@ -92,6 +92,14 @@ hold(const char *standby, const char *replica_version, const char *watermark)
 				 errhint("Point primary_conninfo of the standby at the primary.")));
 	check_name("standby", standby, ZS_NAME_LEN - strlen(ZS_STANDBY_HOLD_PREFIX));
 	check_watermark("replicaVersion", replica_version);
+}
+
+static void
+hold(const char *standby, const char *replica_version, const char *watermark)
+{
+	char		id[ZS_NAME_LEN];
+
+	check_request(standby, replica_version);
 	check_watermark("watermark", watermark);
 	snprintf(id, sizeof(id), ZS_STANDBY_HOLD_PREFIX "%s", standby);
 	zs_record_departed_subscriber(id, ZS_SUB_MODE_BACKUP, replica_version, watermark);
@@ -121,7 +129,10 @@ Datum
 zs_backup_replica_copy(PG_FUNCTION_ARGS)
 {
 	const char *standby = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	const char *lineage = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	TupleDesc	tupdesc;
+	bool		following;
+	char		log_version[ZS_WATERMARK_MAXLEN];
 	ZsBackupCopy *copy;
 	char	   *error = NULL;
 	volatile int step_rc = 0;
@@ -133,10 +144,22 @@ zs_backup_replica_copy(PG_FUNCTION_ARGS)
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
+	check_request(standby, lineage);
 	if (zs_replica_file_path() == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("this server keeps no backup replica (zero_stream.replica_file is empty)")));
+	LWLockAcquire(zs_shared->lock, LW_SHARED);
+	following = zs_shared->backup_state == ZS_BACKUP_FOLLOWING;
+	strlcpy(log_version, zs_shared->replica_version, sizeof(log_version));
+	LWLockRelease(zs_shared->lock);
+	/* a copy of another lineage would only be made again and again */
+	if (!following || strcmp(log_version, lineage) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the backup replica does not follow the change log of replicaVersion %s (%s)",
+						lineage, !following ? "see zero_stream.status().backup_state" :
+						psprintf("the change log is of replicaVersion %s", log_version))));
 	close_copy();
 
 	copy = zs_backup_copy_start(&error);
@@ -173,6 +196,13 @@ zs_backup_replica_copy(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("could not copy the backup replica: %s", error)));
+	}
+	if (strcmp(replica_version, lineage) != 0)
+	{
+		close_copy();
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the backup replica is of replicaVersion %s, not %s", replica_version, lineage)));
 	}
 	/* from now on the log keeps what the standby needs after the copy */
 	hold(standby, replica_version, watermark);
@@ -222,5 +252,8 @@ zs_backup_replica_read(PG_FUNCTION_ARGS)
 		done += n;
 	}
 	SET_VARSIZE(result, VARHDRSZ + length);
+	/* read to its end: the copy's space goes back */
+	if (offset + length >= (int64) copy_size)
+		close_copy();
 	PG_RETURN_BYTEA_P(result);
 }
