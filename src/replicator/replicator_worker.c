@@ -93,32 +93,41 @@ honour_release(Replicator *rep)
 	return true;
 }
 
-/* how long a standby waits before it asks its primary for a copy again */
-#define RESTORE_RETRY_MS 10000
+/*
+ * How long a standby waits before it asks its primary for a copy again:
+ * from a second (the primary's replica may only just have opened, after
+ * its own promotion), doubling up to RESTORE_RETRY_MAX_MS.
+ */
+#define RESTORE_RETRY_MIN_MS 1000
+#define RESTORE_RETRY_MAX_MS 10000
 #define RESTORE_WARNING_INTERVAL_MS (60 * 1000)
 
 /*
  * On a standby: the primary's backup replica of lineage copied in place of
  * the file. False (why in backup_state, a WARNING at most once a minute)
- * while the primary cannot give one; asked again RESTORE_RETRY_MS later.
+ * while the primary cannot give one; asked again after a back-off.
  */
 static bool
 restore_from_primary(Replicator *rep, const char *lineage)
 {
 	static TimestampTz last_attempt = 0;
 	static TimestampTz last_warning = 0;
+	static int	retry_ms = RESTORE_RETRY_MIN_MS;
 	TimestampTz now = GetCurrentTimestamp();
 	char		replica_version[ZS_WATERMARK_MAXLEN];
 	char		watermark[ZS_WATERMARK_MAXLEN];
 	char	   *error = NULL;
 
-	if (last_attempt != 0 && !TimestampDifferenceExceeds(last_attempt, now, RESTORE_RETRY_MS))
+	if (last_attempt != 0 && !TimestampDifferenceExceeds(last_attempt, now, retry_ms))
 		return false;
+	if (last_attempt != 0)
+		retry_ms = Min(retry_ms * 2, RESTORE_RETRY_MAX_MS);
 	last_attempt = now;
 	close_replica(rep);
 	if (zs_standby_restore(rep->path, lineage, replica_version, watermark, &error))
 	{
 		last_attempt = 0;
+		retry_ms = RESTORE_RETRY_MIN_MS;
 		return true;
 	}
 	zs_set_backup_state(ZS_BACKUP_RESTORING,
@@ -129,8 +138,8 @@ restore_from_primary(Replicator *rep, const char *lineage)
 		ereport(WARNING,
 				(errcode(ERRCODE_CONNECTION_FAILURE),
 				 errmsg("could not copy the primary's backup replica of replicaVersion %s: %s", lineage, error),
-				 errdetail("This standby's backup replica is copied from the primary's; it is asked again every %d s.",
-						   RESTORE_RETRY_MS / 1000),
+				 errdetail("This standby's backup replica is copied from the primary's; it is asked again within %d s.",
+						   RESTORE_RETRY_MAX_MS / 1000),
 				 errhint("The standby's replicator reaches the primary with primary_conninfo, in database \"%s\"; "
 						 "its role needs EXECUTE on zero_stream.backup_replica_copy(text, text), zero_stream.backup_replica_read(bigint, integer) "
 						 "and zero_stream.hold_backup_position(text, text, text).",

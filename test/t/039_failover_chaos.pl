@@ -200,6 +200,11 @@ for my $round (1 .. $ROUNDS)
 	my $load = start_load($primary);
 	# under load the slot moves, and its copy is synchronized quickly
 	sp_wait_synced($standby, slot => $slot) or BAIL_OUT("round $round: no synchronized copy of the slot");
+	# and the standby has its own backup replica, for the snapshot
+	# reservations zero-stream-replica makes on the promoted server
+	$standby->poll_query_until('postgres', q{SELECT backup_state = 'following' FROM zero_stream.status()})
+	  or BAIL_OUT("round $round: the standby's backup replica does not follow: "
+		  . psql($standby, q{SELECT backup_state || ' ' || coalesce(backup_detail, '') FROM zero_stream.status()}));
 	usleep(1_000_000 + int(rand(3_000_000)));
 	# every other round the standby falls behind first: the walsender that
 	# feeds it is stopped for a moment, so the primary commits what the
