@@ -24,10 +24,12 @@
 
 #include "access/xlog.h"
 #include "miscadmin.h"
+#include "postmaster/interrupt.h"
 #include "replication/slot.h"
 #include "storage/condition_variable.h"
 #include "storage/latch.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/varlena.h"
 #include "utils/wait_event.h"
@@ -144,6 +146,32 @@ zs_standby_slots_flushed(XLogRecPtr *flushed, char *problem, size_t len)
 	return true;
 }
 
+bool
+zs_failover_waits(XLogRecPtr *flushed)
+{
+	*flushed = InvalidXLogRecPtr;
+	if (MyReplicationSlot == NULL || !MyReplicationSlot->data.failover)
+		return false;
+	return zs_standby_slots_flushed(flushed, NULL, 0);
+}
+
+void
+zs_failover_wait_for(XLogRecPtr lsn)
+{
+	XLogRecPtr	flushed;
+
+	while (zs_failover_waits(&flushed) && (flushed == InvalidXLogRecPtr || flushed < lsn))
+	{
+		zs_standby_slots_sleep(1000);
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+	}
+}
+
 void
 zs_standby_slots_sleep(long timeout_ms)
 {
@@ -221,6 +249,18 @@ zs_failover_describe(const char *slot_name, XLogRecPtr confirmed_lsn, ZsFailover
 }
 
 #else							/* no failover slots before PostgreSQL 17 */
+
+bool
+zs_failover_waits(XLogRecPtr *flushed)
+{
+	*flushed = InvalidXLogRecPtr;
+	return false;
+}
+
+void
+zs_failover_wait_for(XLogRecPtr lsn)
+{
+}
 
 bool
 zs_standby_slots_flushed(XLogRecPtr *flushed, char *problem, size_t len)

@@ -25,6 +25,20 @@
 extern bool zs_standby_slots_flushed(XLogRecPtr *flushed, char *problem, size_t len);
 
 /*
+ * Does the slot this process has acquired wait for standbys (it is a
+ * failover slot, and synchronized_standby_slots names some)? Then
+ * *flushed is where they all have flushed, as zs_standby_slots_flushed.
+ */
+extern bool zs_failover_waits(XLogRecPtr *flushed);
+
+/*
+ * Wait until the standbys the acquired slot waits for have flushed lsn
+ * (at once if it waits for none), reloading the configuration meanwhile
+ * (an operator may take a standby that is down out of the list).
+ */
+extern void zs_failover_wait_for(XLogRecPtr lsn);
+
+/*
  * Sleep at most timeout_ms, or until a standby's walsender reports a flush,
  * or until the latch is set. Before 17, a latch wait.
  */

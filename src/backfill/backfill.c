@@ -31,6 +31,8 @@
  */
 #include "postgres.h"
 
+#include "access/xlog.h"
+
 #include "common/pg_prng.h"
 #include "miscadmin.h"
 #include "postmaster/bgworker.h"
@@ -49,6 +51,7 @@
 #include "backfill/backfill_worker.h"
 #include "shmem.h"
 #include "spi_xact.h"
+#include "standby_slots.h"
 
 /* backfill messages stored per step at most, between decoding rounds */
 #define BACKFILL_STEP_BYTES (4 * 1024 * 1024)
@@ -379,6 +382,14 @@ store(char *head, List *chunks, const char *completed, XLogRecPtr completed_lsn)
 	}
 	zs_changelog_finish(head);
 	zs_spi_xact_commit();
+
+	/*
+	 * With a failover slot, nobody may read these rows before the standbys
+	 * have them (readers stop at the published head): unlike decoded
+	 * transactions, a promoted standby would not store them again with the
+	 * same watermarks, and a subscriber that had them would have to restore.
+	 */
+	zs_failover_wait_for(XactLastCommitEnd);
 	zs_publish_stored(head, ntxns, ntxns, 0);
 }
 

@@ -116,10 +116,13 @@ extern void zs_changelog_row_set(ZsChangeLogRow *row, const char *watermark, int
 
 /*
  * Read a page of at most limit committed rows after (after_watermark,
- * after_pos).
+ * after_pos), up to the head published in shared memory (upto; NULL: all
+ * committed rows). A row is committed a moment before its head is
+ * published, and a backfill's rows on a failover slot only become readable
+ * once the standbys have them (backfill.c): a reader stops at the head.
  */
 extern ZsChangeLogPage *zs_changelog_read_page(const char *after_watermark, int64 after_pos,
-											   int limit);
+											   int limit, const char *upto);
 
 /*
  * The same page, row by row, as it is read: no wire message is built and
@@ -136,6 +139,7 @@ typedef struct ZsChangeLogScan
 	uint64		next;
 	int			limit;
 	bool		full;			/* the page reached its limit (known at its end) */
+	char		upto[ZS_WATERMARK_MAXLEN];	/* no row after this one; "" for all */
 	/* the current row */
 	char		watermark[ZS_WATERMARK_MAXLEN];
 	int64		pos;
@@ -144,7 +148,7 @@ typedef struct ZsChangeLogScan
 } ZsChangeLogScan;
 
 extern void zs_changelog_scan_begin(ZsChangeLogScan *scan, const char *after_watermark,
-									int64 after_pos, int limit);
+									int64 after_pos, int limit, const char *upto);
 extern bool zs_changelog_scan_next(ZsChangeLogScan *scan);
 extern void zs_changelog_scan_end(ZsChangeLogScan *scan);
 

@@ -242,7 +242,7 @@ prepare_page_plan(void)
 
 void
 zs_changelog_scan_begin(ZsChangeLogScan *scan, const char *after_watermark, int64 after_pos,
-						int limit)
+						int limit, const char *upto)
 {
 	Datum		args[3];
 	int			rc;
@@ -251,6 +251,7 @@ zs_changelog_scan_begin(ZsChangeLogScan *scan, const char *after_watermark, int6
 	scan->next = 0;
 	scan->limit = limit;
 	scan->full = false;
+	strlcpy(scan->upto, upto ? upto : "", sizeof(scan->upto));
 	scan->key_scan = key_scan_open(after_watermark, after_pos);
 	if (scan->key_scan != NULL)
 		return;
@@ -267,6 +268,16 @@ zs_changelog_scan_begin(ZsChangeLogScan *scan, const char *after_watermark, int6
 	scan->result = SPI_tuptable;
 }
 
+/* the current row is after the head the scan stops at (the page ends) */
+static bool
+past_upto(ZsChangeLogScan *scan)
+{
+	if (scan->upto[0] == '\0' || strcmp(scan->watermark, scan->upto) <= 0)
+		return false;
+	scan->limit = 0;			/* nothing more, and not full */
+	return true;
+}
+
 bool
 zs_changelog_scan_next(ZsChangeLogScan *scan)
 {
@@ -279,7 +290,7 @@ zs_changelog_scan_next(ZsChangeLogScan *scan)
 		return false;
 	if (scan->key_scan != NULL)
 	{
-		if (!key_scan_next(scan))
+		if (!key_scan_next(scan) || past_upto(scan))
 			return false;
 		scan->full = (++scan->next == (uint64) scan->limit);
 		return true;
@@ -287,10 +298,13 @@ zs_changelog_scan_next(ZsChangeLogScan *scan)
 	if (scan->next >= scan->result->numvals)
 		return false;
 	desc = scan->result->tupdesc;
-	tuple = scan->result->vals[scan->next++];
-	scan->full = (scan->next == (uint64) scan->limit);
+	tuple = scan->result->vals[scan->next];
 	text_to_cstring_buffer(DatumGetTextPP(SPI_getbinval(tuple, desc, 1, &isnull)),
 						   scan->watermark, sizeof(scan->watermark));
+	if (past_upto(scan))
+		return false;
+	scan->next++;
+	scan->full = (scan->next == (uint64) scan->limit);
 	scan->pos = DatumGetInt64(SPI_getbinval(tuple, desc, 2, &isnull));
 	change = DatumGetTextPP(SPI_getbinval(tuple, desc, 3, &isnull));
 	scan->change = VARDATA_ANY(change);
@@ -311,13 +325,13 @@ zs_changelog_scan_end(ZsChangeLogScan *scan)
 }
 
 ZsChangeLogPage *
-zs_changelog_read_page(const char *after_watermark, int64 after_pos, int limit)
+zs_changelog_read_page(const char *after_watermark, int64 after_pos, int limit, const char *upto)
 {
 	ZsChangeLogPage *page = palloc0(sizeof(ZsChangeLogPage));
 	ZsChangeLogScan scan;
 	int			size = Min(limit, 64);
 
-	zs_changelog_scan_begin(&scan, after_watermark, after_pos, limit);
+	zs_changelog_scan_begin(&scan, after_watermark, after_pos, limit, upto);
 	strlcpy(page->after_watermark, after_watermark, sizeof(page->after_watermark));
 	page->after_pos = after_pos;
 	page->rows = palloc(sizeof(ZsChangeLogRow) * Max(size, 1));

@@ -241,22 +241,6 @@ static XLogRecPtr cut_need = InvalidXLogRecPtr;
 static bool standby_capped = false;
 static XLogRecPtr standby_cap = InvalidXLogRecPtr;
 
-/*
- * Does the slot wait for standbys? Then *flushed is where they all have
- * flushed (InvalidXLogRecPtr: one of them cannot confirm anything).
- */
-static bool
-waits_for_standbys(XLogRecPtr *flushed)
-{
-#ifdef ZS_HAVE_FAILOVER_SLOTS
-	if (MyReplicationSlot == NULL || !MyReplicationSlot->data.failover)
-		return false;
-	return zs_standby_slots_flushed(flushed, NULL, 0);
-#else
-	return false;
-#endif
-}
-
 /* the WAL a round may read: flushed here, and by the standbys it waits for */
 static XLogRecPtr
 readable_wal_end(void)
@@ -338,7 +322,7 @@ zs_round_run(ZsStream *s, bool *stored)
 	XLogRecPtr	round_start;
 
 	*stored = false;
-	standby_capped = waits_for_standbys(&standby_cap);
+	standby_capped = zs_failover_waits(&standby_cap);
 	end_of_wal = readable_wal_end();
 	s->round_held = standby_capped && end_of_wal < GetFlushRecPtr(NULL);
 	if (ctx->reader->EndRecPtr >= end_of_wal || end_of_wal < cut_need)
@@ -433,7 +417,7 @@ zs_round_settle(ZsStream *s)
 {
 	long		waited;
 	XLogRecPtr	standbys;
-	bool		wait = waits_for_standbys(&standbys);
+	bool		wait = zs_failover_waits(&standbys);
 
 	s->confirm_held = false;
 	/* the confirmation the standbys have, or not yet */

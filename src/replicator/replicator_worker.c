@@ -371,6 +371,7 @@ apply_page(Replicator *rep)
 	ZsChangeLogScan scan;
 	ApplyPosition at = {rep, NULL, NULL, false};
 	char		floor[ZS_WATERMARK_MAXLEN];
+	char		head[ZS_WATERMARK_MAXLEN];
 	ErrorContextCallback callback;
 	bool		applied = false;
 
@@ -381,7 +382,11 @@ apply_page(Replicator *rep)
 		leave_behind(rep, floor);
 		return false;
 	}
-	zs_changelog_scan_begin(&scan, rep->watermark, rep->pos, zs_catchup_page_rows);
+	/* up to the published head (changelog.h) */
+	LWLockAcquire(zs_shared->lock, LW_SHARED);
+	strlcpy(head, zs_shared->last_watermark, sizeof(head));
+	LWLockRelease(zs_shared->lock);
+	zs_changelog_scan_begin(&scan, rep->watermark, rep->pos, zs_catchup_page_rows, head);
 	callback.callback = apply_error_context;
 	callback.arg = &at;
 	callback.previous = error_context_stack;

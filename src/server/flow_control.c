@@ -202,7 +202,7 @@ serve_position(int first, bool catching_up, const char *head, const char *log_ve
 	/* the round the decoder is storing, if it continues from here; else the log */
 	page = zs_live_read_page(log_version, watermark, pos, limit);
 	if (page == NULL)
-		page = zs_changelog_read_page(watermark, pos, limit);
+		page = zs_changelog_read_page(watermark, pos, limit, head);
 	for (int r = 0; r < page->nrows; r++)
 		page_bytes += page->rows[r].message_len;
 	if (page->nrows > 0)
