@@ -174,10 +174,20 @@ zs_replica_download(const ZsUrl *url, const char *expect_rv, const char *min_sv,
 		zs_client_close(&link);
 		return false;
 	}
-	if (http_status == 502 || http_status == 503 || http_status == 504)
+	/*
+	 * With transient_ok the URL came with a reservation: a 404 means the
+	 * reservation ended before the download (another connection of the same
+	 * task took it over), so a new one is asked for.
+	 */
+	if (http_status == 502 || http_status == 503 || http_status == 504 ||
+		(http_status == 404 && transient_ok))
 	{
 		char	   *line = status_line(head.data);
 
+		while (body.len > 0 && (body.data[body.len - 1] == '\n' || body.data[body.len - 1] == '\r'))
+			body.data[--body.len] = '\0';
+		if (body.len > 0)
+			line = psprintf("%s: %.200s", line, body.data);
 		download_failed(transient_ok, &link, "could not download the backup from %s: %s", url_text, line);
 		pfree(line);
 		goto failed_on_the_way;

@@ -71,7 +71,7 @@ sub start_tail
 {
 	my ($node, $rv, $from, @opts) = @_;
 	my $base = $node->basedir . '/tail' . $tails++;
-	my $url = zs_changes_url($node, id => "tail$tails", taskID => 'tfail', replicaVersion => $rv, watermark => $from);
+	my $url = zs_changes_url($node, id => "tail$tails", taskID => 'tails', replicaVersion => $rv, watermark => $from);
 	my $h = IPC::Run::start([ $TAIL, @opts, $url ], '>', "$base.out", '2>', "$base.err");
 	return { h => $h, base => $base };
 }
@@ -150,13 +150,14 @@ sub state_version
 
 sub wait_file_at
 {
-	my ($file, $target, $label) = @_;
+	my ($file, $target, $label, $log) = @_;
 	for (1 .. 1800)
 	{
 		return 1 if state_version($file) eq $target;
 		usleep(100_000);
 	}
 	diag("$label: $file at " . state_version($file) . ", not $target");
+	diag("$label: the replica's log:\n" . slurp_file($log)) if defined $log && -f $log;
 	return 0;
 }
 
@@ -240,13 +241,14 @@ my $dir = $primary->basedir;
 my $file = "$dir/app.db";
 my $clilog = "$dir/app.log";
 my $cli = start_cli($primary, $file, $clilog);
-ok(wait_file_at($file, head($primary), 'first sync'), 'zero-stream-replica restored and follows the primary');
+ok(wait_file_at($file, head($primary), 'first sync', $clilog), 'zero-stream-replica restored and follows the primary');
 my $ino = inode($file);
 
 my $from = head($primary);
 my $stail = start_tail($standby, $rv, $from);
 my $scli_file = $standby->basedir . '/standby-app.db';
-my $scli = start_cli($standby, $scli_file, $standby->basedir . '/standby-app.log');
+my $scli_log = $standby->basedir . '/standby-app.log';
+my $scli = start_cli($standby, $scli_file, $scli_log);
 
 psql($primary, q{
 INSERT INTO t (v) SELECT 'live ' || g FROM generate_series(1, 300) g;
@@ -279,7 +281,7 @@ my $got = tail_commits(tail_output($stail), 'standby subscriber');
 my $want = log_commits($primary, $from);
 cmp_ok(scalar @$want, '>', 3, scalar(@$want) . ' transactions written while the standby was followed');
 is_deeply($got, $want, "the standby's subscriber got the primary's transactions, each once, in order");
-ok(wait_file_at($scli_file, $head1, 'replica of the standby'), 'a zero-stream-replica of the standby reached the head');
+ok(wait_file_at($scli_file, $head1, 'replica of the standby', $scli_log), 'a zero-stream-replica of the standby reached the head');
 is(zs_sqlite($scli_file, q{SELECT count(*) || ':' || sum(length(v)) || ':' || sum(r % 1000) FROM t}),
 	psql($primary, q{SELECT count(*) || ':' || sum(length(v)) || ':' || sum(r % 1000) FROM t}),
 	"the standby's replica equals the primary");

@@ -99,7 +99,7 @@ sub start_tail
 {
 	my ($node, $from) = @_;
 	my $base = "$dir/tail" . $tails++;
-	my $url = zs_changes_url($node, id => "chaos$tails", taskID => 'chaos', replicaVersion => $rv, watermark => $from);
+	my $url = zs_changes_url($node, id => "chaos$tails", taskID => 'chaos-tails', replicaVersion => $rv, watermark => $from);
 	return { h => IPC::Run::start([ $TAIL, $url ], '>', "$base.out", '2>', "$base.err"), base => $base };
 }
 
