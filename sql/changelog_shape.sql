@@ -30,8 +30,11 @@ BEGIN
   RETURN NEW;
 END $$;
 ALTER TABLE "zero_0/cdc"."changeLog" ADD COLUMN "storedBy" text DEFAULT 'spi';
+-- (the ALTER's own transaction stored before the trigger counts)
+SELECT zero_stream.wait_for_catchup();
 CREATE TRIGGER count_stored AFTER INSERT ON "zero_0/cdc"."changeLog"
   FOR EACH ROW EXECUTE FUNCTION count_stored();
+SELECT zero_stream.wait_for_catchup();
 SELECT last_watermark AS altered FROM zero_stream.status() \gset
 INSERT INTO shape VALUES (1001, 'a'), (1002, 'b');
 UPDATE shape SET v = 'c' WHERE id = 1001;
@@ -44,6 +47,7 @@ SELECT n AS trigger_saw FROM unpublished.stored_counts;
 -- shape: a dropped column stays in the descriptor, so SPI goes on)
 DROP TRIGGER count_stored ON "zero_0/cdc"."changeLog";
 ALTER TABLE "zero_0/cdc"."changeLog" DROP COLUMN "storedBy";
+SELECT zero_stream.wait_for_catchup();
 SELECT last_watermark AS dropped FROM zero_stream.status() \gset
 DELETE FROM shape WHERE id > 1000;
 SELECT zero_stream.wait_for_catchup();

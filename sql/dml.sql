@@ -5,6 +5,9 @@ ALTER TABLE toasty ALTER COLUMN big SET STORAGE EXTERNAL;
 CREATE SCHEMA private;
 CREATE TABLE private.hidden (id integer PRIMARY KEY);
 
+-- the DDL above is stored first (each its own transaction, as zero-cache
+-- stores them)
+SELECT zero_stream.wait_for_catchup();
 SELECT last_watermark AS start FROM zero_stream.status() \gset
 
 -- stable rendering of the stored change log from :start on
@@ -72,6 +75,7 @@ SELECT change->>'tag' AS tag, (SELECT array_agg(k) FROM json_object_keys(change-
 -- TRUNCATE of several tables, with its options
 CREATE TABLE parent (id int PRIMARY KEY);
 CREATE TABLE child (id serial PRIMARY KEY, parent_id int REFERENCES parent);
+SELECT zero_stream.wait_for_catchup();
 SELECT last_watermark AS start FROM zero_stream.status() \gset
 TRUNCATE parent, toasty RESTART IDENTITY CASCADE;
 SELECT zero_stream.wait_for_catchup();

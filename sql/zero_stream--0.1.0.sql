@@ -224,7 +224,8 @@ WITH published_columns AS (SELECT
   pg_get_expr(pd.adbin, pd.adrelid) as "dflt",
   NULLIF(ARRAY_POSITION(conkey, attnum), -1) AS "keyPos",
   pb.rowfilter as "rowFilter",
-  pb.pubname as "publication"
+  pb.pubname as "publication",
+  attidentity <> '' AS "identity"
 FROM pg_attribute
 JOIN pg_class pc ON pc.oid = attrelid
 JOIN pg_namespace pns ON pns.oid = relnamespace
@@ -236,7 +237,11 @@ JOIN pg_publication_tables as pb ON
   attname = ANY(pb.attnames)
 LEFT JOIN pg_constraint pk ON pk.contype = 'p' AND pk.connamespace = relnamespace AND pk.conrelid = attrelid
 LEFT JOIN pg_attrdef pd ON pd.adrelid = attrelid AND pd.adnum = attnum
-WHERE pb.pubname = ANY (publications) AND attgenerated = ''
+-- a stored generated column only where PostgreSQL 18 publishes it
+-- (publish_generated_columns, or a column list that names it): attnames
+-- says which; before 18 it would list columns pgoutput never sends
+WHERE pb.pubname = ANY (publications)
+  AND (attgenerated = '' OR (attgenerated = 's' AND current_setting('server_version_num')::int >= 180000))
 ORDER BY nspname, pc.relname),
 
 tables AS (SELECT json_build_object(
@@ -334,9 +339,14 @@ indexes AS (SELECT json_build_object(
     GROUP BY "schema", "tableName", "name", "unique",
        "isPrimaryKey", "isReplicaIdentity", "isImmediate")
 
+-- and, beyond zero-cache's fields, the identity columns: their values
+-- (given to every existing row when such a column is added) are never
+-- streamed, so an added one is backfilled
 SELECT json_build_object(
   'tables', COALESCE((SELECT json_agg("table") FROM tables), '[]'::json),
-  'indexes', COALESCE((SELECT json_agg("index") FROM indexes), '[]'::json)
+  'indexes', COALESCE((SELECT json_agg("index") FROM indexes), '[]'::json),
+  'identities', COALESCE((SELECT json_agg(DISTINCT jsonb_build_object('oid', "oid", 'pos', "pos"))
+                            FROM published_columns WHERE "identity"), '[]'::json)
 )
 $$;
 
@@ -417,3 +427,36 @@ REVOKE ALL ON FUNCTION capture_schema_change() FROM PUBLIC;
 
 CREATE EVENT TRIGGER zero_stream_capture_schema_change ON ddl_command_end
     EXECUTE FUNCTION capture_schema_change();
+
+-- At the start of the DDL commands zero-cache's own trigger watches, a
+-- message that is no schema change: as in zero-cache's change log, the
+-- command's transaction is then stored (an empty begin/commit if nothing
+-- published changed), whatever it touches (an unpublished schema, a
+-- temporary table, a storage parameter, the first transaction of CREATE
+-- INDEX CONCURRENTLY).
+CREATE FUNCTION capture_ddl_start()
+RETURNS event_trigger
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF current_database() <> current_setting('zero_stream.database', true) THEN
+        RETURN;
+    END IF;
+    -- nor for the decoder's own set-up (CREATE TABLE IF NOT EXISTS of the
+    -- change log's tables at each start): zero-cache's is not in its log
+    IF (SELECT backend_type LIKE 'zero\_stream %'
+          FROM pg_stat_get_activity(pg_backend_pid())) THEN
+        RETURN;
+    END IF;
+    PERFORM pg_logical_emit_message(true, 'zero_stream/ddl-start', tg_tag);
+END
+$$;
+
+REVOKE ALL ON FUNCTION capture_ddl_start() FROM PUBLIC;
+
+CREATE EVENT TRIGGER zero_stream_capture_ddl_start ON ddl_command_start
+    WHEN TAG IN ('CREATE TABLE', 'ALTER TABLE', 'CREATE INDEX', 'DROP TABLE',
+                 'DROP INDEX', 'ALTER PUBLICATION', 'ALTER SCHEMA')
+    EXECUTE FUNCTION capture_ddl_start();
