@@ -4,7 +4,8 @@
  *	  schema, as zero-cache's PostgreSQL change source computes them.
  *
  * A snapshot is what zero_stream.published_schema() returns (zero-cache's
- * publishedSchemaQuery): {"tables":[…],"indexes":[…]}. Tables are matched
+ * publishedSchemaQuery): {"tables":[…],"indexes":[…],"identities":[…]}
+ * (see schema_snapshot.c). Tables are matched
  * by oid, columns by attnum ("pos"), indexes by schema-qualified name, and
  * the changes come in zero-cache's order, which SQLite needs:
  *
@@ -18,10 +19,12 @@
  * {"schemaOID","relationOID","rowKey":{col:{"attNum":n}}}, and every value
  * taken from the snapshot is written as JavaScript re-writes it. A new
  * column whose default SQLite cannot take (anything but a number, boolean,
- * quoted literal with a one-word cast or an empty array), every new column
- * added by a command other than ALTER TABLE, and every table that appears
- * other than by CREATE (ALTER PUBLICATION) get zero-cache's "backfill"
- * marker, and such a column's default is dropped.
+ * quoted literal with a one-word cast or an empty array; a stored generated
+ * column's is its expression), every new identity column (PostgreSQL
+ * numbers the existing rows, and the stream never carries those values),
+ * every new column added by a command other than ALTER TABLE, and every
+ * table that appears other than by CREATE (ALTER PUBLICATION) get
+ * zero-cache's "backfill" marker, and such a column's default is dropped.
  *-------------------------------------------------------------------------
  */
 #ifdef FRONTEND
@@ -431,7 +434,9 @@ diff_kept_table(Diff *d, int prev, int next)
 			continue;
 		backfill = always_backfill ||
 			(dflt >= 0 && nd->nodes[dflt].type == ZS_JSON_STRING &&
-			 !default_is_supported(zs_json_str(nd, dflt)));
+			 !default_is_supported(zs_json_str(nd, dflt))) ||
+			zs_schema_snapshot_is_identity_column(&d->next, zs_schema_snapshot_int(nd, next, "oid"),
+												  zs_schema_snapshot_int(nd, n, "pos"));
 		appendStringInfoString(&d->buf, "{\"tag\":\"add-column\",\"table\":");
 		append_table_id(&d->buf, nd, next);
 		appendStringInfoString(&d->buf, ",\"column\":");

@@ -6,9 +6,11 @@
  * A snapshot is what zero_stream.published_schema() returns (zero-cache's
  * publishedSchemaQuery): {"tables":[…],"indexes":[…]}, each table with
  * "oid", "schema", "name", "columns" (an object: name -> {"pos", ...}),
- * "replicaIdentity", "primaryKey" and "publications". The schema diff and
- * the backfill check read snapshots through these. Compiles as backend or
- * frontend code.
+ * "replicaIdentity", "primaryKey" and "publications". Beyond zero-cache's
+ * fields, "identities" ([{"oid","pos"},…]) lists the published identity
+ * columns (GENERATED … AS IDENTITY), which have no default to show (a
+ * snapshot without the member has none). The schema diff and the backfill check read snapshots
+ * through these. Compiles as backend or frontend code.
  *-------------------------------------------------------------------------
  */
 #ifdef FRONTEND
@@ -36,6 +38,12 @@ zs_schema_snapshot_read(ZsSchemaSnapshot *s, const char *text, int len, const ch
 		s->doc.nodes[s->indexes].type != ZS_JSON_ARRAY)
 	{
 		*error = "a published schema has no \"tables\" or \"indexes\" array";
+		return false;
+	}
+	s->identities = zs_json_get(&s->doc, 0, "identities");
+	if (s->identities >= 0 && s->doc.nodes[s->identities].type != ZS_JSON_ARRAY)
+	{
+		*error = "a published schema's \"identities\" is not an array";
 		return false;
 	}
 	for (int t = s->doc.nodes[s->tables].first_child; t >= 0; t = s->doc.nodes[t].next)
@@ -119,6 +127,18 @@ int
 zs_schema_snapshot_column_by_name(const ZsJsonDoc *doc, int table, const char *name)
 {
 	return zs_json_get(doc, zs_json_get(doc, table, "columns"), name);
+}
+
+bool
+zs_schema_snapshot_is_identity_column(const ZsSchemaSnapshot *s, int64 oid, int64 pos)
+{
+	if (s->identities < 0)
+		return false;
+	for (int i = s->doc.nodes[s->identities].first_child; i >= 0; i = s->doc.nodes[i].next)
+		if (zs_schema_snapshot_int(&s->doc, i, "oid") == oid &&
+			zs_schema_snapshot_int(&s->doc, i, "pos") == pos)
+			return true;
+	return false;
 }
 
 /*

@@ -15,6 +15,7 @@ typedef struct ZsSchemaSnapshot
 	ZsJsonDoc	doc;
 	int			tables;			/* array node */
 	int			indexes;		/* array node */
+	int			identities;		/* array node, or -1 if absent */
 } ZsSchemaSnapshot;
 
 /*
@@ -36,6 +37,12 @@ extern int	zs_schema_snapshot_index_by_id(const ZsSchemaSnapshot *s, const char 
 										   const char *name);
 extern int	zs_schema_snapshot_column_by_pos(const ZsJsonDoc *doc, int table, int64 pos);
 extern int	zs_schema_snapshot_column_by_name(const ZsJsonDoc *doc, int table, const char *name);
+
+/*
+ * Is the column at attnum pos of table oid an identity column (GENERATED
+ * ... AS IDENTITY)? The snapshot's "identities" say, if it has them.
+ */
+extern bool zs_schema_snapshot_is_identity_column(const ZsSchemaSnapshot *s, int64 oid, int64 pos);
 
 /* A table's replica-identity columns as a JSON array of names. */
 extern void zs_schema_snapshot_append_identity(StringInfo out, const ZsSchemaSnapshot *s, int table);

@@ -119,6 +119,45 @@ test_columns(void)
 					 "\"rowKey\":{\"id\":{\"attNum\":1}}}") != NULL, "table metadata");
 	}
 
+	/*
+	 * an identity column has no default but numbers the existing rows: the
+	 * snapshot's "identities" mark it for a backfill; a stored generated
+	 * column's default is its expression, backfilled as any other
+	 */
+	{
+		const char *identity = "{\"tables\":[" TABLE(5, "t", COL("a", 2, "text", "false", "null") ","
+													 COL("g", 4, "int4", "false", "\"(id * 2)\"") ","
+													 COL("id", 1, "int4", "true", "null") ","
+													 COL("n", 3, "int4", "true", "null")) "],\"indexes\":[],"
+			"\"identities\":[{\"oid\":4,\"pos\":3},{\"oid\":5,\"pos\":3}]}";
+		const char *other_table = "{\"tables\":[" TABLE(5, "t", COL("a", 2, "text", "false", "null") ","
+														COL("id", 1, "int4", "true", "null") ","
+														COL("n", 3, "int4", "true", "null")) "],\"indexes\":[],"
+			"\"identities\":[{\"oid\":4,\"pos\":3},{\"oid\":5,\"pos\":1}]}";
+
+		n = diff(before, identity, "ALTER TABLE");
+		CHECK(n == 2, "add identity: %d changes", n);
+		if (n == 2)
+		{
+			CHECK_STR(changes[0], "{\"tag\":\"add-column\",\"table\":{\"schema\":\"public\",\"name\":\"t\"},"
+					  "\"column\":{\"name\":\"g\",\"spec\":{\"pos\":4,\"dflt\":null,\"notNull\":false,"
+					  "\"typeOID\":23,\"dataType\":\"int4\",\"pgTypeClass\":\"b\",\"elemPgTypeClass\":null,"
+					  "\"characterMaximumLength\":null}},\"tableMetadata\":{\"schemaOID\":2200,\"relationOID\":5,"
+					  "\"rowKey\":{\"id\":{\"attNum\":1}}},\"backfill\":{\"attNum\":4}}");
+			CHECK_STR(changes[1], "{\"tag\":\"add-column\",\"table\":{\"schema\":\"public\",\"name\":\"t\"},"
+					  "\"column\":{\"name\":\"n\",\"spec\":{\"pos\":3,\"dflt\":null,\"notNull\":true,"
+					  "\"typeOID\":23,\"dataType\":\"int4\",\"pgTypeClass\":\"b\",\"elemPgTypeClass\":null,"
+					  "\"characterMaximumLength\":null}},\"tableMetadata\":{\"schemaOID\":2200,\"relationOID\":5,"
+					  "\"rowKey\":{\"id\":{\"attNum\":1}}},\"backfill\":{\"attNum\":3}}");
+		}
+		/* another table's identity, or another column's, is no reason */
+		n = diff(before, other_table, "ALTER TABLE");
+		CHECK(n == 1 && strstr(changes[0], "backfill") == NULL, "identity elsewhere: %s", n > 0 ? changes[0] : "none");
+		/* nor is an identity column that was there before */
+		n = diff(identity, identity, "ALTER TABLE");
+		CHECK(n == 0, "an unchanged identity column: %d changes", n);
+	}
+
 	/* a column added by another command is always backfilled */
 	n = diff(before, added, "CREATE TABLE");
 	CHECK(n == 2 && strstr(changes[0], "backfill") != NULL, "add by another command: backfill");
