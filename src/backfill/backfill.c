@@ -26,7 +26,15 @@
  * An update that changes a row's key while a backfill runs means backfill
  * data from before that transaction could resurrect the old key: such data
  * is dropped and the backfill started again (zero-cache's minWatermark).
- * A worker that fails is retried with a backoff from 2 s to 60 s.
+ *
+ * The worker holds a lock on its table while it reads, which DROP TABLE,
+ * most ALTER TABLE forms and TRUNCATE wait for (ACCESS EXCLUSIVE): rather
+ * than hold such a command (and every query queued behind it) for the rest
+ * of the backfill, the decoder stops the worker and starts the backfill
+ * again after a pause, at a snapshot past the command; a DROP removes the
+ * request meanwhile. A worker that fails is retried with a backoff from 2 s
+ * to 60 s; the backoff is forgotten once the request it was for is gone, so
+ * a request whose table was dropped does not hold back the others.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -37,6 +45,7 @@
 #include "miscadmin.h"
 #include "postmaster/bgworker.h"
 #include "storage/dsm.h"
+#include "storage/lock.h"
 #include "storage/proc.h"
 #include "storage/shm_mq.h"
 #include "storage/shm_toc.h"
@@ -59,6 +68,9 @@
 #define BACKOFF_MIN_MS 2000
 #define BACKOFF_MAX_MS 60000
 
+/* how often a running backfill looks for a command waiting for its table */
+#define LOCK_CHECK_MS 200
+
 static const char begin_change[] = "{\"tag\":\"begin\",\"json\":\"s\",\"skipAck\":true}";
 static const char commit_change[] = "{\"tag\":\"commit\"}";
 
@@ -77,6 +89,7 @@ typedef struct Running
 	char	   *completed;		/* held until decoding passes completed_lsn */
 	XLogRecPtr	completed_lsn;
 	TimestampTz started;
+	TimestampTz lock_checked;	/* when waiters for its table were last looked for */
 } Running;
 
 static MemoryContext backfill_context = NULL;
@@ -93,6 +106,7 @@ static MemoryContext stopping_context = NULL;
 static BackgroundWorkerHandle *stopping_handle = NULL;
 static TimestampTz retry_at = 0;
 static int	retry_delay_ms = BACKOFF_MIN_MS;
+static char *retry_request = NULL;	/* what the backoff is for (in backfill_context) */
 
 static void
 ensure_context(void)
@@ -150,13 +164,23 @@ stop_running(const char *why)
 	set_progress(NULL);
 }
 
+/* No backoff any more: the next step may start a backfill. */
+static void
+forget_backoff(void)
+{
+	retry_at = 0;
+	retry_delay_ms = BACKOFF_MIN_MS;
+	if (retry_request != NULL)
+		pfree(retry_request);
+	retry_request = NULL;
+}
+
 void
 zs_backfill_reset(void)
 {
 	stop_running("the decoder restarts its stream");
 	requests_stale = true;
-	retry_at = 0;
-	retry_delay_ms = BACKOFF_MIN_MS;
+	forget_backoff();
 }
 
 void
@@ -213,6 +237,16 @@ load_requests(void)
 		if (!listed)
 			stop_running("its request changed (a schema change of the table, or its completion)");
 	}
+	/* a backoff for a request that is gone (its table dropped) holds back no other */
+	if (retry_request != NULL)
+	{
+		bool		listed = false;
+
+		foreach(lc, requests)
+			listed |= strcmp((char *) lfirst(lc), retry_request) == 0;
+		if (!listed)
+			forget_backoff();
+	}
 }
 
 /* relationOID and row key of a request; false if it has no table metadata */
@@ -248,13 +282,59 @@ describe_request(Running *r, const char *request)
 	return ok;
 }
 
+/*
+ * Start no backfill for delay_ms (the current backoff if -1, which then
+ * doubles): request, if not NULL, is the one that failed.
+ */
 static void
-back_off(const char *why)
+back_off(const char *request, int delay_ms, const char *why)
 {
+	if (delay_ms < 0)
+	{
+		delay_ms = retry_delay_ms;
+		retry_delay_ms = Min(retry_delay_ms * 2, BACKOFF_MAX_MS);
+	}
 	ereport(LOG,
-			(errmsg("zero_stream backfill retried in %d s: %s", retry_delay_ms / 1000, why)));
-	retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), retry_delay_ms);
-	retry_delay_ms = Min(retry_delay_ms * 2, BACKOFF_MAX_MS);
+			(errmsg("zero_stream backfill retried in %d s: %s", delay_ms / 1000, why)));
+	retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), delay_ms);
+	if (retry_request != NULL)
+		pfree(retry_request);
+	retry_request = request ? MemoryContextStrdup(backfill_context, request) : NULL;
+}
+
+/*
+ * Does a command wait for an ACCESS EXCLUSIVE lock on the table the worker
+ * holds a lock on (DROP TABLE, ALTER TABLE, TRUNCATE, ...)? Looked at
+ * every LOCK_CHECK_MS at most, until the worker has read every row.
+ */
+static bool
+command_waits_for_table(Running *r)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	LockData   *locks;
+	pid_t		pid;
+	bool		held = false;
+	bool		waited = false;
+
+	if (r->completed != NULL || !TimestampDifferenceExceeds(r->lock_checked, now, LOCK_CHECK_MS) ||
+		GetBackgroundWorkerPid(r->handle, &pid) != BGWH_STARTED)
+		return false;
+	r->lock_checked = now;
+	locks = GetLockStatusData();
+	for (int i = 0; i < locks->nelements; i++)
+	{
+		LockInstanceData *l = &locks->locks[i];
+
+		if (l->locktag.locktag_type != LOCKTAG_RELATION ||
+			l->locktag.locktag_field1 != MyDatabaseId ||
+			l->locktag.locktag_field2 != r->relid)
+			continue;
+		if (l->pid == pid && l->holdMask != 0)
+			held = true;
+		if (l->waitLockMode == AccessExclusiveLock)
+			waited = true;
+	}
+	return held && waited;
 }
 
 static void
@@ -285,7 +365,7 @@ launch(const char *request)
 	{
 		MemoryContextSwitchTo(old);
 		MemoryContextDelete(context);
-		back_off(psprintf("the request has no table metadata: %s", request));
+		back_off(request, -1, psprintf("the request has no table metadata: %s", request));
 		return;
 	}
 
@@ -299,7 +379,7 @@ launch(const char *request)
 	{
 		MemoryContextSwitchTo(old);
 		MemoryContextDelete(context);
-		back_off("no dynamic shared memory segment is free");
+		back_off(NULL, -1, "no dynamic shared memory segment is free");
 		return;
 	}
 	dsm_pin_mapping(seg);		/* it outlives the decoder's transactions */
@@ -326,13 +406,14 @@ launch(const char *request)
 		dsm_detach(seg);
 		MemoryContextSwitchTo(old);
 		MemoryContextDelete(context);
-		back_off("no background worker slot is free (raise max_worker_processes)");
+		back_off(NULL, -1, "no background worker slot is free (raise max_worker_processes)");
 		return;
 	}
 	r->seg = seg;
 	r->handle = handle;
 	r->queue = shm_mq_attach(mq, seg, handle);
 	r->started = GetCurrentTimestamp();
+	r->lock_checked = r->started;
 	MemoryContextSwitchTo(old);
 	running = r;
 	set_progress(psprintf("%s: starting", r->table));
@@ -484,15 +565,24 @@ zs_backfill_step(char *head, XLogRecPtr decoded_upto)
 				(errmsg("zero_stream backfill of %s stored in %ld.%03d s, up to watermark %s",
 						running->table, secs, usecs / 1000, head)));
 		stop_running(NULL);
-		retry_delay_ms = BACKOFF_MIN_MS;
+		forget_backoff();
 		requests_stale = true;	/* the completion removed its request */
 	}
 	else if (detached)
 	{
 		char	   *table = pstrdup(running->table);
+		char	   *request = pstrdup(running->request);
 
 		stop_running(NULL);
-		back_off(psprintf("the worker backfilling %s exited before it completed (see its log lines)", table));
+		back_off(request, -1,
+				 psprintf("the worker backfilling %s exited before it completed (see its log lines)", table));
+	}
+	else if (command_waits_for_table(running))
+	{
+		char	   *request = pstrdup(running->request);
+
+		stop_running("a command waits for a lock on the table");
+		back_off(request, BACKOFF_MIN_MS, "after the command that waited for the table");
 	}
 	stored = chunks != NIL || finished;
 	MemoryContextSwitchTo(old);

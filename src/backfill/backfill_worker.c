@@ -12,9 +12,11 @@
  *      holds exactly the transactions that committed before the slot's
  *      consistent point (creating it waits for the transactions running
  *      then, as zero-cache's backfill does);
- *   2. checks on that snapshot that the request still describes the
- *      published table (zs_schema_backfill_table); if not, it stops and the
- *      decoder retries once the schema change that explains it is stored;
+ *   2. locks the table (by its OID: no DROP, rewrite or rename can commit
+ *      from then on) and checks that it still exists, then, on that
+ *      snapshot, that the request still describes the published table
+ *      (zs_schema_backfill_table); if not, it stops and the decoder retries
+ *      once the schema change that explains it is stored;
  *   3. checks that the table was not rewritten after the snapshot (a
  *      rewrite is not MVCC-safe: the snapshot would see it empty), nor
  *      renamed, nor its columns (names resolve in the present catalog);
@@ -31,7 +33,10 @@
  * the consistent point is not in the snapshot; see decoder/lineage.c).
  *
  * The worker writes nothing; if it fails or is stopped, the decoder starts
- * the backfill again later, from the "backfilling" table.
+ * the backfill again later, from the "backfilling" table. The decoder stops
+ * it with SIGTERM (its request changed, a command waits for the table):
+ * that cancels what it is doing and it exits with a LOG line, as it does
+ * when it finds the table dropped or changed, not with an error.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -51,6 +56,7 @@
 #include "replication/snapbuild.h"
 #include "storage/dsm.h"
 #include "storage/ipc.h"
+#include "storage/lmgr.h"
 #include "storage/proc.h"
 #include "storage/shm_mq.h"
 #include "storage/shm_toc.h"
@@ -59,8 +65,10 @@
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 
 #include "codec/json_out.h"
+#include "codec/json_read.h"
 #include "codec/watermark.h"
 #include "backfill/backfill_worker.h"
 #include "decoding/change_encode.h"
@@ -70,6 +78,9 @@
 #include "guc.h"
 
 #define BACKFILL_FETCH_ROWS 1000
+
+/* SIGTERM: the decoder (or a shutdown) asks this worker to stop */
+static volatile sig_atomic_t stop_requested = false;
 
 typedef struct Backfill
 {
@@ -234,9 +245,55 @@ postpone(const char *qualified, const char *why)
 	proc_exit(0);
 }
 
+/* The relationOID of a request's table metadata (InvalidOid if it has none) */
+static Oid
+request_relid(const char *request)
+{
+	ZsJsonDoc	doc;
+	int			table,
+				metadata,
+				oid;
+	int64		relid = 0;
+
+	zs_json_doc_init(&doc);
+	if (zs_json_parse(&doc, request, strlen(request)) &&
+		(table = zs_json_get(&doc, 0, "table")) >= 0 &&
+		(metadata = zs_json_get(&doc, table, "metadata")) >= 0 &&
+		(oid = zs_json_get(&doc, metadata, "relationOID")) >= 0)
+		(void) zs_json_int64(&doc, oid, &relid);
+	zs_json_doc_free(&doc);
+	return (Oid) relid;
+}
+
+/*
+ * Lock the table for the rest of the backfill, by OID, before anything
+ * reads it or resolves its name: a DROP that committed since the snapshot
+ * (or that we waited for) leaves no table, and stops the backfill quietly;
+ * from then on no DROP, rewrite or rename of it can commit (a command that
+ * waits for the lock makes the decoder stop this worker, see backfill.c).
+ * A partitioned table's partitions cannot be dropped or detached without
+ * this lock on it either.
+ */
+static void
+lock_table(Oid relid, const char *request)
+{
+	if (!OidIsValid(relid))
+		return;					/* zs_schema_backfill_table() says why */
+	LockRelationOid(relid, AccessShareLock);
+	if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
+	{
+		ereport(LOG,
+				(errmsg("zero_stream backfill stopped: its table (OID %u) was dropped after the backfill's snapshot",
+						relid),
+				 errdetail("The request was %s.", request),
+				 errhint("The decoder ends the backfill once it has stored the drop.")));
+		proc_exit(0);
+	}
+}
+
 /*
  * The table as the snapshot sees it must be the table as it is now, once
- * count_table() has locked it (no DDL can commit on it from then on):
+ * lock_table() has locked it (no DDL can commit on it from then on):
  *  - not rewritten after the snapshot (ALTER TABLE ... TYPE, a volatile
  *    default, VACUUM FULL): rewrites are not MVCC-safe, the snapshot would
  *    see the new files empty; every leaf's file is compared;
@@ -311,8 +368,8 @@ stream_rows(Backfill *b, Oid relid)
 														ALLOCSET_DEFAULT_SIZES);
 	int64		rows_in_chunk = 0;
 
-	count_table(b, from);
 	check_table_unchanged(t, relid, qualified);
+	count_table(b, from);
 	ereport(LOG,
 			(errmsg("zero_stream backfill of %s (%s) at watermark %s: " INT64_FORMAT " rows",
 					qualified, select_list(t, NULL), b->watermark, b->total_rows)));
@@ -406,7 +463,8 @@ run_backfill(shm_mq_handle *queue, const char *request)
 	zs_watermark_encode(b.snapshot_lsn - 1, b.watermark);
 	zs_snapshot_begin(ctx);
 
-	/* 2. the request must still describe the published table */
+	/* 2. the table, locked, and the request must still describe it as published */
+	lock_table(request_relid(request), request);
 	schema = zs_snapshot_published_schema(zs_publication_list());
 	mismatch = zs_schema_backfill_table(schema, strlen(schema), request, strlen(request), &b.table);
 	if (mismatch != NULL)
@@ -427,6 +485,22 @@ run_backfill(shm_mq_handle *queue, const char *request)
 	CommitTransactionCommand();
 	FreeDecodingContext(ctx);
 	ReplicationSlotRelease();	/* an ephemeral slot is dropped */
+}
+
+/*
+ * SIGTERM cancels what the worker is doing (an ERROR at the next interrupt
+ * check), which zs_backfill_main() turns into a quiet exit.
+ */
+static void
+handle_sigterm(SIGNAL_ARGS)
+{
+	int			save_errno = errno;
+
+	stop_requested = true;
+	InterruptPending = true;
+	QueryCancelPending = true;
+	SetLatch(MyLatch);
+	errno = save_errno;
 }
 
 void
@@ -460,6 +534,23 @@ zs_backfill_main(Datum main_arg)
 	pgstat_report_appname("zero_stream backfill");
 	zs_set_canonical_session("zero_stream backfill");
 	zs_output_plugin_allow();
-	run_backfill(queue, request);
+	pqsignal(SIGTERM, handle_sigterm);
+	PG_TRY();
+	{
+		run_backfill(queue, request);
+	}
+	PG_CATCH();
+	{
+		if (!stop_requested)
+			PG_RE_THROW();
+		/* the transaction and the ephemeral slot go with the process */
+		MemoryContextSwitchTo(TopMemoryContext);
+		FlushErrorState();
+		ereport(LOG,
+				(errmsg("zero_stream backfill stopped when asked to"),
+				 errdetail("The request was %s.", request)));
+		proc_exit(0);
+	}
+	PG_END_TRY();
 	proc_exit(0);
 }
