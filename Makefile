@@ -31,6 +31,7 @@ OBJS = \
 	src/decoding/change_encode.o \
 	src/decoding/value_encode.o \
 	src/decoding/schema_diff.o \
+	src/decoding/partition_diff.o \
 	src/decoding/schema_snapshot.o \
 	src/decoding/schema_backfill.o \
 	src/decoding/relcache.o \
@@ -92,7 +93,7 @@ PG_CFLAGS = -Wall -Wmissing-prototypes $(ZS_WERROR)
 # installcheck" runs them against an installed server whose configuration
 # has the lines of test/regress.conf; "make regresscheck" starts a
 # temporary one with that configuration.
-REGRESS = install types dml identity ddl changelog_shape
+REGRESS = install types dml identity ddl changelog_shape ddl_transactions
 REGRESS_OPTS = --inputdir=$(srcdir)
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)
@@ -176,8 +177,8 @@ test/unit/test_codec: test/unit/test_codec.c src/codec/change_message.c test/uni
 test/unit/test_replica: test/unit/test_replica.c test/unit/replica_test_apply.c test/unit/replica_test_json_read.c test/unit/replica_test_rows.c test/unit/replica_test_golden.c test/unit/replica_test_schema_changes.c test/unit/replica_test_bad_input.c src/replica/replica_apply.c src/replica/replica_ddl.c src/replica/replica_column_ddl.c src/replica/replica_backfill.c src/replica/replica_schema.c src/replica/replica_sqlite.c src/codec/json_read.c src/codec/json_out.c test/unit/unit.h test/unit/replica_fixture.h test/unit/replica_test.h $(wildcard $(srcdir)/src/*/*.h)
 	$(CC) $(UNIT_CFLAGS) -o $@ $(filter %.c,$^) $(UNIT_LIBS) -lsqlite3
 
-test/unit/test_schema_diff: test/unit/test_schema_diff.c src/decoding/schema_diff.c src/decoding/schema_snapshot.c src/decoding/schema_backfill.c src/codec/json_read.c src/codec/json_out.c src/codec/json_js.c test/unit/unit.h $(wildcard $(srcdir)/src/*/*.h)
-	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_schema_diff.c src/decoding/schema_diff.c src/decoding/schema_snapshot.c src/decoding/schema_backfill.c src/codec/json_read.c src/codec/json_out.c src/codec/json_js.c $(UNIT_LIBS)
+test/unit/test_schema_diff: test/unit/test_schema_diff.c src/decoding/schema_diff.c src/decoding/partition_diff.c src/decoding/schema_snapshot.c src/decoding/schema_backfill.c src/codec/json_read.c src/codec/json_out.c src/codec/json_js.c test/unit/unit.h $(wildcard $(srcdir)/src/*/*.h)
+	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_schema_diff.c src/decoding/schema_diff.c src/decoding/partition_diff.c src/decoding/schema_snapshot.c src/decoding/schema_backfill.c src/codec/json_read.c src/codec/json_out.c src/codec/json_js.c $(UNIT_LIBS)
 
 test/unit/test_stream_frame: test/unit/test_stream_frame.c src/codec/stream_frame.c src/codec/change_message.c test/unit/unit.h $(wildcard $(srcdir)/src/*/*.h)
 	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_stream_frame.c src/codec/stream_frame.c src/codec/change_message.c $(UNIT_LIBS)

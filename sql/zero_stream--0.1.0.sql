@@ -341,12 +341,20 @@ indexes AS (SELECT json_build_object(
 
 -- and, beyond zero-cache's fields, the identity columns: their values
 -- (given to every existing row when such a column is added) are never
--- streamed, so an added one is backfilled
+-- streamed, so an added one is backfilled; and the leaf partitions of each
+-- partitioned table published through its root: a leaf that joins with
+-- rows, or leaves, changes the root's rows without a change in the stream
 SELECT json_build_object(
   'tables', COALESCE((SELECT json_agg("table") FROM tables), '[]'::json),
   'indexes', COALESCE((SELECT json_agg("index") FROM indexes), '[]'::json),
   'identities', COALESCE((SELECT json_agg(DISTINCT jsonb_build_object('oid', "oid", 'pos', "pos"))
-                            FROM published_columns WHERE "identity"), '[]'::json)
+                            FROM published_columns WHERE "identity"), '[]'::json),
+  'partitions', COALESCE((SELECT json_agg(json_build_object('oid', r.oid::int8, 'leaves', r.leaves) ORDER BY r.oid)
+                            FROM (SELECT DISTINCT pc.oid,
+                                         ARRAY(SELECT t.relid::oid::int8 FROM pg_partition_tree(pc.oid) t
+                                                WHERE t.isleaf ORDER BY t.relid::oid) AS leaves
+                                    FROM published_columns c JOIN pg_class pc ON pc.oid = c."oid"
+                                   WHERE pc.relkind = 'p') r), '[]'::json)
 )
 $$;
 
@@ -380,6 +388,22 @@ CREATE TABLE published_schema_state (
 INSERT INTO published_schema_state (snapshot)
   VALUES (published_schema(stream_publications())::text);
 
+-- Does a table hold a row (its own, not its partitions')?
+CREATE FUNCTION relation_has_rows(rel oid)
+RETURNS boolean
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    found boolean;
+BEGIN
+    EXECUTE format('SELECT EXISTS (SELECT FROM ONLY %s)', rel::regclass) INTO found;
+    RETURN found;
+END
+$$;
+
+REVOKE ALL ON FUNCTION relation_has_rows(oid) FROM PUBLIC;
+
 -- Announce the published schema in the stream if it differs from the last
 -- one announced: a transactional logical message the decoder turns into
 -- zero's schema-change messages at this point of the stream. tag is the DDL
@@ -393,13 +417,26 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     current text := zero_stream.published_schema(zero_stream.stream_publications())::text;
+    previous text := (SELECT snapshot FROM zero_stream.published_schema_state);
+    empty_leaves json;
 BEGIN
-    IF EXISTS (SELECT 1 FROM zero_stream.published_schema_state WHERE snapshot = current) THEN
+    IF previous = current THEN
         RETURN false;
     END IF;
+    -- the leaf partitions that are new here and hold no row: joining the
+    -- root changes none of its rows (a table created as a partition, or one
+    -- attached empty; the command's lock keeps them so until it commits)
+    SELECT COALESCE(json_agg(leaf), '[]'::json) INTO empty_leaves
+      FROM (SELECT DISTINCT l.leaf::int8 AS leaf
+              FROM json_array_elements(current::json->'partitions') p,
+                   json_array_elements_text(p->'leaves') l(leaf)
+             WHERE l.leaf NOT IN (SELECT pl
+                                    FROM json_array_elements(COALESCE(previous::json->'partitions', '[]')) pp,
+                                         json_array_elements_text(pp->'leaves') pl)) n
+     WHERE NOT zero_stream.relation_has_rows(n.leaf::oid);
     UPDATE zero_stream.published_schema_state SET snapshot = current;
     PERFORM pg_logical_emit_message(true, 'zero_stream/ddl',
-        json_build_object('tag', tag, 'schema', current::json)::text);
+        json_build_object('tag', tag, 'schema', current::json, 'emptyLeaves', empty_leaves)::text);
     RETURN true;
 END
 $$;
@@ -420,6 +457,16 @@ BEGIN
         RETURN;
     END IF;
     PERFORM zero_stream.announce_published_schema(tg_tag);
+    -- COMMENT ON one of the streamed publications is stored as zero-cache
+    -- stores it (its trigger sends a schema snapshot for it): an empty
+    -- begin/commit, like the commands capture_ddl_start() announces
+    IF tg_tag = 'COMMENT' AND EXISTS (
+        SELECT FROM pg_event_trigger_ddl_commands() c
+         WHERE c.object_type = 'publication'
+           AND c.object_identity IN (SELECT quote_ident(p)
+                                       FROM unnest(zero_stream.stream_publications()) p)) THEN
+        PERFORM pg_logical_emit_message(true, 'zero_stream/ddl-start', tg_tag);
+    END IF;
 END
 $$;
 

@@ -218,9 +218,10 @@ stage_truncate(const ZsPgoutputMsg *msg, ZsStageTxn *txn, ZsStageBatch *batch, S
 
 /*
  * A logical message. Ours ("zero_stream/ddl", written by the DDL capture
- * in the DDL's transaction) carries the new published schema: the
- * difference from the schema at this point of the stream becomes zero's
- * schema-change messages, in the transaction, at the message's place. A
+ * in the DDL's transaction) carries the new published schema, and the leaf
+ * partitions that joined empty: the difference from the schema at this
+ * point of the stream becomes zero's schema-change messages, in the
+ * transaction, at the message's place. A
  * lag report's (non-transactional) is handed to lag_report.c.
  * Anything else (an application's messages, transactional or not) is not
  * data; a transaction that holds only such a message is stored as an empty
@@ -233,6 +234,7 @@ stage_message(const ZsPgoutputMsg *msg, ZsStageTxn *txn, ZsStageBatch *batch,
 	ZsJsonDoc	doc;
 	const char *tag;
 	int			schema;
+	int			empty;
 	char	  **changes;
 	const char *error;
 	const char *own[2];
@@ -261,11 +263,14 @@ stage_message(const ZsPgoutputMsg *msg, ZsStageTxn *txn, ZsStageBatch *batch,
 	}
 	own[0] = zs_cdc_schema_name();
 	own[1] = ZS_EXTENSION_SCHEMA;
+	empty = zs_json_get(&doc, 0, "emptyLeaves");
 	if (stage->schema_baseline == NULL)
 		n = 0;					/* nothing to compare with: take it as the baseline */
 	else
 		n = zs_schema_diff(stage->schema_baseline, strlen(stage->schema_baseline),
 						   zs_json_raw(&doc, schema), doc.nodes[schema].raw_len,
+						   empty >= 0 ? zs_json_raw(&doc, empty) : NULL,
+						   empty >= 0 ? doc.nodes[empty].raw_len : 0,
 						   tag, own, lengthof(own), &changes, &error);
 	if (n < 0)
 		ereport(ERROR,

@@ -25,6 +25,10 @@
  * every new column added by a command other than ALTER TABLE, and every
  * table that appears other than by CREATE (ALTER PUBLICATION) get
  * zero-cache's "backfill" marker, and such a column's default is dropped.
+ * A partitioned table published through its root whose rows changed with
+ * its partitions (one attached with rows, one detached or dropped:
+ * partition_diff.c) is dropped and created again, with its indexes and a
+ * backfill of every column.
  *-------------------------------------------------------------------------
  */
 #ifdef FRONTEND
@@ -36,6 +40,7 @@
 #include "codec/json_js.h"
 #include "codec/json_out.h"
 #include "codec/json_read.h"
+#include "decoding/partition_diff.h"
 #include "decoding/schema_diff.h"
 #include "decoding/schema_snapshot.h"
 
@@ -50,6 +55,8 @@ typedef struct Diff
 	int			nchanges;
 	int			maxchanges;
 	StringInfoData buf;
+	ZsJsonDoc	empty_doc;		/* the DDL capture's "emptyLeaves" */
+	ZsEmptyLeaves empty;
 } Diff;
 
 /* ---------------------------------------------------------------- access */
@@ -82,6 +89,29 @@ static void
 append_value(StringInfo out, const ZsJsonDoc *doc, int node)
 {
 	(void) zs_json_append_js_reparsed(out, zs_json_raw(doc, node), doc->nodes[node].raw_len);
+}
+
+/*
+ * A table in both snapshots whose rows changed with its partitions (one
+ * attached with rows, one detached or dropped): it is dropped and created
+ * again with a backfill of every column (partition_diff.c).
+ */
+static bool
+is_reset(const Diff *d, int64 oid)
+{
+	return zs_schema_snapshot_table_by_oid(&d->prev, oid) >= 0 &&
+		zs_schema_snapshot_table_by_oid(&d->next, oid) >= 0 &&
+		zs_partition_root_changed(&d->prev.doc, &d->next.doc, oid, d->empty);
+}
+
+/* Is an index of the snapshot s on a table that is reset? */
+static bool
+index_of_reset(const Diff *d, const ZsSchemaSnapshot *s, int index)
+{
+	int			table = zs_schema_snapshot_table_by_name(s, zs_schema_snapshot_str(&s->doc, index, "schema"),
+														 zs_schema_snapshot_str(&s->doc, index, "tableName"));
+
+	return table >= 0 && is_reset(d, zs_schema_snapshot_int(&s->doc, table, "oid"));
 }
 
 /* {"schema":…,"name":…} of a table */
@@ -335,8 +365,9 @@ diff_indexes(Diff *d, bool dropping)
 	for (int i = from->doc.nodes[from->indexes].first_child; i >= 0; i = from->doc.nodes[i].next)
 	{
 		if (is_own(d, zs_schema_snapshot_str(&from->doc, i, "schema")) ||
-			zs_schema_snapshot_index_by_id(other, zs_schema_snapshot_str(&from->doc, i, "schema"),
-						zs_schema_snapshot_str(&from->doc, i, "name")) >= 0)
+			(zs_schema_snapshot_index_by_id(other, zs_schema_snapshot_str(&from->doc, i, "schema"),
+											zs_schema_snapshot_str(&from->doc, i, "name")) >= 0 &&
+			 !index_of_reset(d, from, i)))
 			continue;
 		emit_index(d, dropping, &from->doc, i);
 	}
@@ -347,7 +378,8 @@ diff_indexes(Diff *d, bool dropping)
 		if (is_own(d, zs_schema_snapshot_str(pd, i, "schema")))
 			continue;
 		n = zs_schema_snapshot_index_by_id(&d->next, zs_schema_snapshot_str(pd, i, "schema"), zs_schema_snapshot_str(pd, i, "name"));
-		if (n < 0 || !index_structurally_changed(d, i, n))
+		if (n < 0 || !index_structurally_changed(d, i, n) ||
+			index_of_reset(d, &d->prev, i) || index_of_reset(d, &d->next, n))
 			continue;
 		if (dropping)
 			emit_index(d, true, pd, i);
@@ -454,7 +486,7 @@ diff_kept_table(Diff *d, int prev, int next)
 }
 
 static void
-create_table(Diff *d, int table)
+create_table(Diff *d, int table, bool reset)
 {
 	const ZsJsonDoc *doc = &d->next.doc;
 	int			columns = zs_json_get(doc, table, "columns");
@@ -471,8 +503,8 @@ create_table(Diff *d, int table)
 	zs_schema_snapshot_append_identity(&d->buf, &d->next, table);
 	appendStringInfoString(&d->buf, "},\"metadata\":");
 	append_metadata(&d->buf, &d->next, table);
-	/* a table published other than by CREATE has rows to copy */
-	if (strncmp(d->tag, "CREATE", 6) != 0)
+	/* a table published other than by CREATE, or reset, has rows to copy */
+	if (reset || strncmp(d->tag, "CREATE", 6) != 0)
 	{
 		bool		first = true;
 
@@ -499,8 +531,10 @@ diff_tables(Diff *d)
 
 	for (int t = pd->nodes[d->prev.tables].first_child; t >= 0; t = pd->nodes[t].next)
 	{
+		int64		oid = zs_schema_snapshot_int(pd, t, "oid");
+
 		if (is_own(d, zs_schema_snapshot_str(pd, t, "schema")) ||
-			zs_schema_snapshot_table_by_oid(&d->next, zs_schema_snapshot_int(pd, t, "oid")) >= 0)
+			(zs_schema_snapshot_table_by_oid(&d->next, oid) >= 0 && !is_reset(d, oid)))
 			continue;
 		appendStringInfoString(&d->buf, "{\"tag\":\"drop-table\",\"id\":");
 		append_table_id(&d->buf, pd, t);
@@ -509,17 +543,21 @@ diff_tables(Diff *d)
 	}
 	for (int t = pd->nodes[d->prev.tables].first_child; t >= 0; t = pd->nodes[t].next)
 	{
-		int			n = zs_schema_snapshot_table_by_oid(&d->next, zs_schema_snapshot_int(pd, t, "oid"));
+		int64		oid = zs_schema_snapshot_int(pd, t, "oid");
+		int			n = zs_schema_snapshot_table_by_oid(&d->next, oid);
 
-		if (n >= 0 && !is_own(d, zs_schema_snapshot_str(nd, n, "schema")))
+		if (n >= 0 && !is_own(d, zs_schema_snapshot_str(nd, n, "schema")) && !is_reset(d, oid))
 			diff_kept_table(d, t, n);
 	}
 	for (int t = nd->nodes[d->next.tables].first_child; t >= 0; t = nd->nodes[t].next)
 	{
+		int64		oid = zs_schema_snapshot_int(nd, t, "oid");
+		bool		reset = is_reset(d, oid);
+
 		if (is_own(d, zs_schema_snapshot_str(nd, t, "schema")) ||
-			zs_schema_snapshot_table_by_oid(&d->prev, zs_schema_snapshot_int(nd, t, "oid")) >= 0)
+			(zs_schema_snapshot_table_by_oid(&d->prev, oid) >= 0 && !reset))
 			continue;
-		create_table(d, t);
+		create_table(d, t, reset);
 	}
 }
 
@@ -527,6 +565,7 @@ diff_tables(Diff *d)
 
 int
 zs_schema_diff(const char *prev, int prev_len, const char *next, int next_len,
+			   const char *empty_leaves, int empty_len,
 			   const char *tag, const char *const *own_schemas, int n_own,
 			   char ***changes, const char **error)
 {
@@ -540,8 +579,25 @@ zs_schema_diff(const char *prev, int prev_len, const char *next, int next_len,
 	*error = NULL;
 	zs_json_doc_init(&d.prev.doc);
 	zs_json_doc_init(&d.next.doc);
+	zs_json_doc_init(&d.empty_doc);
+	d.empty.doc = NULL;
+	d.empty.node = -1;
 	ok = zs_schema_snapshot_read(&d.prev, prev, prev_len, error) &&
 		zs_schema_snapshot_read(&d.next, next, next_len, error);
+	if (ok && empty_leaves != NULL)
+	{
+		if (!zs_json_parse(&d.empty_doc, empty_leaves, empty_len) ||
+			d.empty_doc.nodes[0].type != ZS_JSON_ARRAY)
+		{
+			*error = "the empty leaf partitions are not a JSON array";
+			ok = false;
+		}
+		else
+		{
+			d.empty.doc = &d.empty_doc;
+			d.empty.node = 0;
+		}
+	}
 	if (ok)
 	{
 		initStringInfo(&d.buf);
@@ -552,6 +608,7 @@ zs_schema_diff(const char *prev, int prev_len, const char *next, int next_len,
 	}
 	zs_json_doc_free(&d.prev.doc);
 	zs_json_doc_free(&d.next.doc);
+	zs_json_doc_free(&d.empty_doc);
 	if (!ok)
 		return -1;
 	*changes = d.changes;

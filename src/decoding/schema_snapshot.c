@@ -142,9 +142,107 @@ zs_schema_snapshot_is_identity_column(const ZsSchemaSnapshot *s, int64 oid, int6
 }
 
 /*
- * The replica-identity columns: the primary key under DEFAULT identity,
- * the identity index's columns under INDEX, and under FULL the primary key
- * if there is one (zero-cache picks the key its replica will use).
+ * Can ZQL carry a column of this published type (zero-cache's
+ * dataTypeToZqlValueType)? Arrays and enums always; otherwise the numeric,
+ * date and time, string-like, boolean and JSON types by name.
+ */
+static bool
+zql_visible(const ZsJsonDoc *doc, int column)
+{
+	static const char *const types[] = {
+		"smallint", "integer", "int", "int2", "int4", "int8", "bigint", "smallserial",
+		"serial", "serial2", "serial4", "serial8", "bigserial", "decimal", "numeric",
+		"real", "double precision", "float", "float4", "float8",
+		"date", "time", "timetz", "time with time zone", "time without time zone",
+		"timestamp", "timestamptz", "timestamp with time zone", "timestamp without time zone",
+		"bpchar", "character", "character varying", "text", "varchar",
+		"cidr", "ean13", "inet", "isbn", "isbn13", "ismn", "ismn13", "issn", "issn13",
+		"macaddr", "macaddr8", "pg_lsn", "upc", "uuid",
+		"bool", "boolean", "json", "jsonb"
+	};
+	const char *type = zs_schema_snapshot_str(doc, column, "dataType");
+	size_t		len = strcspn(type, "(");
+	char		lower[64];
+
+	if (strstr(type, "[]") != NULL || strcmp(zs_schema_snapshot_str(doc, column, "pgTypeClass"), "e") == 0)
+		return true;
+	if (len >= sizeof(lower))
+		return false;
+	for (size_t i = 0; i < len; i++)
+		lower[i] = pg_tolower((unsigned char) type[i]);
+	lower[len] = '\0';
+	for (int i = 0; i < (int) lengthof(types); i++)
+		if (strcmp(lower, types[i]) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * Order two keys (their "columns" objects) as zero-cache's keyCmp does:
+ * fewer columns first, then by the names, column by column.
+ */
+static int
+key_cmp(const ZsJsonDoc *doc, int a, int b)
+{
+	int			x,
+				y;
+
+	if (doc->nodes[a].count != doc->nodes[b].count)
+		return doc->nodes[a].count - doc->nodes[b].count;
+	for (x = doc->nodes[a].first_child, y = doc->nodes[b].first_child; x >= 0 && y >= 0;
+		 x = doc->nodes[x].next, y = doc->nodes[y].next)
+	{
+		int			c = strcmp(zs_json_key(doc, x), zs_json_key(doc, y));
+
+		if (c != 0)
+			return c;
+	}
+	return 0;
+}
+
+/*
+ * The row key zero-cache gives a REPLICA IDENTITY FULL table: the key its
+ * replica will use (computeZqlSpecs), the shortest unique index whose
+ * columns are all NOT NULL and of a type ZQL carries, ties broken by the
+ * column names; none if there is no such index. Returns the index's
+ * "columns" node, or -1.
+ */
+static int
+full_identity_key(const ZsSchemaSnapshot *s, int table)
+{
+	const ZsJsonDoc *doc = &s->doc;
+	int			best = -1;
+
+	for (int i = doc->nodes[s->indexes].first_child; i >= 0; i = doc->nodes[i].next)
+	{
+		int			columns = zs_json_get(doc, i, "columns");
+		bool		usable;
+
+		if (strcmp(zs_schema_snapshot_str(doc, i, "schema"), zs_schema_snapshot_str(doc, table, "schema")) != 0 ||
+			strcmp(zs_schema_snapshot_str(doc, i, "tableName"), zs_schema_snapshot_str(doc, table, "name")) != 0 ||
+			zs_json_get(doc, i, "unique") < 0 ||
+			doc->nodes[zs_json_get(doc, i, "unique")].type != ZS_JSON_TRUE ||
+			columns < 0 || doc->nodes[columns].type != ZS_JSON_OBJECT || doc->nodes[columns].count == 0)
+			continue;
+		usable = true;
+		for (int c = doc->nodes[columns].first_child; c >= 0 && usable; c = doc->nodes[c].next)
+		{
+			int			col = zs_schema_snapshot_column_by_name(doc, table, zs_json_key(doc, c));
+			int			not_null = col >= 0 ? zs_json_get(doc, col, "notNull") : -1;
+
+			usable = not_null >= 0 && doc->nodes[not_null].type == ZS_JSON_TRUE && zql_visible(doc, col);
+		}
+		if (usable && (best < 0 || key_cmp(doc, columns, best) < 0))
+			best = columns;
+	}
+	return best;
+}
+
+/*
+ * The replica-identity columns, as zero-cache's replicaIdentityColumns:
+ * the primary key under DEFAULT identity, the identity index's columns
+ * under INDEX, and under FULL the key zero-cache's replica will use
+ * (full_identity_key), which need not be the primary key.
  */
 void
 zs_schema_snapshot_append_identity(StringInfo out, const ZsSchemaSnapshot *s, int table)
@@ -152,10 +250,26 @@ zs_schema_snapshot_append_identity(StringInfo out, const ZsSchemaSnapshot *s, in
 	const ZsJsonDoc *doc = &s->doc;
 	const char *ident = zs_schema_snapshot_str(doc, table, "replicaIdentity");
 	int			list = -1;
+	int			columns = -1;
 	bool		first = true;
 
-	if (strcmp(ident, "d") == 0 || strcmp(ident, "f") == 0)
+	if (strcmp(ident, "d") == 0)
 		list = zs_json_get(doc, table, "primaryKey");
+	else if (strcmp(ident, "f") == 0)
+		columns = full_identity_key(s, table);
+	else if (strcmp(ident, "i") == 0)
+	{
+		for (int i = doc->nodes[s->indexes].first_child; i >= 0; i = doc->nodes[i].next)
+		{
+			if (strcmp(zs_schema_snapshot_str(doc, i, "schema"), zs_schema_snapshot_str(doc, table, "schema")) == 0 &&
+				strcmp(zs_schema_snapshot_str(doc, i, "tableName"), zs_schema_snapshot_str(doc, table, "name")) == 0 &&
+				doc->nodes[zs_json_get(doc, i, "isReplicaIdentity")].type == ZS_JSON_TRUE)
+			{
+				columns = zs_json_get(doc, i, "columns");
+				break;
+			}
+		}
+	}
 	appendStringInfoChar(out, '[');
 	if (list >= 0)
 	{
@@ -167,25 +281,14 @@ zs_schema_snapshot_append_identity(StringInfo out, const ZsSchemaSnapshot *s, in
 			zs_json_append_cstring(out, zs_json_str(doc, k));
 		}
 	}
-	else if (strcmp(ident, "i") == 0)
+	else if (columns >= 0)
 	{
-		for (int i = doc->nodes[s->indexes].first_child; i >= 0; i = doc->nodes[i].next)
+		for (int c = doc->nodes[columns].first_child; c >= 0; c = doc->nodes[c].next)
 		{
-			int			columns;
-
-			if (strcmp(zs_schema_snapshot_str(doc, i, "schema"), zs_schema_snapshot_str(doc, table, "schema")) != 0 ||
-				strcmp(zs_schema_snapshot_str(doc, i, "tableName"), zs_schema_snapshot_str(doc, table, "name")) != 0 ||
-				doc->nodes[zs_json_get(doc, i, "isReplicaIdentity")].type != ZS_JSON_TRUE)
-				continue;
-			columns = zs_json_get(doc, i, "columns");
-			for (int c = doc->nodes[columns].first_child; c >= 0; c = doc->nodes[c].next)
-			{
-				if (!first)
-					appendStringInfoChar(out, ',');
-				first = false;
-				zs_json_append_cstring(out, zs_json_key(doc, c));
-			}
-			break;
+			if (!first)
+				appendStringInfoChar(out, ',');
+			first = false;
+			zs_json_append_cstring(out, zs_json_key(doc, c));
 		}
 	}
 	appendStringInfoChar(out, ']');

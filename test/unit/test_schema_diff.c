@@ -25,15 +25,22 @@
 static char **changes;
 
 static int
-diff(const char *prev, const char *next, const char *tag)
+diff_with_empty(const char *prev, const char *next, const char *empty_leaves, const char *tag)
 {
 	static const char *const own[] = {"zero_0/cdc", "zero_stream"};
 	const char *error = NULL;
-	int			n = zs_schema_diff(prev, (int) strlen(prev), next, (int) strlen(next), tag,
+	int			n = zs_schema_diff(prev, (int) strlen(prev), next, (int) strlen(next),
+								   empty_leaves, empty_leaves ? (int) strlen(empty_leaves) : 0, tag,
 								   own, 2, &changes, &error);
 
 	CHECK(n >= 0, "diff failed: %s", error ? error : "?");
 	return n;
+}
+
+static int
+diff(const char *prev, const char *next, const char *tag)
+{
+	return diff_with_empty(prev, next, NULL, tag);
 }
 
 static void
@@ -215,11 +222,104 @@ test_bad_input(void)
 	const char *error = NULL;
 	char	  **out;
 
-	CHECK(zs_schema_diff("[]", 2, "{}", 2, "X", NULL, 0, &out, &error) < 0 && error, "not objects");
-	CHECK(zs_schema_diff("{\"tables\":[{}],\"indexes\":[]}", 27, "{\"tables\":[],\"indexes\":[]}", 26,
+	CHECK(zs_schema_diff("[]", 2, "{}", 2, NULL, 0, "X", NULL, 0, &out, &error) < 0 && error, "not objects");
+	CHECK(zs_schema_diff("{\"tables\":[{}],\"indexes\":[]}", 27, "{\"tables\":[],\"indexes\":[]}", 26, NULL, 0,
 						 "X", NULL, 0, &out, &error) < 0 && error, "table without a name");
-	CHECK(zs_schema_diff("{\"tables\":[", 11, "{\"tables\":[],\"indexes\":[]}", 26,
+	CHECK(zs_schema_diff("{\"tables\":[", 11, "{\"tables\":[],\"indexes\":[]}", 26, NULL, 0,
 						 "X", NULL, 0, &out, &error) < 0 && error, "truncated");
+}
+
+/*
+ * Partitions of a table published through its root: a leaf that joins
+ * with rows, or leaves, resets the root (dropped, created again with its
+ * index and a backfill of every column); a leaf known to join empty does
+ * not, and a table without "partitions" (an older snapshot) never is.
+ */
+static void
+test_partitions(void)
+{
+#define PARTED(leaves) \
+	"{\"tables\":[" TABLE(100, "p", COL("id", 1, "int4", "true", "null") "," COL("v", 2, "text", "false", "null")) "," \
+	TABLE(200, "other", COL("id", 1, "int4", "true", "null")) "]," \
+	"\"indexes\":[" PKEY("p") "," PKEY("other") "],\"identities\":[]," \
+	"\"partitions\":[{\"oid\":100,\"leaves\":[" leaves "]}]}"
+	const char *two = PARTED("101,102");
+	const char *three = PARTED("101,102,103");
+	const char *one = PARTED("101");
+	int			n;
+
+	/* attached, with rows or perhaps: reset */
+	n = diff_with_empty(two, three, "[]", "ALTER TABLE");
+	CHECK(n == 4, "attach: %d changes", n);
+	if (n == 4)
+	{
+		CHECK_STR(changes[0], "{\"tag\":\"drop-index\",\"id\":{\"schema\":\"public\",\"name\":\"p_pkey\"}}");
+		CHECK_STR(changes[1], "{\"tag\":\"drop-table\",\"id\":{\"schema\":\"public\",\"name\":\"p\"}}");
+		CHECK(strncmp(changes[2], "{\"tag\":\"create-table\",\"spec\":{\"oid\":100,", 40) == 0 &&
+			  strstr(changes[2], ",\"backfill\":{\"id\":{\"attNum\":1},\"v\":{\"attNum\":2}}}") != NULL,
+			  "attach: created again with a backfill of every column: %s", changes[2]);
+		CHECK_STR(changes[3], "{\"tag\":\"create-index\",\"spec\":" PKEY("p") "}");
+	}
+	n = diff_with_empty(two, three, NULL, "ALTER TABLE");
+	CHECK(n == 4, "attach without the capture's list: reset (%d changes)", n);
+
+	/* created as a partition, or attached empty: nothing */
+	CHECK(diff_with_empty(two, three, "[103]", "CREATE TABLE") == 0, "a partition that joined empty");
+	CHECK(diff_with_empty(two, three, "[101,103]", "ALTER TABLE") == 0, "attached empty");
+
+	/* detached or dropped: reset, whatever the list says */
+	n = diff_with_empty(two, one, "[102]", "ALTER TABLE");
+	CHECK(n == 4 && strstr(changes[1], "\"drop-table\"") != NULL && strstr(changes[2], "\"backfill\"") != NULL,
+		  "detach: reset (%d changes)", n);
+
+	/* the other table is left alone, and so are snapshots without partitions */
+	for (int i = 0; i < n; i++)
+		CHECK(strstr(changes[i], "\"other\"") == NULL, "detach: the other table untouched");
+	{
+		const char *old = "{\"tables\":[" TABLE(100, "p", COL("id", 1, "int4", "true", "null") ","
+											 COL("v", 2, "text", "false", "null")) ","
+			TABLE(200, "other", COL("id", 1, "int4", "true", "null")) "],"
+			"\"indexes\":[" PKEY("p") "," PKEY("other") "]}";
+
+		CHECK(diff_with_empty(old, three, "[]", "ALTER TABLE") == 0, "an older snapshot: no reset");
+	}
+
+	/* the list must be an array */
+	{
+		const char *error = NULL;
+		char	  **out;
+
+		CHECK(zs_schema_diff(two, (int) strlen(two), three, (int) strlen(three), "{}", 2, "ALTER TABLE",
+							 NULL, 0, &out, &error) < 0 && error, "emptyLeaves not an array");
+	}
+#undef PARTED
+}
+
+/*
+ * REPLICA IDENTITY FULL: zero-cache's row key is the key its replica uses,
+ * the shortest unique index of NOT NULL columns ZQL carries, ties by name:
+ * here the unique "a" (a < id), so DEFAULT -> FULL changes the metadata.
+ */
+static void
+test_full_identity(void)
+{
+#define UTABLE(ident, a_notnull) \
+	"{\"tables\":[{\"oid\":300,\"schema\":\"public\",\"schemaOID\":2200,\"name\":\"u\",\"replicaIdentity\":\"" ident "\"," \
+	"\"columns\":{" COL("id", 1, "int4", "true", "null") "," COL("a", 2, "int4", a_notnull, "null") "}," \
+	"\"primaryKey\":[\"id\"],\"publications\":{\"p\":{\"rowFilter\":null}}}]," \
+	"\"indexes\":[" PKEY("u") ",{\"schema\":\"public\",\"tableName\":\"u\",\"name\":\"u_a_key\",\"unique\":true," \
+	"\"isPrimaryKey\":false,\"isReplicaIdentity\":false,\"isImmediate\":true,\"columns\":{\"a\":\"ASC\"}}]}"
+	int			n;
+
+	n = diff(UTABLE("d", "true"), UTABLE("f", "true"), "ALTER TABLE");
+	CHECK(n == 1, "DEFAULT -> FULL: %d changes", n);
+	if (n == 1)
+		CHECK_STR(changes[0], "{\"tag\":\"update-table-metadata\",\"table\":{\"schema\":\"public\",\"name\":\"u\"},"
+				  "\"old\":{\"schemaOID\":2200,\"relationOID\":300,\"rowKey\":{\"id\":{\"attNum\":1}}},"
+				  "\"new\":{\"schemaOID\":2200,\"relationOID\":300,\"rowKey\":{\"a\":{\"attNum\":2}}}}");
+	/* a nullable "a" is no key: the primary key it is, nothing changes */
+	CHECK(diff(UTABLE("d", "false"), UTABLE("f", "false"), "ALTER TABLE") == 0, "nullable unique column: no change");
+#undef UTABLE
 }
 
 /* zs_schema_backfill_table: a BackfillRequest checked against the published schema */
@@ -273,6 +373,8 @@ main(void)
 	test_columns();
 	test_defaults();
 	test_bad_input();
+	test_partitions();
+	test_full_identity();
 	test_backfill_requests();
 	return unit_report("test_schema_diff");
 }
