@@ -6,9 +6,10 @@
 # ZERO_LITESTREAM_EXECUTABLE. Everything is checked through the view-syncer's
 # own replica file, read with zero's SQLite build
 # (test/interop/replica.mjs; the file is in wal2 mode): the restore, live DML
-# on plain and composite keys, a truncate, an ADD COLUMN, a CREATE TABLE, a
-# restart of the view-syncer (catch-up, no second restore), a restart of
-# PostgreSQL, and zero_stream.resync() (the view-syncer exits on
+# on plain and composite keys, a truncate, an ADD COLUMN, a CREATE TABLE,
+# partitions attached with rows and detached, a restart of the view-syncer
+# (catch-up, no second restore), a restart of PostgreSQL, and
+# zero_stream.resync() (the view-syncer exits on
 # WrongReplicaVersion as stock zero-cache does, and restores the new lineage
 # when started again). Its replica's stateVersion must reach zero_stream's
 # last_watermark and its rows must equal PostgreSQL's.
@@ -139,6 +140,32 @@ like(zc_query($vs, q{SELECT group_concat(name, ',') FROM pragma_table_info('issu
 	qr/\bprio\b/, 'ADD COLUMN: the replica has the new column');
 check_rows('ADD COLUMN', 'issue', [qw(id title n prio)]);
 check_rows('CREATE TABLE', 'label', [qw(id name issue_id)]);
+
+# ---- partitions attached with rows and detached (through the root) ----
+sub backfills_done
+{
+	$node->poll_query_until('postgres', q{SELECT NOT EXISTS (SELECT FROM "zero_0/cdc"."backfilling")})
+	  or diag('the backfills did not complete');
+}
+$node->safe_psql('postgres', q{
+CREATE TABLE event (id int, day int, what text, PRIMARY KEY (id, day)) PARTITION BY RANGE (day);
+CREATE TABLE event_1 PARTITION OF event FOR VALUES FROM (0) TO (10);
+INSERT INTO event SELECT g, g % 10, 'e' || g FROM generate_series(1, 50) g;
+CREATE SCHEMA staging;
+CREATE TABLE staging.event_2 (id int, day int, what text, PRIMARY KEY (id, day));
+INSERT INTO staging.event_2 SELECT g, 10 + g % 10, 'attached ' || g FROM generate_series(101, 160) g;
+});
+check_caught_up('partitioned table');
+check_rows('partitioned table', 'event', [qw(id day what)]);
+$node->safe_psql('postgres', q{ALTER TABLE event ATTACH PARTITION staging.event_2 FOR VALUES FROM (10) TO (20)});
+$node->safe_psql('postgres', q{INSERT INTO event VALUES (200, 15, 'after the attach')});
+backfills_done();
+check_caught_up('ATTACH');
+check_rows('ATTACH of a table with rows', 'event', [qw(id day what)]);
+$node->safe_psql('postgres', q{ALTER TABLE event DETACH PARTITION event_1});
+backfills_done();
+check_caught_up('DETACH');
+check_rows('DETACH', 'event', [qw(id day what)]);
 
 # ---- restart the view-syncer (discover mode), writes while it is down ----
 zc_stop($vs);
