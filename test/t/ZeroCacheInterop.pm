@@ -245,13 +245,14 @@ sub zc_check_at
 	my ($vs, $want, $name, $secs) = @_;
 	my $have = '';
 	my $deadline = time + ($secs // 120);
+	my $reached = sub { $have =~ /^[0-9a-z]+(?:\.[0-9a-z]+)?$/ && ($have cmp $want) >= 0 };
 	while (time < $deadline)
 	{
-		$have = zc_state_version($vs);
-		last if ($have ne '' && ($have cmp $want) >= 0) || !zc_running($vs);
+		$have = zc_state_version($vs);	# or an error, while the file is replaced
+		last if $reached->() || !zc_running($vs);
 		usleep(200_000);
 	}
-	return ok($have ne '' && ($have cmp $want) >= 0, $name)
+	return ok($reached->(), $name)
 	  || diag("its stateVersion: '$have'; view-syncer "
 		  . (zc_running($vs) ? 'running' : 'NOT running') . "; log tail:\n" . zc_log_tail($vs));
 }
