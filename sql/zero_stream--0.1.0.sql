@@ -352,7 +352,9 @@ SELECT json_build_object(
   'partitions', COALESCE((SELECT json_agg(json_build_object('oid', r.oid::int8, 'leaves', r.leaves) ORDER BY r.oid)
                             FROM (SELECT DISTINCT pc.oid,
                                          ARRAY(SELECT t.relid::oid::int8 FROM pg_partition_tree(pc.oid) t
-                                                WHERE t.isleaf ORDER BY t.relid::oid) AS leaves
+                                                 JOIN pg_class l ON l.oid = t.relid
+                                                WHERE t.isleaf AND l.relkind = 'r'
+                                                ORDER BY t.relid::oid) AS leaves
                                     FROM published_columns c JOIN pg_class pc ON pc.oid = c."oid"
                                    WHERE pc.relkind = 'p') r), '[]'::json)
 )
@@ -423,6 +425,11 @@ BEGIN
     IF previous = current THEN
         RETURN false;
     END IF;
+    -- no logical message without logical WAL (a DDL must not fail for it):
+    -- the decoder announces the schema when it starts
+    IF current_setting('wal_level') <> 'logical' THEN
+        RETURN false;
+    END IF;
     -- the leaf partitions that are new here and hold no row: joining the
     -- root changes none of its rows (a table created as a partition, or one
     -- attached empty; the command's lock keeps them so until it commits)
@@ -460,7 +467,7 @@ BEGIN
     -- COMMENT ON one of the streamed publications is stored as zero-cache
     -- stores it (its trigger sends a schema snapshot for it): an empty
     -- begin/commit, like the commands capture_ddl_start() announces
-    IF tg_tag = 'COMMENT' AND EXISTS (
+    IF tg_tag = 'COMMENT' AND current_setting('wal_level') = 'logical' AND EXISTS (
         SELECT FROM pg_event_trigger_ddl_commands() c
          WHERE c.object_type = 'publication'
            AND c.object_identity IN (SELECT quote_ident(p)
@@ -493,8 +500,8 @@ BEGIN
     END IF;
     -- nor for the decoder's own set-up (CREATE TABLE IF NOT EXISTS of the
     -- change log's tables at each start): zero-cache's is not in its log
-    IF (SELECT backend_type LIKE 'zero\_stream %'
-          FROM pg_stat_get_activity(pg_backend_pid())) THEN
+    IF current_setting('wal_level') <> 'logical' OR
+       (SELECT backend_type LIKE 'zero\_stream %' FROM pg_stat_get_activity(pg_backend_pid())) THEN
         RETURN;
     END IF;
     PERFORM pg_logical_emit_message(true, 'zero_stream/ddl-start', tg_tag);

@@ -49,51 +49,10 @@ my $cli = IPC::Run::start([ $CLI, 'sync', '--task-id', 'bf', "ws://127.0.0.1:$sp
 
 sub psql { return $node->safe_psql('postgres', $_[0]); }
 
-# A session kept open across steps (a transaction holding an xid, a lock).
-sub session
-{
-	my ($in, $out) = ('', '');
-	my $h = IPC::Run::start([ 'psql', '-X', '-q', '-A', '-t', '-v', 'ON_ERROR_STOP=1',
-			'-h', $node->host, '-p', $node->port, '-d', 'postgres' ],
-		'<', \$in, '>', \$out, '2>', \my $err);
-	return { h => $h, in => \$in, out => \$out };
-}
-
-sub run_in
-{
-	my ($s, $sql) = @_;
-	${ $s->{out} } = '';
-	${ $s->{in} } .= "$sql\n\\echo done\n";
-	$s->{h}->pump until ${ $s->{out} } =~ /done\n/;
-	return ${ $s->{out} } =~ s/done\n//r;
-}
-
-sub close_session { my ($s) = @_; ${ $s->{in} } .= "\\q\n"; $s->{h}->finish; }
-
 sub wait_for
 {
 	my ($sql, $label) = @_;
 	$node->poll_query_until('postgres', $sql) or die "timed out waiting for $label";
-}
-
-sub backfills_done
-{
-	wait_for(q{SELECT NOT EXISTS (SELECT FROM "zero_0/cdc"."backfilling")}, 'the backfills to complete');
-	zs_wait_catchup($node, '120 s');
-}
-
-sub replica_at_head
-{
-	my ($path) = @_;
-	my $target = psql('SELECT last_watermark FROM zero_stream.status()');
-	for (1 .. 1200)
-	{
-		return 1 if -f $path
-		  && zs_sqlite($path, 'SELECT stateVersion FROM "_zero.replicationState"') eq $target;
-		usleep(100_000);
-	}
-	diag("$path behind $target; CLI log: " . slurp_file("$dir/cli.log"));
-	return 0;
 }
 
 # PostgreSQL and a replica agree on every row: an md5 of the rows in key order.
@@ -116,7 +75,7 @@ sub worker_waits_on_queue
 		'the backfill worker to fill its queue');
 }
 
-ok(replica_at_head($file), 'the replica follows');
+ok(zs_replica_at_head($node, $file, "$dir/cli.log"), 'the replica follows');
 same_rows($backup, 'parted', 'id, region, v', 'id, region, v', 'initial copy of a partitioned table');
 
 # 1. ADD COLUMN with a volatile default, rows updated after the snapshot.
@@ -124,18 +83,18 @@ same_rows($backup, 'parted', 'id, region, v', 'id, region, v', 'initial copy of 
 # waits for running transactions); a lock on the change log then holds the
 # decoder while the worker reads, so the updates below commit after the
 # snapshot and before most backfill rows are stored.
-my $xact = session();
-run_in($xact, 'BEGIN; SELECT txid_current();');
+my $xact = zs_session($node);
+zs_run_in($xact, 'BEGIN; SELECT txid_current();');
 psql(q{ALTER TABLE big ADD COLUMN r int8 DEFAULT (random() * 1e15)::int8});
 wait_for(q{SELECT EXISTS (SELECT FROM "zero_0/cdc"."backfilling" WHERE "column" = 'r')},
 	'the add-column to be stored');
-my $lock = session();
-run_in($lock, q{BEGIN; LOCK TABLE "zero_0/cdc"."changeLog" IN EXCLUSIVE MODE;});
-run_in($xact, 'COMMIT;');
+my $lock = zs_session($node);
+zs_run_in($lock, q{BEGIN; LOCK TABLE "zero_0/cdc"."changeLog" IN EXCLUSIVE MODE;});
+zs_run_in($xact, 'COMMIT;');
 worker_waits_on_queue();
 psql(q{UPDATE big SET r = -id WHERE id % 1000 = 0});
-run_in($lock, 'COMMIT;');
-backfills_done();
+zs_run_in($lock, 'COMMIT;');
+zs_wait_backfills($node);
 is(psql(q{SELECT count(*) FROM "zero_0/cdc"."changeLog" WHERE change->>'tag' = 'backfill-completed'}), '1',
 	'one backfill-completed');
 is(psql(q{SELECT count(*) = count(DISTINCT watermark) AND bool_and(watermark LIKE '%.%')
@@ -144,24 +103,24 @@ is(psql(q{SELECT count(*) = count(DISTINCT watermark) AND bool_and(watermark LIK
 is(psql(q{SELECT bool_and(change::text = '{"tag":"begin","json":"s","skipAck":true}')
 	FROM "zero_0/cdc"."changeLog" WHERE pos = 0 AND watermark LIKE '%.%'}), 't',
 	'their begins carry skipAck');
-ok(replica_at_head($file), 'the zero-stream-replica applied the backfill');
+ok(zs_replica_at_head($node, $file, "$dir/cli.log"), 'the zero-stream-replica applied the backfill');
 same_rows($file, 'big', 'id, label, r', 'id, label, r', 'volatile default');
 is(zs_sqlite($file, 'SELECT count(*) FROM big WHERE r < 0'), $ROWS / 1000,
 	'rows updated after the snapshot keep their newer values');
 like(zs_sqlite($file, q{SELECT type FROM pragma_table_info('big') WHERE name = 'r'}), qr/^int8/i,
 	'the backfilled column is typed');
-ok(replica_at_head($backup), 'the backup replica applied the backfill');
+ok(zs_replica_at_head($node, $backup, "$dir/cli.log"), 'the backup replica applied the backfill');
 same_rows($backup, 'big', 'id, label, r', 'id, label, r', 'volatile default');
 
 # 2. kill -9 of the backfill worker in the middle of its rows (the decoder
 # held by the lock, so part of the rows were sent and none stored), then the
 # crash restart: the backfill starts again from the "backfilling" table.
-run_in($xact, 'BEGIN; SELECT txid_current();');
+zs_run_in($xact, 'BEGIN; SELECT txid_current();');
 psql(q{ALTER TABLE big ADD COLUMN stamp timestamptz DEFAULT clock_timestamp()});
 wait_for(q{SELECT EXISTS (SELECT FROM "zero_0/cdc"."backfilling" WHERE "column" = 'stamp')},
 	'the second add-column to be stored');
-run_in($lock, q{BEGIN; LOCK TABLE "zero_0/cdc"."changeLog" IN EXCLUSIVE MODE;});
-run_in($xact, 'COMMIT;');
+zs_run_in($lock, q{BEGIN; LOCK TABLE "zero_0/cdc"."changeLog" IN EXCLUSIVE MODE;});
+zs_run_in($xact, 'COMMIT;');
 worker_waits_on_queue();
 my $worker = psql(q{SELECT pid FROM pg_stat_activity WHERE backend_type = 'zero_stream backfill'});
 like(psql(q{SELECT count(*) FROM pg_replication_slots WHERE slot_name LIKE '%\_bf\_%'}), qr/^1$/,
@@ -171,34 +130,34 @@ $xact->{h}->kill_kill;
 $lock->{h}->kill_kill;
 zs_wait_ready($node);
 zs_wait_streaming($node);
-backfills_done();
+zs_wait_backfills($node);
 is(psql(q{SELECT count(*) FROM "zero_0/cdc"."changeLog" WHERE change->>'tag' = 'backfill-completed'}), '2',
 	'the interrupted backfill completed after the restart');
 is(psql(q{SELECT count(*) FROM pg_replication_slots WHERE slot_name LIKE '%\_bf\_%'}), '0',
 	'no snapshot slot is left behind');
 my $pg_stamp = q{floor(extract(epoch FROM stamp) * 1000)::int8};
-ok(replica_at_head($file), 'the zero-stream-replica reconnected and applied the backfill');
+ok(zs_replica_at_head($node, $file, "$dir/cli.log"), 'the zero-stream-replica reconnected and applied the backfill');
 same_rows($file, 'big', "id, r, $pg_stamp", 'id, r, CAST(stamp AS INTEGER)', 'after kill -9');
-ok(replica_at_head($backup), 'the backup replica applied the backfill');
+ok(zs_replica_at_head($node, $backup, "$dir/cli.log"), 'the backup replica applied the backfill');
 same_rows($backup, 'big', "id, r, $pg_stamp", 'id, r, CAST(stamp AS INTEGER)', 'after kill -9');
 is(zs_sqlite($file, 'SELECT count(*) FROM big WHERE stamp IS NULL'), '0', 'every row has its stamp');
 
 # 3. A table added to the publication is backfilled (what its row filter
 # publishes); removed, it is dropped.
 psql(q{ALTER PUBLICATION _zero_public_0 ADD TABLE extra.things WHERE (id % 3 <> 0)});
-backfills_done();
-ok(replica_at_head($file), 'ALTER PUBLICATION ADD TABLE reached the replica');
+zs_wait_backfills($node);
+ok(zs_replica_at_head($node, $file, "$dir/cli.log"), 'ALTER PUBLICATION ADD TABLE reached the replica');
 same_rows($file, '(SELECT * FROM extra.things WHERE id % 3 <> 0) x', q{id, name, (extract(epoch FROM made) * 1000)::int8},
 	'id, name, CAST(made AS INTEGER)', 'added to the publication with a row filter', 'extra.things');
 
 # 4. A partitioned table's backfill reads its partitions
 psql(q{ALTER TABLE parted ADD COLUMN r int8 DEFAULT (random() * 1e12)::int8});
-backfills_done();
-ok(replica_at_head($file), 'the partitioned table\'s backfill reached the replica');
+zs_wait_backfills($node);
+ok(zs_replica_at_head($node, $file, "$dir/cli.log"), 'the partitioned table\'s backfill reached the replica');
 same_rows($file, 'parted', 'id, region, v, r', 'id, region, v, r', 'partitioned table backfilled');
 psql(q{ALTER PUBLICATION _zero_public_0 DROP TABLE extra.things});
 zs_wait_catchup($node, '60 s');
-ok(replica_at_head($file), 'ALTER PUBLICATION DROP TABLE reached the replica');
+ok(zs_replica_at_head($node, $file, "$dir/cli.log"), 'ALTER PUBLICATION DROP TABLE reached the replica');
 is(zs_sqlite($file, q{SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'extra.things'}), '0',
 	'the table removed from the publication is dropped');
 

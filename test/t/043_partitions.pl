@@ -50,27 +50,6 @@ my $cli = IPC::Run::start([ $CLI, 'sync', '--task-id', 'parts', "ws://127.0.0.1:
 
 sub psql { return $node->safe_psql('postgres', $_[0]); }
 
-sub backfills_done
-{
-	$node->poll_query_until('postgres', q{SELECT NOT EXISTS (SELECT FROM "zero_0/cdc"."backfilling")})
-	  or die 'the backfills did not complete';
-	zs_wait_catchup($node, '120 s');
-}
-
-sub at_head
-{
-	my ($path) = @_;
-	my $target = psql('SELECT last_watermark FROM zero_stream.status()');
-	for (1 .. 1200)
-	{
-		return 1 if -f $path
-		  && (zs_sqlite($path, 'SELECT stateVersion FROM "_zero.replicationState"') // '') eq $target;
-		usleep(100_000);
-	}
-	diag("$path behind $target; CLI log: " . slurp_file("$dir/cli.log"));
-	return 0;
-}
-
 # Both replicas hold exactly PostgreSQL's rows of $table (replica table
 # $lite), column by column, in key order.
 sub same_rows
@@ -80,7 +59,7 @@ sub same_rows
 		FROM $table");
 	for my $path ($file, $backup)
 	{
-		ok(at_head($path), "$label: $path at the head");
+		ok(zs_replica_at_head($node, $path, "$dir/cli.log"), "$label: $path at the head");
 		my $rows = zs_sqlite($path,
 			qq{SELECT count(*) || ':' || coalesce(group_concat(r, ','), '') FROM
 			     (SELECT id || '|' || k || '|' || v AS r FROM "$lite" ORDER BY id, k)});
@@ -118,7 +97,7 @@ ALTER TABLE parted ATTACH PARTITION staging.p4 FOR VALUES FROM (300) TO (400);
 # writes under the root while its reset runs: they must survive it
 psql(q{INSERT INTO parted VALUES (20001, 350, 'live in p4'), (20002, 5, 'live in parted_1')});
 psql(q{UPDATE parted SET v = 'updated in p4' WHERE id = 10001});
-backfills_done();
+zs_wait_backfills($node);
 is(resets_of('parted'), '1', 'ATTACH with rows: the root is reset once');
 same_rows('parted', 'parted', 'ATTACH of a table with rows');
 
@@ -129,13 +108,13 @@ CREATE TABLE p5 (id int, k int, v text, PRIMARY KEY (id, k));
 INSERT INTO p5 SELECT g, 400 + g % 100, 'own table ' || g FROM generate_series(30001, 30200) g;
 });
 zs_wait_catchup($node);
-ok(at_head($file) && zs_sqlite($file, 'SELECT count(*) FROM p5') eq '200', 'p5 is a table of its own first');
+ok(zs_replica_at_head($node, $file, "$dir/cli.log") && zs_sqlite($file, 'SELECT count(*) FROM p5') eq '200', 'p5 is a table of its own first');
 psql(q{ALTER TABLE parted ATTACH PARTITION p5 FOR VALUES FROM (400) TO (500)});
-backfills_done();
+zs_wait_backfills($node);
 is(resets_of('parted'), '2', 'ATTACH of a published table: the root is reset');
 is(count_log(q{change->>'tag' = 'drop-table' AND change->'id'->>'name' = 'p5'}), '1', 'and p5 dropped as a table');
 same_rows('parted', 'parted', 'ATTACH of a published table with rows');
-ok(at_head($file) && zs_sqlite($file, q{SELECT count(*) FROM sqlite_master WHERE name = 'p5'}) eq '0',
+ok(zs_replica_at_head($node, $file, "$dir/cli.log") && zs_sqlite($file, q{SELECT count(*) FROM sqlite_master WHERE name = 'p5'}) eq '0',
 	'p5 is no table of the replica any more');
 
 # partitions created or attached empty reset nothing
@@ -151,7 +130,7 @@ same_rows('parted', 'parted', 'partitions created and attached empty');
 
 # DETACH, DETACH CONCURRENTLY, DROP of a partition
 psql(q{ALTER TABLE parted DETACH PARTITION parted_1});
-backfills_done();
+zs_wait_backfills($node);
 is(resets_of('parted'), '3', 'DETACH: the root is reset');
 same_rows('parted', 'parted', 'DETACH');
 psql(q{INSERT INTO parted_1 VALUES (50001, 1, 'written after the detach')});
@@ -159,18 +138,18 @@ zs_wait_catchup($node);
 same_rows('parted', 'parted', 'a write to the detached table');
 
 psql(q{ALTER TABLE parted DETACH PARTITION parted_2 CONCURRENTLY});
-backfills_done();
+zs_wait_backfills($node);
 is(resets_of('parted'), '4', 'DETACH CONCURRENTLY: the root is reset');
 same_rows('parted', 'parted', 'DETACH CONCURRENTLY');
 
 psql(q{DROP TABLE parted_3});
-backfills_done();
+zs_wait_backfills($node);
 is(resets_of('parted'), '5', 'DROP of a partition: the root is reset');
 same_rows('parted', 'parted', 'DROP of a partition');
 
 is(count_log(q{change->>'tag' = 'drop-table' AND change->'id'->>'name' = 'bystander'}), '0',
 	'the other tables are left alone');
-ok(at_head($file) && zs_sqlite($file, 'SELECT count(*) FROM bystander') eq '100', 'and their rows too');
+ok(zs_replica_at_head($node, $file, "$dir/cli.log") && zs_sqlite($file, 'SELECT count(*) FROM bystander') eq '100', 'and their rows too');
 
 # ---------------------------------------------------------------------------
 # Leaf by leaf
@@ -180,13 +159,13 @@ CREATE TABLE staging.lp_2 (id int, k int, v text, PRIMARY KEY (id, k));
 INSERT INTO staging.lp_2 SELECT g, 100 + g % 100, 'leaf ' || g FROM generate_series(60001, 60300) g;
 ALTER TABLE leafy.lp ATTACH PARTITION staging.lp_2 FOR VALUES FROM (100) TO (200);
 });
-backfills_done();
+zs_wait_backfills($node);
 is(count_log(q{change->>'tag' = 'create-table' AND change->'spec'->>'name' = 'lp_2' AND change->'backfill' IS NOT NULL}), '1',
 	'published leaf by leaf: an attached table is a new table, backfilled');
 same_rows('staging.lp_2', 'staging.lp_2', 'ATTACH, published leaf by leaf');
 psql(q{ALTER TABLE leafy.lp DETACH PARTITION staging.lp_2});
 zs_wait_catchup($node);
-ok(at_head($file) && zs_sqlite($file, q{SELECT count(*) FROM sqlite_master WHERE name = 'staging.lp_2'}) eq '0',
+ok(zs_replica_at_head($node, $file, "$dir/cli.log") && zs_sqlite($file, q{SELECT count(*) FROM sqlite_master WHERE name = 'staging.lp_2'}) eq '0',
 	'published leaf by leaf: a detached table outside the published schema is dropped');
 psql(q{ALTER TABLE leafy.lp DETACH PARTITION leafy.lp_1});
 psql(q{INSERT INTO leafy.lp_1 VALUES (70001, 1, 'a table of its own now')});

@@ -14,7 +14,8 @@ use Exporter 'import';
 
 our @EXPORT = qw(zs_new_node zs_wait_streaming zs_wait_catchup zs_decoder_pid zs_rss_kb
   zs_check_log_integrity zs_sqlite zs_replica_equals zs_wait_ready zs_start_pgbench
-  zs_wait_backup zs_changes_url zs_purge);
+  zs_wait_backup zs_changes_url zs_purge zs_session zs_run_in zs_close_session
+  zs_wait_backfills zs_replica_at_head);
 
 our $CDC = '"zero_0/cdc"';
 
@@ -206,6 +207,57 @@ sub zs_start_pgbench
 			'-h', $node->host, '-p', $node->port, 'postgres'
 		],
 		'>', \$out, '2>', \$err);
+}
+
+# A psql session on database "postgres" kept open across steps (a
+# transaction holding an xid, a lock): zs_run_in runs SQL in it and returns
+# what it printed.
+sub zs_session
+{
+	my ($node) = @_;
+	my ($in, $out) = ('', '');
+	my $h = IPC::Run::start([ 'psql', '-X', '-q', '-A', '-t', '-v', 'ON_ERROR_STOP=1',
+			'-h', $node->host, '-p', $node->port, '-d', 'postgres' ],
+		'<', \$in, '>', \$out, '2>', \my $err);
+	return { h => $h, in => \$in, out => \$out };
+}
+
+sub zs_run_in
+{
+	my ($s, $sql) = @_;
+	${ $s->{out} } = '';
+	${ $s->{in} } .= "$sql\n\\echo done\n";
+	$s->{h}->pump until ${ $s->{out} } =~ /done\n/;
+	return ${ $s->{out} } =~ s/done\n//r;
+}
+
+sub zs_close_session { my ($s) = @_; ${ $s->{in} } .= "\\q\n"; $s->{h}->finish; }
+
+# Until every backfill the log asks for is stored (its "backfilling" table
+# empty, everything committed stored).
+sub zs_wait_backfills
+{
+	my ($node) = @_;
+	$node->poll_query_until('postgres', qq{SELECT NOT EXISTS (SELECT FROM $CDC."backfilling")})
+	  or die 'timed out waiting for the backfills to complete';
+	zs_wait_catchup($node, '120 s');
+}
+
+# Until the replica file $path is at the log's head (up to 120 s); if it is
+# not, 0, with the end of $log (a zero-stream-replica's) as a diagnostic.
+sub zs_replica_at_head
+{
+	my ($node, $path, $log) = @_;
+	my $target = $node->safe_psql('postgres', 'SELECT last_watermark FROM zero_stream.status()');
+	my $sv = '';
+	for (1 .. 1200)
+	{
+		$sv = -f $path ? (zs_sqlite($path, 'SELECT stateVersion FROM "_zero.replicationState"') // '') : '';
+		return 1 if $sv eq $target;
+		usleep(100_000);
+	}
+	diag("$path at '$sv', behind $target" . (defined $log && -f $log ? "; log:\n" . slurp_file($log) : ''));
+	return 0;
 }
 
 1;
