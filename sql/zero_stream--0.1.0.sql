@@ -344,6 +344,8 @@ indexes AS (SELECT json_build_object(
 -- streamed, so an added one is backfilled; and the leaf partitions of each
 -- partitioned table published through its root: a leaf that joins with
 -- rows, or leaves, changes the root's rows without a change in the stream
+-- (read from pg_inherits, which locks nothing, unlike pg_partition_tree();
+-- a partition being detached CONCURRENTLY has left already)
 SELECT json_build_object(
   'tables', COALESCE((SELECT json_agg("table") FROM tables), '[]'::json),
   'indexes', COALESCE((SELECT json_agg("index") FROM indexes), '[]'::json),
@@ -351,10 +353,14 @@ SELECT json_build_object(
                             FROM published_columns WHERE "identity"), '[]'::json),
   'partitions', COALESCE((SELECT json_agg(json_build_object('oid', r.oid::int8, 'leaves', r.leaves) ORDER BY r.oid)
                             FROM (SELECT DISTINCT pc.oid,
-                                         ARRAY(SELECT t.relid::oid::int8 FROM pg_partition_tree(pc.oid) t
-                                                 JOIN pg_class l ON l.oid = t.relid
-                                                WHERE t.isleaf AND l.relkind = 'r'
-                                                ORDER BY t.relid::oid) AS leaves
+                                         ARRAY(WITH RECURSIVE tree(relid) AS (
+                                                 SELECT i.inhrelid FROM pg_inherits i
+                                                  WHERE i.inhparent = pc.oid AND NOT i.inhdetachpending
+                                                 UNION ALL
+                                                 SELECT i.inhrelid FROM pg_inherits i JOIN tree t ON i.inhparent = t.relid
+                                                  WHERE NOT i.inhdetachpending)
+                                               SELECT t.relid::int8 FROM tree t JOIN pg_class l ON l.oid = t.relid
+                                                WHERE l.relkind = 'r' ORDER BY t.relid) AS leaves
                                     FROM published_columns c JOIN pg_class pc ON pc.oid = c."oid"
                                    WHERE pc.relkind = 'p') r), '[]'::json)
 )
@@ -418,10 +424,16 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    current text := zero_stream.published_schema(zero_stream.stream_publications())::text;
-    previous text := (SELECT snapshot FROM zero_stream.published_schema_state);
+    current text;
+    previous text;
     empty_leaves json;
 BEGIN
+    -- one DDL transaction at a time from here (see capture_ddl_start): the
+    -- schema read below is every committed one's, so the state and the
+    -- stream's messages follow commit order
+    PERFORM pg_advisory_xact_lock(2053468783, 1);
+    current := zero_stream.published_schema(zero_stream.stream_publications())::text;
+    previous := (SELECT snapshot FROM zero_stream.published_schema_state);
     IF previous = current THEN
         RETURN false;
     END IF;
@@ -470,8 +482,7 @@ BEGIN
     IF tg_tag = 'COMMENT' AND current_setting('wal_level') = 'logical' AND EXISTS (
         SELECT FROM pg_event_trigger_ddl_commands() c
          WHERE c.object_type = 'publication'
-           AND c.object_identity IN (SELECT quote_ident(p)
-                                       FROM unnest(zero_stream.stream_publications()) p)) THEN
+           AND c.object_identity = ANY (zero_stream.stream_publications())) THEN
         PERFORM pg_logical_emit_message(true, 'zero_stream/ddl-start', tg_tag);
     END IF;
 END
@@ -504,6 +515,10 @@ BEGIN
        (SELECT backend_type LIKE 'zero\_stream %' FROM pg_stat_get_activity(pg_backend_pid())) THEN
         RETURN;
     END IF;
+    -- serialize DDL, as zero-cache's trigger does: a command's schema
+    -- change is announced against every other one committed before it
+    -- (announce_published_schema takes the same lock, for other commands)
+    PERFORM pg_advisory_xact_lock(2053468783, 1);
     PERFORM pg_logical_emit_message(true, 'zero_stream/ddl-start', tg_tag);
 END
 $$;

@@ -31,14 +31,15 @@
  * most ALTER TABLE forms and TRUNCATE wait for (ACCESS EXCLUSIVE): rather
  * than hold such a command (and every query queued behind it) for the rest
  * of the backfill, the decoder stops the worker and starts the backfill
- * again after a pause, at a snapshot past the command; a DROP removes the
- * request meanwhile. A worker that fails is retried with a backoff from 2 s
+ * again after a pause, at a snapshot past the command (up to MAX_GIVE_WAYS
+ * times in a row); a DROP removes the request meanwhile. A worker that fails is retried with a backoff from 2 s
  * to 60 s; the backoff is forgotten once the request it was for is gone, so
  * a request whose table was dropped does not hold back the others.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/transam.h"
 #include "access/xlog.h"
 
 #include "common/pg_prng.h"
@@ -70,6 +71,13 @@
 
 /* how often a running backfill looks for a command waiting for its table */
 #define LOCK_CHECK_MS 200
+
+/*
+ * How many times in a row a backfill gives way to such a command: then it
+ * keeps its lock, so that commands retried in a loop (a migration tool with
+ * a lock_timeout) cannot keep it from ever finishing.
+ */
+#define MAX_GIVE_WAYS 3
 
 static const char begin_change[] = "{\"tag\":\"begin\",\"json\":\"s\",\"skipAck\":true}";
 static const char commit_change[] = "{\"tag\":\"commit\"}";
@@ -107,6 +115,7 @@ static BackgroundWorkerHandle *stopping_handle = NULL;
 static TimestampTz retry_at = 0;
 static int	retry_delay_ms = BACKOFF_MIN_MS;
 static char *retry_request = NULL;	/* what the backoff is for (in backfill_context) */
+static int	give_ways = 0;		/* times the backfills gave way since one completed */
 
 static void
 ensure_context(void)
@@ -303,9 +312,10 @@ back_off(const char *request, int delay_ms, const char *why)
 }
 
 /*
- * Does a command wait for an ACCESS EXCLUSIVE lock on the table the worker
- * holds a lock on (DROP TABLE, ALTER TABLE, TRUNCATE, ...)? Looked at
- * every LOCK_CHECK_MS at most, until the worker has read every row.
+ * Does a command wait for an ACCESS EXCLUSIVE lock on a table the worker
+ * holds a lock on (DROP TABLE, ALTER TABLE, TRUNCATE, a DETACH of one of
+ * its partitions, ...)? Looked at every LOCK_CHECK_MS at most, until the
+ * worker has read every row.
  */
 static bool
 command_waits_for_table(Running *r)
@@ -313,7 +323,8 @@ command_waits_for_table(Running *r)
 	TimestampTz now = GetCurrentTimestamp();
 	LockData   *locks;
 	pid_t		pid;
-	bool		held = false;
+	Oid		   *held;
+	int			nheld = 0;
 	bool		waited = false;
 
 	if (r->completed != NULL || !TimestampDifferenceExceeds(r->lock_checked, now, LOCK_CHECK_MS) ||
@@ -321,20 +332,31 @@ command_waits_for_table(Running *r)
 		return false;
 	r->lock_checked = now;
 	locks = GetLockStatusData();
+	held = palloc(sizeof(Oid) * Max(locks->nelements, 1));
+	/* the tables the worker holds (its table, and a partitioned one's partitions) */
 	for (int i = 0; i < locks->nelements; i++)
+	{
+		LockInstanceData *l = &locks->locks[i];
+
+		if (l->locktag.locktag_type == LOCKTAG_RELATION &&
+			l->locktag.locktag_field1 == MyDatabaseId &&
+			l->locktag.locktag_field2 >= FirstNormalObjectId &&
+			l->pid == pid && l->holdMask != 0)
+			held[nheld++] = l->locktag.locktag_field2;
+	}
+	for (int i = 0; i < locks->nelements && !waited; i++)
 	{
 		LockInstanceData *l = &locks->locks[i];
 
 		if (l->locktag.locktag_type != LOCKTAG_RELATION ||
 			l->locktag.locktag_field1 != MyDatabaseId ||
-			l->locktag.locktag_field2 != r->relid)
+			l->waitLockMode != AccessExclusiveLock)
 			continue;
-		if (l->pid == pid && l->holdMask != 0)
-			held = true;
-		if (l->waitLockMode == AccessExclusiveLock)
-			waited = true;
+		for (int h = 0; h < nheld && !waited; h++)
+			waited = held[h] == l->locktag.locktag_field2;
 	}
-	return held && waited;
+	pfree(held);
+	return waited;
 }
 
 static void
@@ -566,6 +588,7 @@ zs_backfill_step(char *head, XLogRecPtr decoded_upto)
 						running->table, secs, usecs / 1000, head)));
 		stop_running(NULL);
 		forget_backoff();
+		give_ways = 0;
 		requests_stale = true;	/* the completion removed its request */
 	}
 	else if (detached)
@@ -577,10 +600,11 @@ zs_backfill_step(char *head, XLogRecPtr decoded_upto)
 		back_off(request, -1,
 				 psprintf("the worker backfilling %s exited before it completed (see its log lines)", table));
 	}
-	else if (command_waits_for_table(running))
+	else if (give_ways < MAX_GIVE_WAYS && command_waits_for_table(running))
 	{
 		char	   *request = pstrdup(running->request);
 
+		give_ways++;
 		stop_running("a command waits for a lock on the table");
 		back_off(request, BACKOFF_MIN_MS, "after the command that waited for the table");
 	}

@@ -29,68 +29,131 @@
 #include "postgres.h"
 #endif
 
+#include <stdlib.h>
+
 #include "decoding/partition_diff.h"
 
-/* the "leaves" array of root in a snapshot's "partitions", or -1 */
 static int
-leaves_of(const ZsJsonDoc *doc, int64 root)
+cmp_int64(const void *a, const void *b)
 {
-	int			parts = zs_json_get(doc, 0, "partitions");
+	int64		x = *(const int64 *) a;
+	int64		y = *(const int64 *) b;
 
-	if (parts < 0 || doc->nodes[parts].type != ZS_JSON_ARRAY)
-		return -1;
-	for (int p = doc->nodes[parts].first_child; p >= 0; p = doc->nodes[p].next)
-	{
-		int			oid = zs_json_get(doc, p, "oid");
-		int			leaves = zs_json_get(doc, p, "leaves");
-		int64		v;
-
-		if (oid >= 0 && zs_json_int64(doc, oid, &v) && v == root &&
-			leaves >= 0 && doc->nodes[leaves].type == ZS_JSON_ARRAY)
-			return leaves;
-	}
-	return -1;
+	return x < y ? -1 : x > y ? 1 : 0;
 }
 
-static bool
-array_has(const ZsJsonDoc *doc, int array, int64 value)
+/* The oids of a JSON array, sorted; returns how many (palloc'd in *out). */
+static int
+sorted_oids(const ZsJsonDoc *doc, int array, int64 **out)
 {
-	if (array < 0 || doc->nodes[array].type != ZS_JSON_ARRAY)
-		return false;
-	for (int e = doc->nodes[array].first_child; e >= 0; e = doc->nodes[e].next)
-	{
-		int64		v;
+	int			n = 0;
 
-		if (zs_json_int64(doc, e, &v) && v == value)
-			return true;
-	}
-	return false;
+	*out = NULL;
+	if (array < 0 || doc->nodes[array].type != ZS_JSON_ARRAY)
+		return 0;
+	*out = palloc(sizeof(int64) * Max(doc->nodes[array].count, 1));
+	for (int e = doc->nodes[array].first_child; e >= 0; e = doc->nodes[e].next)
+		if (zs_json_int64(doc, e, &(*out)[n]))
+			n++;
+	qsort(*out, n, sizeof(int64), cmp_int64);
+	return n;
 }
 
 bool
-zs_partition_root_changed(const ZsJsonDoc *prev, const ZsJsonDoc *next, int64 root,
-						  ZsEmptyLeaves empty)
+zs_partition_root_listed(const int64 *roots, int n, int64 oid)
 {
-	int			before = leaves_of(prev, root);
-	int			after = leaves_of(next, root);
+	return n > 0 && bsearch(&oid, roots, n, sizeof(int64), cmp_int64) != NULL;
+}
 
-	/* not partitioned in one of them (or a snapshot without partitions) */
-	if (before < 0 || after < 0)
-		return false;
-	for (int e = prev->nodes[before].first_child; e >= 0; e = prev->nodes[e].next)
+/* an entry's root oid and its "leaves" array; false if malformed */
+static bool
+entry(const ZsJsonDoc *doc, int p, int64 *root, int *leaves)
+{
+	int			oid = zs_json_get(doc, p, "oid");
+
+	*leaves = zs_json_get(doc, p, "leaves");
+	return oid >= 0 && zs_json_int64(doc, oid, root) &&
+		*leaves >= 0 && doc->nodes[*leaves].type == ZS_JSON_ARRAY;
+}
+
+/* Did a leaf leave, or join without being known empty? (sorted oids) */
+static bool
+leaves_changed(const int64 *before, int nb, const int64 *after, int na,
+			   const int64 *empty, int ne)
+{
+	int			i = 0,
+				j = 0;
+
+	while (i < nb || j < na)
 	{
-		int64		leaf;
-
-		if (zs_json_int64(prev, e, &leaf) && !array_has(next, after, leaf))
+		if (j >= na || (i < nb && before[i] < after[j]))
 			return true;		/* it left, with whatever rows it had */
-	}
-	for (int e = next->nodes[after].first_child; e >= 0; e = next->nodes[e].next)
-	{
-		int64		leaf;
-
-		if (zs_json_int64(next, e, &leaf) && !array_has(prev, before, leaf) &&
-			!(empty.doc != NULL && array_has(empty.doc, empty.node, leaf)))
-			return true;		/* it joined, perhaps with rows */
+		if (i >= nb || after[j] < before[i])
+		{
+			if (!zs_partition_root_listed(empty, ne, after[j]))
+				return true;	/* it joined, perhaps with rows */
+			j++;
+			continue;
+		}
+		i++;
+		j++;
 	}
 	return false;
+}
+
+int
+zs_partition_changed_roots(const ZsJsonDoc *prev, const ZsJsonDoc *next, ZsEmptyLeaves empty,
+						   int64 **roots)
+{
+	int			pparts = zs_json_get(prev, 0, "partitions");
+	int			nparts = zs_json_get(next, 0, "partitions");
+	int64	   *empty_oids = NULL;
+	int			nempty = empty.doc ? sorted_oids(empty.doc, empty.node, &empty_oids) : 0;
+	int			n = 0;
+
+	*roots = NULL;
+	/* a snapshot without partitions (older) changes nothing */
+	if (pparts < 0 || nparts < 0 || prev->nodes[pparts].type != ZS_JSON_ARRAY ||
+		next->nodes[nparts].type != ZS_JSON_ARRAY)
+		return 0;
+	for (int q = next->nodes[nparts].first_child; q >= 0; q = next->nodes[q].next)
+	{
+		int64		root,
+					proot;
+		int			after_node,
+					before_node = -1;
+		int64	   *before,
+				   *after;
+		int			nb,
+					na;
+
+		if (!entry(next, q, &root, &after_node))
+			continue;
+		for (int p = prev->nodes[pparts].first_child; p >= 0 && before_node < 0; p = prev->nodes[p].next)
+		{
+			int			leaves;
+
+			if (entry(prev, p, &proot, &leaves) && proot == root)
+				before_node = leaves;
+		}
+		if (before_node < 0)
+			continue;			/* newly published: create-table copies it */
+		nb = sorted_oids(prev, before_node, &before);
+		na = sorted_oids(next, after_node, &after);
+		if (leaves_changed(before, nb, after, na, empty_oids, nempty))
+		{
+			if (*roots == NULL)
+				*roots = palloc(sizeof(int64) * Max(next->nodes[nparts].count, 1));
+			(*roots)[n++] = root;
+		}
+		if (before)
+			pfree(before);
+		if (after)
+			pfree(after);
+	}
+	if (empty_oids)
+		pfree(empty_oids);
+	if (n > 1)
+		qsort(*roots, n, sizeof(int64), cmp_int64);
+	return n;
 }

@@ -21,13 +21,17 @@ typedef struct ZsEmptyLeaves
 } ZsEmptyLeaves;
 
 /*
- * Does the partitioned table root (an oid), published through its root in
- * both snapshots (the documents' "partitions"), need its rows sent again?
- * True if a leaf left it (DETACH, also CONCURRENTLY, or DROP), or a leaf
- * joined it (ATTACH) that is not known to be empty. A partition created
- * as one (CREATE TABLE ... PARTITION OF) joins empty.
+ * The partitioned tables (oids), published through their root in both
+ * snapshots (the documents' "partitions"), whose rows must be sent again:
+ * a leaf left (DETACH, also CONCURRENTLY, or DROP), or a leaf joined
+ * (ATTACH) that is not known to be empty. A partition created as one
+ * (CREATE TABLE ... PARTITION OF) joins empty. Returns how many, sorted,
+ * in *roots (palloc'd; NULL if none).
  */
-extern bool zs_partition_root_changed(const ZsJsonDoc *prev, const ZsJsonDoc *next,
-									  int64 root, ZsEmptyLeaves empty);
+extern int	zs_partition_changed_roots(const ZsJsonDoc *prev, const ZsJsonDoc *next,
+									   ZsEmptyLeaves empty, int64 **roots);
+
+/* Is oid among roots[0 .. n - 1] (sorted)? */
+extern bool zs_partition_root_listed(const int64 *roots, int n, int64 oid);
 
 #endif							/* ZS_PARTITION_DIFF_H */

@@ -56,7 +56,8 @@ typedef struct Diff
 	int			maxchanges;
 	StringInfoData buf;
 	ZsJsonDoc	empty_doc;		/* the DDL capture's "emptyLeaves" */
-	ZsEmptyLeaves empty;
+	int64	   *reset_roots;	/* sorted oids of the tables reset */
+	int			nreset;
 } Diff;
 
 /* ---------------------------------------------------------------- access */
@@ -99,9 +100,9 @@ append_value(StringInfo out, const ZsJsonDoc *doc, int node)
 static bool
 is_reset(const Diff *d, int64 oid)
 {
-	return zs_schema_snapshot_table_by_oid(&d->prev, oid) >= 0 &&
-		zs_schema_snapshot_table_by_oid(&d->next, oid) >= 0 &&
-		zs_partition_root_changed(&d->prev.doc, &d->next.doc, oid, d->empty);
+	return zs_partition_root_listed(d->reset_roots, d->nreset, oid) &&
+		zs_schema_snapshot_table_by_oid(&d->prev, oid) >= 0 &&
+		zs_schema_snapshot_table_by_oid(&d->next, oid) >= 0;
 }
 
 /* Is an index of the snapshot s on a table that is reset? */
@@ -580,22 +581,27 @@ zs_schema_diff(const char *prev, int prev_len, const char *next, int next_len,
 	zs_json_doc_init(&d.prev.doc);
 	zs_json_doc_init(&d.next.doc);
 	zs_json_doc_init(&d.empty_doc);
-	d.empty.doc = NULL;
-	d.empty.node = -1;
 	ok = zs_schema_snapshot_read(&d.prev, prev, prev_len, error) &&
 		zs_schema_snapshot_read(&d.next, next, next_len, error);
-	if (ok && empty_leaves != NULL)
+	if (ok)
 	{
-		if (!zs_json_parse(&d.empty_doc, empty_leaves, empty_len) ||
-			d.empty_doc.nodes[0].type != ZS_JSON_ARRAY)
+		ZsEmptyLeaves empty = {NULL, -1};
+
+		if (empty_leaves != NULL &&
+			(!zs_json_parse(&d.empty_doc, empty_leaves, empty_len) ||
+			 d.empty_doc.nodes[0].type != ZS_JSON_ARRAY))
 		{
 			*error = "the empty leaf partitions are not a JSON array";
 			ok = false;
 		}
 		else
 		{
-			d.empty.doc = &d.empty_doc;
-			d.empty.node = 0;
+			if (empty_leaves != NULL)
+			{
+				empty.doc = &d.empty_doc;
+				empty.node = 0;
+			}
+			d.nreset = zs_partition_changed_roots(&d.prev.doc, &d.next.doc, empty, &d.reset_roots);
 		}
 	}
 	if (ok)
@@ -609,6 +615,8 @@ zs_schema_diff(const char *prev, int prev_len, const char *next, int next_len,
 	zs_json_doc_free(&d.prev.doc);
 	zs_json_doc_free(&d.next.doc);
 	zs_json_doc_free(&d.empty_doc);
+	if (d.reset_roots)
+		pfree(d.reset_roots);
 	if (!ok)
 		return -1;
 	*changes = d.changes;

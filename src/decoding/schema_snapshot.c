@@ -143,8 +143,10 @@ zs_schema_snapshot_is_identity_column(const ZsSchemaSnapshot *s, int64 oid, int6
 
 /*
  * Can ZQL carry a column of this published type (zero-cache's
- * dataTypeToZqlValueType)? Arrays and enums always; otherwise the numeric,
- * date and time, string-like, boolean and JSON types by name.
+ * liteTypeToZqlValueType on the column's lite type)? Arrays (a type with
+ * an element type, as "name" has, or a "[]" type) and enums (the element's
+ * type class if any, else the column's) always; otherwise the numeric, date
+ * and time, string-like, boolean and JSON types by name.
  */
 static bool
 zql_visible(const ZsJsonDoc *doc, int column)
@@ -161,10 +163,12 @@ zql_visible(const ZsJsonDoc *doc, int column)
 		"bool", "boolean", "json", "jsonb"
 	};
 	const char *type = zs_schema_snapshot_str(doc, column, "dataType");
+	const char *elem = zs_json_get_string(doc, column, "elemPgTypeClass");
+	const char *class = elem ? elem : zs_schema_snapshot_str(doc, column, "pgTypeClass");
 	size_t		len = strcspn(type, "(");
 	char		lower[64];
 
-	if (strstr(type, "[]") != NULL || strcmp(zs_schema_snapshot_str(doc, column, "pgTypeClass"), "e") == 0)
+	if (elem != NULL || strstr(type, "[]") != NULL || strcmp(class, "e") == 0)
 		return true;
 	if (len >= sizeof(lower))
 		return false;

@@ -9,7 +9,10 @@
 #    publishes them (publish_generated_columns = stored);
 #  - DROP TABLE of a table whose backfill worker is caught in the middle of
 #    its rows: the DROP does not wait for the backfill, no ERROR is logged,
-#    the backfill ends, and the next backfill (another table) runs at once.
+#    the backfill ends, and the next backfill (another table) runs at once;
+#  - DETACH of a partition while its partitioned table's backfill reads it:
+#    the DETACH does not wait either, the table is reset (a partition left
+#    it) and its backfill completes without the detached rows.
 use strict;
 use warnings;
 
@@ -32,6 +35,10 @@ CREATE TABLE big (id int PRIMARY KEY, label text);
 INSERT INTO big SELECT g, 'row ' || g FROM generate_series(1, $BIG) g;
 CREATE TABLE other (id int PRIMARY KEY, v text);
 INSERT INTO other SELECT g, 'other ' || g FROM generate_series(1, 2000) g;
+CREATE TABLE pbig (id int, k int, label text, PRIMARY KEY (id, k)) PARTITION BY RANGE (k);
+CREATE TABLE pbig_1 PARTITION OF pbig FOR VALUES FROM (0) TO (10);
+CREATE TABLE pbig_2 PARTITION OF pbig FOR VALUES FROM (10) TO (20);
+INSERT INTO pbig SELECT g, g % 20, 'row ' || g FROM generate_series(1, $BIG / 2) g;
 });
 my $sport = $node->{zs_server_port};
 my $dir = $node->basedir;
@@ -161,10 +168,43 @@ my $log = slurp_file($node->logfile, $log_offset);
 my @errors = grep { /\b(ERROR|FATAL|PANIC):/ } split /\n/, $log;
 is(scalar(@errors), 0, 'no ERROR or FATAL in the server log since the drop\'s backfill started')
   or diag(join("\n", @errors));
-like($log, qr/zero_stream backfill stopped when asked to|zero_stream backfill stopped: its table/,
+like($log, qr/zero_stream backfill (?:of \S+ )?stopped(?: when asked to|: its table|: the decoder went away)/,
 	'the backfill worker ended with a LOG line');
 is(psql(q{SELECT count(*) FROM pg_replication_slots WHERE slot_name LIKE '%\_bf\_%'}), '0',
 	'no snapshot slot is left behind');
+
+# 4. DETACH of a partition while the partitioned table's backfill reads it
+$log_offset = -s $node->logfile;
+$xact = zs_session($node);
+zs_run_in($xact, 'BEGIN; SELECT txid_current();');
+psql(q{ALTER TABLE pbig ADD COLUMN r int8 DEFAULT (random() * 1e15)::int8});
+wait_for(q{SELECT EXISTS (SELECT FROM "zero_0/cdc"."backfilling" WHERE "table" = 'pbig')},
+	'the partitioned table\'s add-column to be stored');
+$lock = zs_session($node);
+zs_run_in($lock, q{BEGIN; LOCK TABLE "zero_0/cdc"."changeLog" IN EXCLUSIVE MODE;});
+zs_run_in($xact, 'COMMIT;');
+zs_close_session($xact);
+wait_for(q{SELECT EXISTS (SELECT FROM pg_stat_activity
+	WHERE backend_type = 'zero_stream backfill' AND wait_event = 'MessageQueueSend')},
+	'the backfill worker to be in the middle of the partitions\' rows');
+my ($detach_out, $detach_err) = ('', '');
+$t0 = time;
+my $detach = IPC::Run::start([ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-h', $node->host,
+		'-p', $node->port, '-d', 'postgres', '-c', 'ALTER TABLE pbig DETACH PARTITION pbig_1' ],
+	'>', \$detach_out, '2>', \$detach_err);
+wait_for(q{SELECT EXISTS (SELECT FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+	WHERE c.relname IN ('pbig', 'pbig_1') AND NOT l.granted AND l.mode = 'AccessExclusiveLock')},
+	'the DETACH to wait for the backfill\'s locks');
+zs_run_in($lock, 'COMMIT;');
+zs_close_session($lock);
+ok($detach->finish, 'DETACH of a partition being backfilled succeeds') or diag($detach_err);
+cmp_ok(time - $t0, '<', 30, 'the DETACH did not wait for the whole backfill');
+zs_wait_backfills($node);
+replicas_equal('pbig', 'the backfill of a table a partition left meanwhile', 'k', 'label', 'r');
+$log = slurp_file($node->logfile, $log_offset);
+@errors = grep { /\b(ERROR|FATAL|PANIC):/ } split /\n/, $log;
+is(scalar(@errors), 0, 'no ERROR or FATAL in the server log since that backfill started')
+  or diag(join("\n", @errors));
 
 zs_check_log_integrity($node, 'column backfills');
 $cli->kill_kill;

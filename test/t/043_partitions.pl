@@ -149,6 +149,28 @@ same_rows('parted', 'parted', 'DROP of a partition');
 
 is(count_log(q{change->>'tag' = 'drop-table' AND change->'id'->>'name' = 'bystander'}), '0',
 	'the other tables are left alone');
+
+# concurrent DDL transactions run one at a time: a partition created in a
+# transaction still open, another table's column added meanwhile; neither
+# change undoes the other (no drop-column) nor resets the root
+my $ddl = zs_session($node);
+zs_run_in($ddl, q{BEGIN; CREATE TABLE parted_8 PARTITION OF parted FOR VALUES FROM (800) TO (900);});
+my $other = IPC::Run::start([ 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-h', $node->host, '-p', $node->port,
+		'-d', 'postgres', '-c', 'ALTER TABLE bystander ADD COLUMN w int DEFAULT 7' ],
+	'>', \my $other_out, '2>', \my $other_err);
+$node->poll_query_until('postgres', q{SELECT EXISTS (SELECT FROM pg_locks WHERE locktype = 'advisory' AND NOT granted)})
+  or diag('the second DDL did not wait for the first');
+zs_run_in($ddl, 'COMMIT;');
+zs_close_session($ddl);
+ok($other->finish, 'the second DDL ran once the first committed') or diag($other_err);
+psql(q{INSERT INTO parted VALUES (80001, 850, 'in parted_8')});
+zs_wait_catchup($node);
+is(resets_of('parted'), '5', 'a partition created beside another DDL: no reset');
+is(count_log(q{change->>'tag' = 'drop-column'}), '0', 'no DDL undone by another');
+ok(zs_replica_at_head($node, $file, "$dir/cli.log")
+	  && zs_sqlite($file, 'SELECT count(*) || \':\' || sum(w) FROM bystander') eq '100:700',
+	'the column added beside it, with its default');
+same_rows('parted', 'parted', 'a partition created beside another DDL');
 ok(zs_replica_at_head($node, $file, "$dir/cli.log") && zs_sqlite($file, 'SELECT count(*) FROM bystander') eq '100', 'and their rows too');
 
 # ---------------------------------------------------------------------------
