@@ -217,11 +217,28 @@ echo "Postgres: $(sql -Atc "SELECT count(*), sum(priority) FROM issue")   replic
 echo "== a migration with a volatile default: ALTER TABLE issue ADD COLUMN seen timestamptz DEFAULT clock_timestamp()"
 echo "   (every existing row gets its own value, which the stream never carried: zero_stream backfills it)"
 sql -q -c "ALTER TABLE issue ADD COLUMN seen timestamptz DEFAULT clock_timestamp()"
+caught_up_head >/dev/null	# the add-column stored, and with it the backfill it asks for
 wait_until "the backfill of issue.seen (\"zero_0/cdc\".\"backfilling\" to empty)" backfilled
 replica_follows
 sql -Atc "SELECT watermark || ' ' || left(change::text, 150) FROM \"zero_0/cdc\".\"changeLog\" WHERE change->>'tag' LIKE 'backfill%'"
 sqlite3 "$REPLICA" "SELECT name || ' ' || type FROM pragma_table_info('issue') WHERE name = 'seen'"
 echo "Postgres: $(sql -Atc "SELECT count(*), count(seen), sum(floor(extract(epoch FROM seen) * 1000)::int8) FROM issue")   replica: $(sqlite3 "$REPLICA" "SELECT count(*), count(seen), sum(CAST(seen AS INTEGER)) FROM issue")"
+
+echo "== a partition attached with rows: ALTER TABLE event ATTACH PARTITION archive.event_2023"
+echo "   (its rows join the root, published through it, without a change in the stream: zero_stream resets the root and backfills it)"
+sql -q -c "CREATE TABLE event (id int, year int, what text, PRIMARY KEY (id, year)) PARTITION BY LIST (year)" \
+	-c "CREATE TABLE event_2024 PARTITION OF event FOR VALUES IN (2024)" \
+	-c "INSERT INTO event SELECT g, 2024, 'this year ' || g FROM generate_series(1, 50) g" \
+	-c "CREATE SCHEMA archive" \
+	-c "CREATE TABLE archive.event_2023 (id int, year int, what text, PRIMARY KEY (id, year))" \
+	-c "INSERT INTO archive.event_2023 SELECT g, 2023, 'last year ' || g FROM generate_series(1, 200) g"
+replica_follows
+echo "before:   Postgres: $(sql -Atc "SELECT count(*) FROM event")   replica: $(sqlite3 "$REPLICA" "SELECT count(*) FROM event")"
+sql -q -c "ALTER TABLE event ATTACH PARTITION archive.event_2023 FOR VALUES IN (2023)"
+caught_up_head >/dev/null	# the ATTACH stored, and with it the backfill it asks for
+wait_until "the backfill of the reset table event (\"zero_0/cdc\".\"backfilling\" to empty)" backfilled
+replica_follows
+echo "attached: Postgres: $(sql -Atc "SELECT count(*), count(*) FILTER (WHERE year = 2023) FROM event")   replica: $(sqlite3 "$REPLICA" "SELECT count(*), count(*) FILTER (WHERE year = 2023) FROM event")"
 
 if $keep; then
 	# the commands as the user who ran this script can run them: the
