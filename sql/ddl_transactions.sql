@@ -199,6 +199,15 @@ SELECT * FROM zc.compare('ALTER INDEX', :'m');
 CREATE SCHEMA pubs;
 CREATE TABLE pubs.s (id int PRIMARY KEY);
 ALTER PUBLICATION _zero_public_0 ADD TABLES IN SCHEMA pubs;
+-- (its table's backfill, of no rows, stored first)
+SELECT zero_stream.wait_for_catchup();
+DO $$
+BEGIN
+  FOR i IN 1 .. 600 LOOP
+    EXIT WHEN NOT EXISTS (SELECT FROM "zero_0/cdc"."backfilling");
+    PERFORM pg_sleep(0.1);
+  END LOOP;
+END $$;
 SELECT zero_stream.wait_for_catchup();
 SELECT last_watermark AS m FROM zero_stream.status() \gset
 ALTER SCHEMA pubs RENAME TO pubs2;
