@@ -9,6 +9,7 @@ OBJS = \
 	src/spi_xact.o \
 	src/slot_health.o \
 	src/standby_slots.o \
+	src/extension_version.o \
 	src/codec/watermark.o \
 	src/codec/json_out.o \
 	src/codec/json_read.o \
@@ -76,7 +77,7 @@ OBJS = \
 	src/replica/backup_file.o
 
 EXTENSION = zero_stream
-DATA = sql/zero_stream--0.1.0.sql
+DATA = sql/zero_stream--0.1.0.sql sql/zero_stream--0.2.0.sql sql/zero_stream--0.1.0--0.2.0.sql
 # OpenSSL is the one PostgreSQL itself links (TLS of the subscriber server)
 SHLIB_LINK = -lcjson -lsqlite3 -lssl -lcrypto
 PGFILEDESC = "zero_stream - in-server Zero change streamer"

@@ -135,6 +135,9 @@ SELECT has_function_privilege('public', 'zero_stream.backup_replica_copy(text, t
 SHOW zero_stream.test_unencodable_type;
 -- the positions table is the extension's: no one else may write it
 SELECT has_table_privilege('public', 'zero_stream.subscriber_positions', 'INSERT') AS public_may_write;
+-- the versions of the SQL objects and of the library
+SELECT extension_version, library_version FROM zero_stream.status();
+SELECT extversion FROM pg_extension WHERE extname = 'zero_stream';
 -- SQL objects of another version (fewer columns) get an error, not shifted values
 CREATE FUNCTION pg_temp.status_of_another_version(OUT state text, OUT slot_name text)
     RETURNS record LANGUAGE c AS 'zero_stream', 'zs_status';

@@ -31,6 +31,7 @@
 #include "utils/pg_lsn.h"
 #include "utils/timestamp.h"
 
+#include "extension_version.h"
 #include "guc.h"
 #include "shmem.h"
 #include "slot_health.h"
@@ -40,7 +41,13 @@ PG_FUNCTION_INFO_V1(zs_status);
 PG_FUNCTION_INFO_V1(zs_subscribers);
 PG_FUNCTION_INFO_V1(zs_workers);
 
-#define STATUS_COLUMNS 43
+/*
+ * status()'s columns: version 0.2.0 added extension_version and
+ * library_version at the end, so the row of 0.1.0's SQL (a library newer
+ * than the installed SQL, before ALTER EXTENSION ... UPDATE) is its prefix.
+ */
+#define STATUS_COLUMNS 45
+#define STATUS_COLUMNS_0_1 43
 
 /*
  * The row type the installed SQL declares must be the one this library
@@ -91,6 +98,8 @@ decoder_state_name(ZsDecoderState state)
 			return "starting";
 		case ZS_DECODER_WAITING_FOR_EXTENSION:
 			return "waiting for CREATE EXTENSION";
+		case ZS_DECODER_WAITING_FOR_UPDATE:
+			return "waiting for ALTER EXTENSION UPDATE";
 		case ZS_DECODER_CREATING_SLOT:
 			return "creating replication slot";
 		case ZS_DECODER_INITIAL_COPY:
@@ -258,7 +267,8 @@ zs_status(PG_FUNCTION_ARGS)
 	zs_require_shared_state();
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
-	check_row_type(tupdesc, STATUS_COLUMNS, "status");
+	if (tupdesc->natts != STATUS_COLUMNS_0_1)
+		check_row_type(tupdesc, STATUS_COLUMNS, "status");
 
 	LWLockAcquire(zs_shared->lock, LW_SHARED);
 	memcpy(&snap, zs_shared, offsetof(ZsSharedState, subscribers));
@@ -357,7 +367,16 @@ zs_status(PG_FUNCTION_ARGS)
 	i++;
 	values[i] = text_or_null(failover.hint, &nulls[i]);
 	i++;
-	Assert(i == STATUS_COLUMNS);
+	Assert(i == STATUS_COLUMNS_0_1);
+	if (tupdesc->natts == STATUS_COLUMNS)
+	{
+		char	   *installed = zs_installed_sql_version();
+
+		values[i] = text_or_null(installed, &nulls[i]);
+		i++;
+		values[i++] = CStringGetTextDatum(ZS_LIBRARY_VERSION);
+		Assert(i == STATUS_COLUMNS);
+	}
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
 }

@@ -22,6 +22,7 @@
 
 #include "changelog/changelog.h"
 #include "changelog/changelog_insert.h"
+#include "extension_version.h"
 #include "guc.h"
 #include "ownership.h"
 
@@ -460,6 +461,39 @@ flush_rows(void)
 	writer.count = 0;
 }
 
+/*
+ * The installed SQL must be one this library writes the log of, read at
+ * every store, in the store's transaction: an ALTER EXTENSION ... UPDATE to
+ * a version this library does not know (a newer package installed, the
+ * server not restarted yet) stops the decoder before its next store. An
+ * update to a version it writes for (an older library's SQL brought up to
+ * this one) goes on without a pause.
+ */
+static void
+check_sql_version(void)
+{
+	static char *accepted = NULL;	/* the last version seen, fit to write */
+	char	   *installed = zs_installed_sql_version();
+	ZsSqlFit	fit;
+
+	if (installed != NULL && accepted != NULL && strcmp(installed, accepted) == 0)
+		return;
+	fit = zs_sql_fit(installed);
+	if (!zs_sql_fit_writable(fit))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("%s", zs_sql_fit_message(installed, fit)),
+				 errhint("%s", zs_sql_fit_hint(fit))));
+	if (accepted != NULL)
+	{
+		ereport(LOG,
+				(errmsg("the extension's SQL objects are now version %s (they were %s); the decoder goes on",
+						installed, accepted)));
+		pfree(accepted);
+	}
+	accepted = MemoryContextStrdup(TopMemoryContext, installed);
+}
+
 void
 zs_changelog_begin(void)
 {
@@ -475,6 +509,7 @@ zs_changelog_begin(void)
 	owner = state_row_value();
 	if (owner == NULL || strcmp(owner, zs_owner_identity()) != 0)
 		zs_changelog_report_taken_over(owner);
+	check_sql_version();
 }
 
 void

@@ -27,11 +27,13 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"	/* get_publication_oid on 17+ */
+#include "utils/memutils.h"
 
 #include "changelog/changelog.h"
 #include "compat/replication.h"
 #include "decoder/startup.h"
 #include "decoding/output_plugin.h"
+#include "extension_version.h"
 #include "guc.h"
 #include "shmem.h"
 #include "spi_xact.h"
@@ -75,28 +77,79 @@ zs_startup_extension_exists(void)
 	return exists;
 }
 
-/* Wait, without spinning, until CREATE EXTENSION zero_stream has run. */
+/* The installed version of the extension's SQL objects, NULL without it. */
+static char *
+installed_version(void)
+{
+	char	   *version;
+	char	   *copy;
+
+	StartTransactionCommand();
+	version = zs_installed_sql_version();
+	copy = version ? MemoryContextStrdup(TopMemoryContext, version) : NULL;
+	CommitTransactionCommand();
+	return copy;
+}
+
+/*
+ * Wait, without spinning, until CREATE EXTENSION zero_stream has run, and
+ * its SQL objects are of a version this library writes the change log for
+ * (extension_version.c): an older one that needs ALTER EXTENSION ... UPDATE
+ * first, or a newer one, is said once in the log and in status(), and
+ * waited out. An older one this library writes for is logged, and streamed.
+ */
 void
 zs_startup_wait_for_extension(void)
 {
-	bool		logged = false;
+	ZsDecoderState said = ZS_DECODER_STARTING;
 
 	for (;;)
 	{
-		if (zs_startup_extension_exists())
-			return;
-		if (!logged)
-		{
-			char	   *message = psprintf("extension \"zero_stream\" is not installed in database \"%s\"; run CREATE EXTENSION zero_stream there",
-										   zs_database);
+		char	   *version = installed_version();
+		ZsSqlFit	fit = zs_sql_fit(version);
+		char	   *message = NULL;
+		char	   *hint = NULL;
+		ZsDecoderState waiting;
 
-			ereport(LOG,
-					(errcode(ERRCODE_UNDEFINED_OBJECT),
-					 errmsg("%s", message)));
-			zs_set_last_error(message);
-			zs_set_decoder_state(ZS_DECODER_WAITING_FOR_EXTENSION);
-			logged = true;
+		if (version != NULL && zs_sql_fit_writable(fit))
+		{
+			if (fit == ZS_SQL_OLDER_COMPATIBLE)
+				ereport(WARNING,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("%s", zs_sql_fit_message(version, fit)),
+						 errdetail("The decoder streams: the change log of version %s is this library's.",
+								   version),
+						 errhint("%s", zs_sql_fit_hint(fit))));
+			if (said != ZS_DECODER_STARTING)
+				zs_set_last_error("");
+			pfree(version);
+			return;
 		}
+		if (version == NULL)
+		{
+			waiting = ZS_DECODER_WAITING_FOR_EXTENSION;
+			message = psprintf("extension \"zero_stream\" is not installed in database \"%s\"; run CREATE EXTENSION zero_stream there",
+							   zs_database);
+		}
+		else
+		{
+			waiting = ZS_DECODER_WAITING_FOR_UPDATE;
+			message = zs_sql_fit_message(version, fit);
+			hint = zs_sql_fit_hint(fit);
+		}
+		if (said != waiting)
+		{
+			ereport(waiting == ZS_DECODER_WAITING_FOR_UPDATE ? WARNING : LOG,
+					(errcode(waiting == ZS_DECODER_WAITING_FOR_UPDATE ?
+							 ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE : ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("%s", message),
+					 hint ? errhint("%s", hint) : 0));
+			zs_set_last_error(hint ? psprintf("%s. %s", message, hint) : message);
+			zs_set_decoder_state(waiting);
+			said = waiting;
+		}
+		if (version)
+			pfree(version);
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 1000L, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);

@@ -16,7 +16,10 @@ extern void zs_startup_session(void);
 
 extern bool zs_startup_extension_exists(void);
 
-/* Wait, without spinning, until CREATE EXTENSION zero_stream has run. */
+/*
+ * Wait, without spinning, until CREATE EXTENSION zero_stream has run and
+ * its SQL objects are of a version this library writes for.
+ */
 extern void zs_startup_wait_for_extension(void);
 
 /* The change-log schema and its tables exist. */
