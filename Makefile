@@ -188,12 +188,34 @@ test/unit/test_extension_version: test/unit/test_extension_version.c src/extensi
 test/unit/test_stream_frame: test/unit/test_stream_frame.c src/codec/stream_frame.c src/codec/change_message.c test/unit/unit.h $(wildcard $(srcdir)/src/*/*.h)
 	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_stream_frame.c src/codec/stream_frame.c src/codec/change_message.c $(UNIT_LIBS)
 
-.PHONY: unitcheck regresscheck tapcheck check-all layoutcheck
+.PHONY: unitcheck regresscheck tapcheck check-all layoutcheck metacheck dist distcheck
+
+# ---------------------------------------------------------------- release
+# The PGXN release archive of the committed tree: zero_stream-<version>.zip
+# with one top folder zero_stream-<version>/ (git archive of HEAD, so
+# nothing built or uncommitted gets in); META.json is checked against the
+# PGXN Meta Spec first.
+EXTVERSION := $(shell sed -n "s/^default_version *= *'\(.*\)'/\1/p" $(srcdir)/zero_stream.control)
+DISTNAME = $(EXTENSION)-$(EXTVERSION)
+PYTHON ?= python3
+
+metacheck:
+	$(PYTHON) $(srcdir)/test/tools/check_meta.py
+dist: metacheck
+	@git -C $(srcdir) diff --quiet HEAD -- || echo "dist: uncommitted changes are not in $(DISTNAME).zip" >&2
+	git -C $(srcdir) archive --format zip --prefix=$(DISTNAME)/ -o $(CURDIR)/$(DISTNAME).zip HEAD
+	$(PYTHON) $(srcdir)/test/tools/check_meta.py --dist $(DISTNAME).zip
+# "make dist" in a scratch folder, so a check leaves no archive behind (a
+# tree that is not a git checkout, e.g. a release's, has no archive to make)
+distcheck:
+	@if ! git -C $(srcdir) rev-parse --git-dir >/dev/null 2>&1; then echo "dist: not a git checkout, no archive made"; exit 0; fi; \
+	  d=$$(mktemp -d) && $(MAKE) -s -C $$d -f $(abspath $(srcdir))/Makefile srcdir=$(abspath $(srcdir)) dist; \
+	  rc=$$?; rm -rf $$d; exit $$rc
 
 # the source layout (docs/architecture.md) against the tree: layers, module cycles, file sizes
 layoutcheck:
 	python3 $(srcdir)/test/tools/check_layout.py
-unitcheck: $(UNIT_TESTS) all layoutcheck
+unitcheck: $(UNIT_TESTS) all layoutcheck metacheck distcheck
 	@set -e; for t in $(UNIT_TESTS); do ./$$t; done
 	@# a shared library links with undefined symbols; none may be our own
 	@if nm -D --undefined-only $(MODULE_big)$(DLSUFFIX) | grep ' zs_'; then \
@@ -211,4 +233,4 @@ tapcheck:
 
 check-all: unitcheck regresscheck tapcheck
 
-EXTRA_CLEAN = $(CLIENT) $(REPLICA_CLIENT) $(FANOUT_CLIENT) $(UNIT_TESTS) tmp_check test/results test/tmp_check test/log
+EXTRA_CLEAN = $(DISTNAME).zip $(CLIENT) $(REPLICA_CLIENT) $(FANOUT_CLIENT) $(UNIT_TESTS) tmp_check test/results test/tmp_check test/log
