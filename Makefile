@@ -56,6 +56,7 @@ OBJS = \
 	src/server/connection.o \
 	src/server/peer_log.o \
 	src/server/routes.o \
+	src/server/metrics.o \
 	src/server/upstream.o \
 	src/server/subscription.o \
 	src/server/flow_control.o \

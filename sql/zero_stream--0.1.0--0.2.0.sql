@@ -64,3 +64,17 @@ COMMENT ON FUNCTION status() IS
   'State of the zero_stream decoder: slot positions, change-log head, counters, lag, last error, and the versions of the SQL objects and of the library';
 
 REVOKE ALL ON FUNCTION status() FROM PUBLIC;
+
+-- Prometheus's text exposition of status() and subscribers(), as the
+-- subscriber server answers GET /metrics (docs/metrics.md): for a scrape
+-- through SQL. The monitoring role may read it.
+CREATE FUNCTION metrics()
+RETURNS text
+AS 'MODULE_PATHNAME', 'zs_sql_metrics'
+LANGUAGE C STRICT VOLATILE;
+
+COMMENT ON FUNCTION metrics() IS
+  'zero_stream''s state in Prometheus''s text exposition format (the subscriber server''s GET /metrics)';
+
+REVOKE ALL ON FUNCTION metrics() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION metrics() TO pg_monitor;

@@ -60,6 +60,20 @@ COMMENT ON FUNCTION status() IS
 
 REVOKE ALL ON FUNCTION status() FROM PUBLIC;
 
+-- Prometheus's text exposition of status() and subscribers(), as the
+-- subscriber server answers GET /metrics (docs/metrics.md): for a scrape
+-- through SQL. The monitoring role may read it.
+CREATE FUNCTION metrics()
+RETURNS text
+AS 'MODULE_PATHNAME', 'zs_sql_metrics'
+LANGUAGE C STRICT VOLATILE;
+
+COMMENT ON FUNCTION metrics() IS
+  'zero_stream''s state in Prometheus''s text exposition format (the subscriber server''s GET /metrics)';
+
+REVOKE ALL ON FUNCTION metrics() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION metrics() TO pg_monitor;
+
 -- Wait until everything committed before the call is in the change log (or
 -- was not published). Returns false on timeout. Useful in scripts and tests.
 CREATE FUNCTION wait_for_catchup(timeout interval DEFAULT '30 seconds')

@@ -125,6 +125,60 @@ zs_subscriber_mode_name(ZsSubscriberMode mode)
 	return "unknown";
 }
 
+const char *
+zs_decoder_state_name(ZsDecoderState state)
+{
+	switch (state)
+	{
+		case ZS_DECODER_NOT_STARTED:
+			return "not started";
+		case ZS_DECODER_STARTING:
+			return "starting";
+		case ZS_DECODER_WAITING_FOR_EXTENSION:
+			return "waiting for CREATE EXTENSION";
+		case ZS_DECODER_WAITING_FOR_UPDATE:
+			return "waiting for ALTER EXTENSION UPDATE";
+		case ZS_DECODER_CREATING_SLOT:
+			return "creating replication slot";
+		case ZS_DECODER_INITIAL_COPY:
+			return "initial copy";
+		case ZS_DECODER_STREAMING:
+			return "streaming";
+		case ZS_DECODER_TAKEN_OVER:
+			return "stopped: change log taken over";
+		case ZS_DECODER_STANDBY:
+			return "standby";
+		case ZS_DECODER_FAILED:
+			return "error (restarting)";
+	}
+	return "unknown";
+}
+
+const char *
+zs_backup_state_name(ZsBackupState state)
+{
+	switch (state)
+	{
+		case ZS_BACKUP_NOT_STARTED:
+			return "not_started";
+		case ZS_BACKUP_WAITING_FOR_DECODER:
+			return "waiting_for_decoder";
+		case ZS_BACKUP_MISSING:
+			return "missing";
+		case ZS_BACKUP_STALE:
+			return "stale";
+		case ZS_BACKUP_REPLACED:
+			return "replaced";
+		case ZS_BACKUP_RESTORING:
+			return "restoring";
+		case ZS_BACKUP_FOLLOWING:
+			return "following";
+		case ZS_BACKUP_FAILED:
+			return "failed";
+	}
+	return "unknown";
+}
+
 void
 zs_set_decoder_state(ZsDecoderState state)
 {
@@ -176,6 +230,16 @@ zs_set_last_reset(const char *message)
 	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
 	strlcpy(zs_shared->last_reset, message, sizeof(zs_shared->last_reset));
 	zs_shared->last_reset_time = GetCurrentTimestamp();
+	zs_shared->resets++;
+	LWLockRelease(zs_shared->lock);
+}
+
+void
+zs_count_server_refusal(int kind)
+{
+	Assert(kind >= 0 && kind < ZS_SERVER_REFUSAL_KINDS);
+	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
+	zs_shared->server_refusals[kind]++;
 	LWLockRelease(zs_shared->lock);
 }
 

@@ -116,6 +116,11 @@ typedef enum ZsDecoderState
 	ZS_DECODER_FAILED			/* stopped on an error, the postmaster restarts it */
 } ZsDecoderState;
 
+#define ZS_DECODER_STATES (ZS_DECODER_FAILED + 1)
+
+/* status().state: the one place where the decoder's state becomes text */
+extern const char *zs_decoder_state_name(ZsDecoderState state);
+
 /* Where the backup replica stands (zero_stream.status().backup_state) */
 typedef enum ZsBackupState
 {
@@ -128,6 +133,11 @@ typedef enum ZsBackupState
 	ZS_BACKUP_FOLLOWING,
 	ZS_BACKUP_FAILED			/* the replicator stopped on an error */
 } ZsBackupState;
+
+#define ZS_BACKUP_STATES (ZS_BACKUP_FAILED + 1)
+
+/* status().backup_state's word for a state */
+extern const char *zs_backup_state_name(ZsBackupState state);
 
 #define ZS_LAG_REPORT_LEN 256
 
@@ -145,6 +155,8 @@ typedef enum ZsDecoderRequest
 	ZS_ASK_RESYNC,				/* a new lineage (zero_stream.resync()) */
 	ZS_ASK_PURGE				/* a purge now (zero_stream.purge()) */
 } ZsDecoderRequest;
+
+#define ZS_SERVER_REFUSAL_KINDS 5
 
 typedef struct ZsSharedState
 {
@@ -209,6 +221,13 @@ typedef struct ZsSharedState
 	/* why and when the decoder last started a new lineage on its own */
 	char		last_reset[ZS_ERROR_LEN];
 	TimestampTz last_reset_time;
+	uint64		resets;			/* how many times, since the postmaster started */
+
+	/*
+	 * the server's refusals of peers, by kind (server/peer_log.h's
+	 * ZsPeerEvent: limit, authentication, handshake timeout, policy, TLS)
+	 */
+	uint64		server_refusals[ZS_SERVER_REFUSAL_KINDS];
 
 	/* the decoder's most recent error, kept until its next successful store */
 	char		last_error[ZS_ERROR_LEN];
@@ -308,6 +327,9 @@ extern void zs_set_backup_state(ZsBackupState state, const char *detail, const c
 /* The backup replica has every transaction up to watermark: rows_applied so far. */
 extern void zs_set_backup_progress(const char *watermark, uint64 rows_applied);
 extern void zs_set_last_error(const char *message);
+
+/* One more refusal of a peer by the server, of that kind (< ZS_SERVER_REFUSAL_KINDS). */
+extern void zs_count_server_refusal(int kind);
 extern void zs_set_last_reset(const char *message);
 
 /*

@@ -86,36 +86,6 @@ time_or_null(TimestampTz t, bool *isnull)
 	return *isnull ? (Datum) 0 : TimestampTzGetDatum(t);
 }
 
-/* The shared states, in words: the only place where they become text. */
-static const char *
-decoder_state_name(ZsDecoderState state)
-{
-	switch (state)
-	{
-		case ZS_DECODER_NOT_STARTED:
-			return "not started";
-		case ZS_DECODER_STARTING:
-			return "starting";
-		case ZS_DECODER_WAITING_FOR_EXTENSION:
-			return "waiting for CREATE EXTENSION";
-		case ZS_DECODER_WAITING_FOR_UPDATE:
-			return "waiting for ALTER EXTENSION UPDATE";
-		case ZS_DECODER_CREATING_SLOT:
-			return "creating replication slot";
-		case ZS_DECODER_INITIAL_COPY:
-			return "initial copy";
-		case ZS_DECODER_STREAMING:
-			return "streaming";
-		case ZS_DECODER_TAKEN_OVER:
-			return "stopped: change log taken over";
-		case ZS_DECODER_STANDBY:
-			return "standby";
-		case ZS_DECODER_FAILED:
-			return "error (restarting)";
-	}
-	return "unknown";
-}
-
 /*
  * The backup replica's state as a word (NULL without a backup replica),
  * what it says in detail, and what to do about it (NULL: nothing).
@@ -125,26 +95,7 @@ backup_state_name(ZsBackupState state)
 {
 	if (zs_replica_file == NULL || zs_replica_file[0] == '\0')
 		return NULL;
-	switch (state)
-	{
-		case ZS_BACKUP_NOT_STARTED:
-			return "not_started";
-		case ZS_BACKUP_WAITING_FOR_DECODER:
-			return "waiting_for_decoder";
-		case ZS_BACKUP_MISSING:
-			return "missing";
-		case ZS_BACKUP_STALE:
-			return "stale";
-		case ZS_BACKUP_REPLACED:
-			return "replaced";
-		case ZS_BACKUP_RESTORING:
-			return "restoring";
-		case ZS_BACKUP_FOLLOWING:
-			return "following";
-		case ZS_BACKUP_FAILED:
-			return "failed";
-	}
-	return "unknown";
+	return zs_backup_state_name(state);
 }
 
 static const char *
@@ -277,7 +228,7 @@ zs_status(PG_FUNCTION_ARGS)
 	zs_slot_positions(snap.slot_name, &restart_lsn, &confirmed_lsn);
 
 	memset(nulls, 0, sizeof(nulls));
-	values[i++] = CStringGetTextDatum(decoder_state_name(snap.decoder_state));
+	values[i++] = CStringGetTextDatum(zs_decoder_state_name(snap.decoder_state));
 	values[i] = Int32GetDatum(snap.workers[ZS_WORKER_DECODER].pid);
 	nulls[i++] = (snap.workers[ZS_WORKER_DECODER].pid == 0);
 	values[i] = text_or_null(zs_database, &nulls[i]);

@@ -419,10 +419,18 @@ zs_conn_flush(ZsConn *c)
 void
 zs_conn_send_http(ZsConn *c, const char *status, const char *extra_headers, const char *body)
 {
+	zs_conn_send_http_typed(c, status, "text/plain; charset=utf-8", extra_headers, body);
+}
+
+void
+zs_conn_send_http_typed(ZsConn *c, const char *status, const char *content_type,
+						const char *extra_headers, const char *body)
+{
 	appendStringInfo(&c->out,
-					 "HTTP/1.1 %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
-					 "Content-Length: %d\r\n%sConnection: close\r\n\r\n%s",
-					 status, (int) strlen(body), extra_headers ? extra_headers : "", body);
+					 "HTTP/1.1 %s\r\nContent-Type: %s\r\n"
+					 "Content-Length: %d\r\n%sConnection: close\r\n\r\n",
+					 status, content_type, (int) strlen(body), extra_headers ? extra_headers : "");
+	appendStringInfoString(&c->out, body);
 	c->close_after_flush = true;
 }
 

@@ -90,6 +90,9 @@ extern void zs_conn_close_now(ZsConn *c);
 /* Queue an HTTP reply with a text/plain body, then close. */
 extern void zs_conn_send_http(ZsConn *c, const char *status, const char *extra_headers,
 							  const char *body);
+/* The same with a Content-Type of its own. */
+extern void zs_conn_send_http_typed(ZsConn *c, const char *status, const char *content_type,
+									const char *extra_headers, const char *body);
 
 /* Queue a WebSocket close frame, then close. */
 extern void zs_conn_send_close(ZsConn *c, uint16 code, const char *reason);

@@ -16,7 +16,8 @@
  * The table has a fixed size. A host that finds it full of hosts logged
  * within the interval is counted in one entry per kind, "other addresses",
  * which only the sweep logs, so that many addresses cannot raise the
- * number of lines either.
+ * number of lines either. Every event is also counted in shared memory,
+ * by kind, for the metrics.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -24,6 +25,7 @@
 #include "utils/timestamp.h"
 
 #include "server/peer_log.h"
+#include "shmem.h"
 
 #define PEER_LOG_ENTRIES	256
 #define HOST_LEN			64
@@ -136,6 +138,11 @@ zs_peer_log_allowed(ZsPeerEvent event, const char *host, int64 *suppressed)
 {
 	TimestampTz now = GetCurrentTimestamp();
 	PeerLogEntry *e = entry_for(event, host, now);
+
+	StaticAssertStmt(ZS_PEER_EVENT_KINDS == ZS_SERVER_REFUSAL_KINDS,
+					 "every kind of peer event has its counter in shared memory");
+	/* every event is counted, logged or not (the metrics' refusals) */
+	zs_count_server_refusal(event);
 
 	/* the shared entry is only ever summed up by the sweep */
 	if (e->shared || (e->logged_at != 0 && !interval_passed(e, now)))

@@ -18,7 +18,7 @@ typedef enum ZsPeerEvent
 	ZS_PEER_TLS_FAILED			/* closed: its TLS handshake failed */
 } ZsPeerEvent;
 
-#define ZS_PEER_EVENT_KINDS		5
+#define ZS_PEER_EVENT_KINDS		5	/* = ZS_SERVER_REFUSAL_KINDS: each is counted in shmem */
 
 /* at most one line per kind of event and peer host in this many seconds */
 #define ZS_PEER_LOG_INTERVAL_S	10

@@ -6,6 +6,7 @@
  *
  * Plain GET requests:
  *	  /, /keepalive				"OK" (zero-cache's health checks)
+ *	  /metrics					Prometheus's text format (metrics.c)
  *	  /replica/<taskID>			a snapshot of the backup replica (reservations.c)
  * WebSocket upgrades (docs/zero-protocol.md §2.1), at v4 to v7:
  *	  /replication/vN/changes	a subscription from the query string
@@ -17,7 +18,7 @@
  * zero-cache does. When
  * zero_stream.subscriber_password is set, snapshots and upgrades need it as
  * the HTTP Basic password (401 otherwise, logged rate-limited with the
- * peer's address); health checks never do. An authorized snapshot download
+ * peer's address), and so do metrics; health checks never do. An authorized snapshot download
  * or upgrade then needs a subscriber slot (admission.c, 503 otherwise);
  * health checks never take one.
  *-------------------------------------------------------------------------
@@ -30,6 +31,7 @@
 #include "guc.h"
 #include "server/admission.h"
 #include "server/connection.h"
+#include "server/metrics.h"
 #include "server/peer_log.h"
 #include "server/reservation_offer.h"
 #include "server/reservations.h"
@@ -154,6 +156,14 @@ route_plain(ZsConn *c, const ZsHttpRequest *req)
 
 	if (strcmp(req->path, "/") == 0 || strcmp(req->path, "/keepalive") == 0)
 		zs_conn_send_http(c, "200 OK", NULL, "OK");
+	else if (strcmp(req->path, ZS_METRICS_PATH) == 0)
+	{
+		/* a scrape takes no subscriber slot: it is answered at once */
+		if (!authorized(req))
+			send_unauthorized(c, req);
+		else
+			zs_conn_send_http_typed(c, "200 OK", ZS_METRICS_CONTENT_TYPE, NULL, zs_metrics_text());
+	}
 	else if ((task = replica_path_task(req->path)) != NULL)
 	{
 		if (!authorized(req))
