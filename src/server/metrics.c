@@ -235,6 +235,7 @@ subscriber_metrics(StringInfo out, const ZsSharedState *snap, const ZsSubscriber
 	XLogRecPtr	head = watermark_lsn(snap->last_watermark);
 	TimestampTz now = GetCurrentTimestamp();
 	int			connected = 0;
+	int			connections = 0;
 	const char *const names[3] = {
 		"zero_stream_subscriber_lag_bytes",
 		"zero_stream_subscriber_backlog_bytes",
@@ -247,10 +248,16 @@ subscriber_metrics(StringInfo out, const ZsSharedState *snap, const ZsSubscriber
 	};
 
 	for (int i = 0; i < nslots; i++)
-		connected += slots[i].in_use;
+	{
+		connections += slots[i].in_use;
+		connected += slots[i].in_use && slots[i].mode != ZS_SUB_MODE_NONE;
+	}
 	family(out, "zero_stream_subscribers_connected", "gauge",
-		   "Connections of the subscriber server (subscriptions, reservations, snapshot downloads).");
+		   "Subscribers of the server: subscriptions, reservations and snapshot downloads.");
 	appendStringInfo(out, "zero_stream_subscribers_connected %d\n", connected);
+	family(out, "zero_stream_server_connections", "gauge",
+		   "Connections of the subscriber server that hold a slot (subscribers, and those still in their handshake).");
+	appendStringInfo(out, "zero_stream_server_connections %d\n", connections);
 	family(out, "zero_stream_subscribers_max", "gauge", "zero_stream.max_subscribers.");
 	appendStringInfo(out, "zero_stream_subscribers_max %d\n", nslots);
 	family(out, "zero_stream_subscribers_retained", "gauge",
