@@ -240,6 +240,12 @@ wait_until "the backfill of the reset table event (\"zero_0/cdc\".\"backfilling\
 replica_follows
 echo "attached: Postgres: $(sql -Atc "SELECT count(*), count(*) FILTER (WHERE year = 2023) FROM event")   replica: $(sqlite3 "$REPLICA" "SELECT count(*), count(*) FILTER (WHERE year = 2023) FROM event")"
 
+echo "== metrics: what Prometheus scrapes from GET /metrics on 127.0.0.1:$SPORT (also SELECT zero_stream.metrics())"
+sql -Atc "SELECT zero_stream.metrics()" |
+	grep -E '^zero_stream_(decoder_state\{state="streaming"\}|transactions_stored_total|changes_stored_total|lag_bytes|retained_wal_bytes|subscribers_connected|subscriber_lag_bytes)[ {]'
+echo "== the extension's version: SQL objects and library (ALTER EXTENSION zero_stream UPDATE brings the SQL up to a new library)"
+sql -Atc "SELECT 'SQL ' || extension_version || ', library ' || library_version FROM zero_stream.status()"
+
 if $keep; then
 	# the commands as the user who ran this script can run them: the
 	# cluster's programs as its owner (zstest when run as root)
