@@ -28,27 +28,7 @@ my $TAIL = "$FindBin::RealBin/../../zero-stream-tail";
 my $CLI = "$FindBin::RealBin/../../zero-stream-replica";
 
 # ---------------------------------------------------------------- certificates
-my $certs = PostgreSQL::Test::Utils::tempdir('tls');
-
-sub openssl
-{
-	my (@args) = @_;
-	my ($out, $err) = ('', '');
-	IPC::Run::run([ 'openssl', @args ], '<', \'', '>', \$out, '2>', \$err)
-	  or die "openssl @args: $err";
-}
-
-PostgreSQL::Test::Utils::append_to_file("$certs/server.ext",
-	"subjectAltName = IP:127.0.0.1, DNS:localhost\n");
-for my $ca ('ca', 'other-ca')
-{
-	openssl('req', '-x509', '-new', '-nodes', '-newkey', 'rsa:2048', '-days', '2',
-		'-keyout', "$certs/$ca.key", '-out', "$certs/$ca.crt", '-subj', "/CN=zero_stream test $ca");
-}
-openssl('req', '-new', '-nodes', '-newkey', 'rsa:2048', '-keyout', "$certs/server.key",
-	'-out', "$certs/server.csr", '-subj', '/CN=localhost');
-openssl('x509', '-req', '-in', "$certs/server.csr", '-CA', "$certs/ca.crt", '-CAkey', "$certs/ca.key",
-	'-CAcreateserial', '-days', '2', '-extfile', "$certs/server.ext", '-out', "$certs/server.crt");
+my $certs = zs_test_certs('other-ca');
 my $ca = "$certs/ca.crt";
 
 # ---------------------------------------------------------------- the node
@@ -63,18 +43,8 @@ my $rv = $node->safe_psql('postgres', 'SELECT replica_version FROM zero_stream.s
 my $dir = $node->basedir;
 
 # the files in the data directory, named by relative paths, then a restart
-mkdir $node->data_dir . '/tls';
-copy("$certs/server.crt", $node->data_dir . '/tls/zs.crt') or die;
-copy("$certs/server.key", $node->data_dir . '/tls/zs.key') or die;
-chmod 0600, $node->data_dir . '/tls/zs.key';
-$node->append_conf('postgresql.conf', q{
-zero_stream.ssl = on
-zero_stream.ssl_cert_file = 'tls/zs.crt'
-zero_stream.ssl_key_file = 'tls/zs.key'
-});
 my $log_offset = -s $node->logfile;
-$node->restart;
-zs_wait_streaming($node);
+zs_enable_tls($node, $certs);
 
 sub log_since
 {

@@ -10,7 +10,6 @@ use warnings;
 use FindBin;
 use lib $FindBin::RealBin;
 
-use File::Copy;
 use HTTP::Tiny;
 use IPC::Run;
 use JSON::PP;
@@ -187,33 +186,8 @@ $tail->kill_kill;
 
 # --------------------------------------------------------------------------
 # over TLS
-my $certs = PostgreSQL::Test::Utils::tempdir('tls');
-
-sub openssl
-{
-	my (@args) = @_;
-	my ($out, $err) = ('', '');
-	IPC::Run::run([ 'openssl', @args ], '<', \'', '>', \$out, '2>', \$err)
-	  or die "openssl @args: $err";
-}
-PostgreSQL::Test::Utils::append_to_file("$certs/server.ext", "subjectAltName = IP:127.0.0.1, DNS:localhost\n");
-openssl('req', '-x509', '-new', '-nodes', '-newkey', 'rsa:2048', '-days', '2',
-	'-keyout', "$certs/ca.key", '-out', "$certs/ca.crt", '-subj', '/CN=zero_stream metrics test ca');
-openssl('req', '-new', '-nodes', '-newkey', 'rsa:2048', '-keyout', "$certs/server.key",
-	'-out', "$certs/server.csr", '-subj', '/CN=localhost');
-openssl('x509', '-req', '-in', "$certs/server.csr", '-CA', "$certs/ca.crt", '-CAkey', "$certs/ca.key",
-	'-CAcreateserial', '-days', '2', '-extfile', "$certs/server.ext", '-out', "$certs/server.crt");
-mkdir $node->data_dir . '/tls';
-copy("$certs/server.crt", $node->data_dir . '/tls/zs.crt') or die;
-copy("$certs/server.key", $node->data_dir . '/tls/zs.key') or die;
-chmod 0600, $node->data_dir . '/tls/zs.key';
-$node->append_conf('postgresql.conf', q{
-zero_stream.ssl = on
-zero_stream.ssl_cert_file = 'tls/zs.crt'
-zero_stream.ssl_key_file = 'tls/zs.key'
-});
-$node->restart;
-zs_wait_streaming($node);
+my $certs = zs_test_certs();
+zs_enable_tls($node, $certs);
 
 start_prometheus('https', "$certs/ca.crt");
 is(wait_query('up{job="zero_stream"}', '1'), '1', 'Prometheus scrapes over TLS, verifying the certificate');

@@ -5,6 +5,7 @@ package ZeroStreamTest;
 use strict;
 use warnings;
 
+use File::Copy;
 use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
@@ -15,7 +16,7 @@ use Exporter 'import';
 our @EXPORT = qw(zs_new_node zs_wait_streaming zs_wait_catchup zs_decoder_pid zs_rss_kb
   zs_check_log_integrity zs_sqlite zs_replica_equals zs_wait_ready zs_start_pgbench
   zs_wait_backup zs_changes_url zs_purge zs_session zs_run_in zs_close_session
-  zs_wait_backfills zs_replica_at_head);
+  zs_wait_backfills zs_replica_at_head zs_test_certs zs_enable_tls);
 
 our $CDC = '"zero_0/cdc"';
 
@@ -258,6 +259,51 @@ sub zs_replica_at_head
 	}
 	diag("$path at '$sv', behind $target" . (defined $log && -f $log ? "; log:\n" . slurp_file($log) : ''));
 	return 0;
+}
+
+# A test CA "ca" (and one more for each name of @more_cas) and a server
+# certificate for 127.0.0.1 and localhost signed by "ca", made with the
+# openssl CLI: <name>.crt and <name>.key in the folder returned.
+sub zs_test_certs
+{
+	my (@more_cas) = @_;
+	my $certs = PostgreSQL::Test::Utils::tempdir('tls');
+	my $openssl = sub {
+		my ($out, $err) = ('', '');
+		IPC::Run::run([ 'openssl', @_ ], '<', \'', '>', \$out, '2>', \$err)
+		  or die "openssl @_: $err";
+	};
+	PostgreSQL::Test::Utils::append_to_file("$certs/server.ext",
+		"subjectAltName = IP:127.0.0.1, DNS:localhost\n");
+	for my $ca ('ca', @more_cas)
+	{
+		$openssl->('req', '-x509', '-new', '-nodes', '-newkey', 'rsa:2048', '-days', '2',
+			'-keyout', "$certs/$ca.key", '-out', "$certs/$ca.crt", '-subj', "/CN=zero_stream test $ca");
+	}
+	$openssl->('req', '-new', '-nodes', '-newkey', 'rsa:2048', '-keyout', "$certs/server.key",
+		'-out', "$certs/server.csr", '-subj', '/CN=localhost');
+	$openssl->('x509', '-req', '-in', "$certs/server.csr", '-CA', "$certs/ca.crt", '-CAkey', "$certs/ca.key",
+		'-CAcreateserial', '-days', '2', '-extfile', "$certs/server.ext", '-out', "$certs/server.crt");
+	return $certs;
+}
+
+# TLS on the node's subscriber server with zs_test_certs's server
+# certificate, copied into the data directory and named by relative
+# paths; then a restart, until the decoder streams again.
+sub zs_enable_tls
+{
+	my ($node, $certs) = @_;
+	mkdir $node->data_dir . '/tls';
+	copy("$certs/server.crt", $node->data_dir . '/tls/zs.crt') or die;
+	copy("$certs/server.key", $node->data_dir . '/tls/zs.key') or die;
+	chmod 0600, $node->data_dir . '/tls/zs.key';
+	$node->append_conf('postgresql.conf', q{
+zero_stream.ssl = on
+zero_stream.ssl_cert_file = 'tls/zs.crt'
+zero_stream.ssl_key_file = 'tls/zs.key'
+});
+	$node->restart;
+	zs_wait_streaming($node);
 }
 
 1;
