@@ -27,7 +27,9 @@
 # zstest when the host has one, so a tree chowned to zstest on the host is
 # zstest's in the root too. The root is checked (pg_config's major, the TAP
 # modules, pg_regress) and only then stamped <root>/.ready; a root without its
-# stamp (an interrupted run) is deleted and made again, never used. A lock
+# stamp (an interrupted run) is deleted and made again, never used. A ready
+# root that lacks a package of the list (the list grew since it was made) gets
+# it with apt-get before it is used, under the exclusive lock. A lock
 # (<cache>/pg<VERSION>.lock) keeps two runs from making the same root at once;
 # `run` holds it shared while CMD runs, so a root is never remade under a
 # running command.
@@ -181,6 +183,16 @@ dir="$cache/pg$version"
 stamp="$dir/.ready"
 bin="/usr/lib/postgresql/$version/bin"
 logfile="$cache/pg$version.log"
+# scripts/install-deps.sh's list at this version (npm: test/t/023 and
+# test/interop/prepare.sh; ca-certificates: npm's https; prometheus and
+# python3-jsonschema: the metrics and META.json checks; build-essential,
+# debhelper, postgresql-server-dev-all, dpkg-dev and fakeroot:
+# scripts/package.sh); procps for ps. A cached root that lacks one of them
+# gets it before it is used (top_up).
+packages=("postgresql-$version" "postgresql-server-dev-$version" "postgresql-client-$version"
+	gcc make libc6-dev libssl-dev libcjson-dev libsqlite3-dev sqlite3 libipc-run-perl perl
+	python3 bc openssl curl ca-certificates npm procps
+	build-essential debhelper postgresql-server-dev-all dpkg-dev fakeroot prometheus python3-jsonschema)
 
 # in_root USER CD [--bind H:R]... [--env N=V]... -- CMD...: CMD in the root,
 # in a namespace of its own (see __ns above)
@@ -208,24 +220,45 @@ mkdir -p "$cache"
 exec 9>"$cache/pg$version.lock"
 flock 9
 
+t=$(date +%s)
+# step NAME CMD...: CMD's output in the log; a failure shows its end and stops here
+step() {
+	local name=$1
+	shift
+	echo "== $name: $*" >>"$logfile"
+	if ! "$@" >>"$logfile" 2>&1; then
+		log "$name failed after $(( $(date +%s) - t )) s; the end of $logfile:"
+		tail -n 30 "$logfile" | sed 's/^/  /' >&2
+		die "the $suite root for PostgreSQL $version cannot be made"
+	fi
+	log "$name in $(( $(date +%s) - t )) s"
+	t=$(date +%s)
+}
+apt=(env DEBIAN_FRONTEND=noninteractive apt-get -y -q -o Dpkg::Use-Pty=0)
+
+# top_up: the packages of the list a ready root lacks (the list grew since
+# it was made), installed under the exclusive lock, so that a cached root
+# never silently lacks one
+top_up() {
+	local p missing=()
+	for p in "${packages[@]}"; do
+		chroot "$dir" dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+			missing+=("$p")
+	done
+	[ ${#missing[@]} -gt 0 ] || return 0
+	log "the cached $suite root lacks ${missing[*]}: installing (log $logfile)"
+	echo "== top-up $(date -u +%Y-%m-%dT%H:%MZ)" >>"$logfile"
+	step "apt-get update" in_root root / -- "${apt[@]}" update
+	step "apt-get install ${missing[*]}" in_root root / -- "${apt[@]}" install "${missing[@]}"
+	in_root root / -- apt-get clean >>"$logfile" 2>&1
+	check || die "the $suite root in $dir fails its check after installing ${missing[*]} (see $logfile)"
+}
+
 if [ -f "$stamp" ] && check 2>/dev/null; then
 	[ $mode = run ] || log "warm cache: $suite root for $(cat "$stamp") at $dir"
+	top_up
 else
-	total_start=$(date +%s)
-	t=$total_start
-	# step NAME CMD...: CMD's output in the log; a failure shows its end and stops here
-	step() {
-		local name=$1
-		shift
-		echo "== $name: $*" >>"$logfile"
-		if ! "$@" >>"$logfile" 2>&1; then
-			log "$name failed after $(( $(date +%s) - t )) s; the end of $logfile:"
-			tail -n 30 "$logfile" | sed 's/^/  /' >&2
-			die "the $suite root for PostgreSQL $version cannot be made"
-		fi
-		log "$name in $(( $(date +%s) - t )) s"
-		t=$(date +%s)
-	}
+	total_start=$t
 	: >"$logfile"
 
 	if [ ! -x /usr/sbin/debootstrap ]; then
@@ -266,7 +299,6 @@ else
 	printf '#!/bin/sh\n# zero_stream roots run no services\nexit 101\n' >"$dir/usr/sbin/policy-rc.d"
 	chmod 755 "$dir/usr/sbin/policy-rc.d"
 
-	apt=(env DEBIAN_FRONTEND=noninteractive apt-get -y -q -o Dpkg::Use-Pty=0)
 	step "apt-get update" in_root root / -- "${apt[@]}" update
 	# postgresql-common first, to turn off the "main" cluster that
 	# postgresql-N's postinst would otherwise create
@@ -274,11 +306,6 @@ else
 	sed -i 's/^#* *create_main_cluster *=.*/create_main_cluster = false/' "$dir/etc/postgresql-common/createcluster.conf"
 	grep -qx 'create_main_cluster = false' "$dir/etc/postgresql-common/createcluster.conf" ||
 		die "could not set create_main_cluster = false in the root's createcluster.conf"
-	# scripts/install-deps.sh's list at this version (npm: test/t/023 and
-	# test/interop/prepare.sh; ca-certificates: npm's https); procps for ps
-	packages=("postgresql-$version" "postgresql-server-dev-$version" "postgresql-client-$version"
-		gcc make libc6-dev libssl-dev libcjson-dev libsqlite3-dev sqlite3 libipc-run-perl perl
-		python3 bc openssl curl ca-certificates npm procps)
 	step "apt-get install ${#packages[@]} packages" in_root root / -- "${apt[@]}" install "${packages[@]}"
 	in_root root / -- apt-get clean >>"$logfile" 2>&1
 
