@@ -29,6 +29,10 @@ if [ "$set_" = all ]; then
 	packages+=(libipc-run-perl python3 bc openssl curl)
 	# test/fuzz: libFuzzer, sanitizer runtimes, llvm-symbolizer
 	packages+=(clang libclang-rt-14-dev llvm-14)
+	# the metrics check (promtool, test/t/044) and META.json's (make metacheck)
+	packages+=(prometheus python3-jsonschema)
+	# scripts/package.sh: the Debian packages (pg_buildext, dpkg-buildpackage)
+	packages+=(debhelper postgresql-server-dev-all dpkg-dev fakeroot)
 	# test/t/023 installs zero-cache and Node 22 from the npm registry with npm
 	command -v npm >/dev/null || packages+=(npm)
 fi
