@@ -5,6 +5,12 @@
 # 17 and 18 in cached Debian roots (scripts/pg-root.sh), the versions' suites
 # side by side. A version whose root or packages cannot be made fails the
 # run, loudly; it is never skipped. ZS_PG_VERSIONS=15 runs the host's alone.
+# Then the Debian packages of those versions (suite "packages"): built by
+# scripts/package.sh, each installed into its version's root and used there
+# by test/package/test_package.sh (15's, the host's own, only has its
+# contents checked: a package is never installed on this machine). The
+# package test removes the extension from the root; the next run's
+# `make install` there puts it back.
 #
 # Builds and installs the extension (root, or sudo), then runs the suites as
 # an unprivileged user, because initdb refuses to run as root. As root, that
@@ -103,6 +109,7 @@ chmod 1777 "$ports"
 export PG_TEST_PORT_DIR=$ports
 
 jobs_of=()
+no_root=()
 for v in $versions; do
 	if [ "$v" != 15 ]; then
 		for j in "${root_jobs[@]}"; do
@@ -111,6 +118,7 @@ for v in $versions; do
 				echo "=== PostgreSQL $v: its root could not be made (FAILED, not skipped):" >&2
 				cat "$logs/root$v.log" >&2
 				suite fail "PostgreSQL $v (no root)"
+				no_root+=("$v")
 				continue 2
 			fi
 		done
@@ -134,6 +142,42 @@ for j in ${jobs_of[@]+"${jobs_of[@]}"}; do
 		suite fail "PostgreSQL $v"
 	fi
 done
+
+# the packages, once the versions' suites are done with their roots (the
+# package test empties a root of make install's files); a version without a
+# root fails here too, without a second attempt at making it
+run_packages() {
+	local v pkg_versions=() rc=0 debs
+	for v in $versions; do
+		if [[ " ${no_root[*]-} " == *" $v "* ]]; then
+			echo "PostgreSQL $v: no root, no package (FAILED)"
+			rc=1
+		else
+			pkg_versions+=("$v")
+		fi
+	done
+	[ ${#pkg_versions[@]} -gt 0 ] || return 1
+	ZS_PKG_OUT=$pkg_out scripts/package.sh "${pkg_versions[@]}" || rc=1
+	for v in "${pkg_versions[@]}"; do
+		debs=("$pkg_out/postgresql-$v-zero-stream_"*.deb)
+		if [ ! -f "${debs[0]}" ]; then
+			echo "PostgreSQL $v: no package to test (FAILED)"
+			rc=1
+			continue
+		fi
+		test/package/test_package.sh "$v" "${debs[0]}" || rc=1
+	done
+	return $rc
+}
+pkg_out=$(mktemp -d /tmp/zero_stream-test-packages.XXXXXX)
+start=$SECONDS
+pkg_rc=0
+run_packages >"$logs/packages.log" 2>&1 || pkg_rc=$?
+echo "=== Debian packages (scripts/package.sh, test/package/test_package.sh)"
+cat "$logs/packages.log"
+echo "exit=$pkg_rc seconds=$((SECONDS - start))"
+if [ $pkg_rc -eq 0 ]; then suite ok packages; else suite fail packages; fi
+rm -rf "$pkg_out"
 
 if [ "$(id -u)" -eq 0 ] && [ $status -ne 0 ]; then
 	mkdir -p "$root/test/log" && cp -r "$work"/test/tmp_check/log/. "$root/test/log/" 2>/dev/null || true
