@@ -22,6 +22,8 @@
 # The build dependencies (debhelper, postgresql-server-dev-all, dpkg-dev,
 # fakeroot and the libraries' headers) are installed with apt-get when
 # missing, with sudo when not root; the roots have them in their package list.
+# The changelog's version must be the extension's (zero_stream.control's
+# default_version) with a Debian revision, e.g. 0.2.0-1.
 # Exit status: 0 every version built; 1 a build or its check failed (all
 # versions are tried); 2 usage.
 set -euo pipefail
@@ -37,6 +39,13 @@ for v in "${versions[@]}"; do
 		*) say "VERSION is 15, 17 or 18, not '$v'"; exit 2 ;;
 	esac
 done
+# the package's version is the extension's, with a Debian revision
+ext_version=$(sed -n "s/^default_version *= *'\(.*\)'/\1/p" zero_stream.control)
+deb_version=$(sed -n '1s/^[^ ]* (\([^)]*\)).*/\1/p' debian/changelog)
+if [ "${deb_version%-*}" != "$ext_version" ]; then
+	say "debian/changelog's version $deb_version is not the extension's $ext_version (zero_stream.control) with a revision: add a changelog entry"
+	exit 1
+fi
 out=${ZS_PKG_OUT:-/tmp/zero_stream-packages}
 mkdir -p "$out"
 out=$(readlink -f "$out")
