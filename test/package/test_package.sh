@@ -73,11 +73,12 @@ if [ "${1:-}" = --in-root ]; then
 		say "$pkg is installed (an interrupted run?): removed first"
 		"${apt[@]}" remove "$pkg" >/dev/null
 	fi
+	found=$(ls -d "$lib"/zero_stream* "$lib"/bitcode/zero_stream* "$ext"/zero_stream* "$bin"/zero-stream-* 2>/dev/null | wc -l || true)
 	rm -rf "$lib/zero_stream.so" "$lib/bitcode/zero_stream" "$lib/bitcode/zero_stream.index.bc" \
 		"$ext"/zero_stream.control "$ext"/zero_stream--*.sql "$bin"/zero-stream-*
 	left=$(ls -d "$lib"/zero_stream* "$lib"/bitcode/zero_stream* "$ext"/zero_stream* "$bin"/zero-stream-* 2>/dev/null || true)
 	[ -z "$left" ] || fail "files of zero_stream remain in the root: $left"
-	say "PostgreSQL $v root: no zero_stream file left; installing $(basename "$deb")"
+	say "PostgreSQL $v root: $found paths of zero_stream (make install's) removed, none left; installing $(basename "$deb")"
 
 	dir=$(mktemp -d /tmp/zs-package-test.XXXXXX)
 	chown zstest "$dir"
