@@ -10,8 +10,9 @@
  * shared struct. Names follow Prometheus's conventions: a zero_stream_
  * prefix, base units (_bytes, _seconds), _total for counters, which count
  * since the postmaster started. A subscriber's series carry its id and
- * mode: there are at most zero_stream.max_subscribers of them. What needs
- * the database (the change log's size) stays in status().
+ * mode, one per pair: there are at most zero_stream.max_subscribers of
+ * them. What needs the database (the change log's size) stays in
+ * status().
  *
  * docs/metrics.md lists every series and the alerts to set on them.
  *-------------------------------------------------------------------------
@@ -21,6 +22,7 @@
 #include "access/xlog.h"
 #include "access/xlogrecovery.h"
 #include "fmgr.h"
+#include "mb/pg_wchar.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "storage/lwlock.h"
@@ -34,6 +36,7 @@
 #include "server/peer_log.h"
 #include "shmem.h"
 #include "slot_health.h"
+#include "standby_slots.h"
 
 PG_FUNCTION_INFO_V1(zs_sql_metrics);
 
@@ -51,21 +54,41 @@ family(StringInfo out, const char *name, const char *type, const char *help)
 	appendStringInfo(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-/* a label value, escaped as the format asks (backslash, quote, newline) */
+/*
+ * A label value, escaped as the format asks (backslash, quote, newline).
+ * Prometheus refuses a whole scrape over one label value that is not
+ * UTF-8, and a subscriber's id is whatever bytes it sent (cut to the
+ * slot's size, maybe inside a character): each byte that starts no valid
+ * character becomes U+FFFD.
+ */
 static void
 append_label_value(StringInfo out, const char *value)
 {
+	const unsigned char *p = (const unsigned char *) value;
+
 	appendStringInfoChar(out, '"');
-	for (const char *p = value; *p; p++)
+	while (*p)
 	{
+		int			len = pg_utf_mblen(p);
+
 		if (*p == '\\')
 			appendStringInfoString(out, "\\\\");
 		else if (*p == '"')
 			appendStringInfoString(out, "\\\"");
 		else if (*p == '\n')
 			appendStringInfoString(out, "\\n");
+		else if (*p < 0x80)
+			appendStringInfoChar(out, (char) *p);
+		else if (len > 1 && strnlen((const char *) p, len) == (size_t) len &&
+				 pg_utf8_islegal(p, len))
+		{
+			appendBinaryStringInfo(out, (const char *) p, len);
+			p += len;
+			continue;
+		}
 		else
-			appendStringInfoChar(out, *p);
+			appendStringInfoString(out, "\xef\xbf\xbd");
+		p++;
 	}
 	appendStringInfoChar(out, '"');
 }
@@ -110,6 +133,7 @@ decoder_metrics(StringInfo out, const ZsSharedState *snap)
 	XLogRecPtr	confirmed_lsn = InvalidXLogRecPtr;
 	XLogRecPtr	flush = RecoveryInProgress() ? GetXLogReplayRecPtr(NULL) : GetFlushRecPtr(NULL);
 	char		warning[ZS_ERROR_LEN];
+	ZsFailoverStatus failover;
 
 	zs_slot_positions(snap->slot_name, &restart_lsn, &confirmed_lsn);
 
@@ -144,6 +168,12 @@ decoder_metrics(StringInfo out, const ZsSharedState *snap)
 		   "1 when the slot is about to be lost to max_slot_wal_keep_size (status().slot_warning).");
 	sample(out, "zero_stream_slot_at_risk",
 		   zs_slot_at_risk(restart_lsn, confirmed_lsn, warning, sizeof(warning)) ? 1 : 0);
+	zs_failover_describe(snap->slot_name[0] ? snap->slot_name : zs_effective_slot_name(),
+						 confirmed_lsn, &failover);
+	family(out, "zero_stream_failover_synced", "gauge",
+		   "With zero_stream.failover: 1 when the standbys have the slot's position (on a standby: when it holds the slot's synchronized copy), status().failover_synced.");
+	if (failover.synced_known)
+		sample(out, "zero_stream_failover_synced", failover.synced ? 1 : 0);
 
 	family(out, "zero_stream_lag_seconds", "gauge",
 		   "From the upstream commit of the newest stored transaction to its store.");
@@ -158,7 +188,8 @@ decoder_metrics(StringInfo out, const ZsSharedState *snap)
 	family(out, "zero_stream_transactions_stored_total", "counter",
 		   "Upstream transactions stored in the change log.");
 	sample_u64(out, "zero_stream_transactions_stored_total", snap->txns_stored);
-	family(out, "zero_stream_changes_stored_total", "counter", "Change-log rows stored.");
+	family(out, "zero_stream_changes_stored_total", "counter",
+		   "Changes stored (row changes, truncates, schema changes: the change log's rows but each transaction's begin and commit).");
 	sample_u64(out, "zero_stream_changes_stored_total", snap->changes_stored);
 	family(out, "zero_stream_local_commits_total", "counter",
 		   "The decoder's own commits to the change log (each holds one or more transactions).");
@@ -228,24 +259,85 @@ worker_metrics(StringInfo out, const ZsSharedState *snap)
 						 worker_names[w], snap->workers[w].starts);
 }
 
+/*
+ * One subscriber's series: its connections of one id and mode summed up
+ * (a view-syncer that reconnects is seen twice while the old connection
+ * closes, and a scrape may hold no series twice).
+ */
+typedef struct SubscriberSeries
+{
+	const char *id;
+	const char *mode;
+	bool		has_lag;
+	uint64		lag;			/* the largest of its connections' */
+	int64		backlog;		/* summed up */
+	double		connected;		/* the longest-connected one's */
+	int64		sent;			/* summed up */
+	int64		acked;
+} SubscriberSeries;
+
+/* the connected subscribers by id and mode; returns how many */
+static int
+subscriber_series(const ZsSharedState *snap, const ZsSubscriberSlot *slots, int nslots,
+				  SubscriberSeries *series)
+{
+	XLogRecPtr	head = watermark_lsn(snap->last_watermark);
+	TimestampTz now = GetCurrentTimestamp();
+	int			n = 0;
+
+	for (int i = 0; i < nslots; i++)
+	{
+		const ZsSubscriberSlot *s = &slots[i];
+		const char *mode = zs_subscriber_mode_name(s->mode);
+		XLogRecPtr	acked = watermark_lsn(s->watermark_acked);
+		SubscriberSeries *e = NULL;
+
+		if (!s->in_use || s->mode == ZS_SUB_MODE_NONE)
+			continue;
+		for (int j = 0; j < n && e == NULL; j++)
+		{
+			if (strcmp(series[j].id, s->id) == 0 && strcmp(series[j].mode, mode) == 0)
+				e = &series[j];
+		}
+		if (e == NULL)
+		{
+			e = &series[n++];
+			memset(e, 0, sizeof(*e));
+			e->id = s->id;
+			e->mode = mode;
+		}
+		if (acked != InvalidXLogRecPtr && head != InvalidXLogRecPtr)
+		{
+			e->lag = Max(e->lag, head > acked ? head - acked : 0);
+			e->has_lag = true;
+		}
+		e->backlog += s->backlog_bytes;
+		e->connected = Max(e->connected, (double) (now - s->connected_since) / USECS_PER_SEC);
+		e->sent += s->messages_sent;
+		e->acked += s->messages_acked;
+	}
+	return n;
+}
+
+/* a subscriber's sample: name{id="...",mode="..."} */
+static void
+subscriber_sample(StringInfo out, const char *name, const SubscriberSeries *e)
+{
+	appendStringInfo(out, "%s{id=", name);
+	append_label_value(out, e->id);
+	appendStringInfoString(out, ",mode=");
+	append_label_value(out, e->mode);
+	appendStringInfoString(out, "} ");
+}
+
 static void
 subscriber_metrics(StringInfo out, const ZsSharedState *snap, const ZsSubscriberSlot *slots,
 				   int nslots)
 {
-	XLogRecPtr	head = watermark_lsn(snap->last_watermark);
-	TimestampTz now = GetCurrentTimestamp();
+	SubscriberSeries *series = palloc(sizeof(SubscriberSeries) * Max(nslots, 1));
+	int			nseries = subscriber_series(snap, slots, nslots, series);
 	int			connected = 0;
 	int			connections = 0;
-	const char *const names[3] = {
-		"zero_stream_subscriber_lag_bytes",
-		"zero_stream_subscriber_backlog_bytes",
-		"zero_stream_subscriber_connected_seconds"
-	};
-	const char *const helps[3] = {
-		"WAL between the change log's head and what the subscriber acknowledged (commit LSNs).",
-		"Output queued for the subscriber that its socket has not taken.",
-		"How long the subscriber has been connected."
-	};
 
 	for (int i = 0; i < nslots; i++)
 	{
@@ -253,10 +345,10 @@ subscriber_metrics(StringInfo out, const ZsSharedState *snap, const ZsSubscriber
 		connected += slots[i].in_use && slots[i].mode != ZS_SUB_MODE_NONE;
 	}
 	family(out, "zero_stream_subscribers_connected", "gauge",
-		   "Subscribers of the server: subscriptions, reservations and snapshot downloads.");
+		   "Connections of the server with a subscription or a snapshot reservation.");
 	appendStringInfo(out, "zero_stream_subscribers_connected %d\n", connected);
 	family(out, "zero_stream_server_connections", "gauge",
-		   "Connections of the subscriber server that hold a slot (subscribers, and those still in their handshake).");
+		   "Connections of the subscriber server that hold a slot (subscribers, downloads, and those still in their handshake).");
 	appendStringInfo(out, "zero_stream_server_connections %d\n", connections);
 	family(out, "zero_stream_subscribers_max", "gauge", "zero_stream.max_subscribers.");
 	appendStringInfo(out, "zero_stream_subscribers_max %d\n", nslots);
@@ -265,33 +357,44 @@ subscriber_metrics(StringInfo out, const ZsSharedState *snap, const ZsSubscriber
 	appendStringInfo(out, "zero_stream_subscribers_retained %d\n",
 					 zs_count_retained(zs_subscriber_retention_ms));
 
-	for (int m = 0; m < 3; m++)
+	family(out, "zero_stream_subscriber_lag_bytes", "gauge",
+		   "WAL between the change log's head and what the subscriber acknowledged (commit LSNs).");
+	for (int i = 0; i < nseries; i++)
 	{
-		family(out, names[m], "gauge", helps[m]);
-		for (int i = 0; i < nslots; i++)
-		{
-			const ZsSubscriberSlot *s = &slots[i];
-			const char *mode = zs_subscriber_mode_name(s->mode);
-			XLogRecPtr	acked;
-
-			if (!s->in_use || s->mode == ZS_SUB_MODE_NONE)
-				continue;
-			acked = watermark_lsn(s->watermark_acked);
-			if (m == 0 && (acked == InvalidXLogRecPtr || head == InvalidXLogRecPtr))
-				continue;
-			appendStringInfo(out, "%s{id=", names[m]);
-			append_label_value(out, s->id);
-			appendStringInfoString(out, ",mode=");
-			append_label_value(out, mode ? mode : "none");
-			appendStringInfoString(out, "} ");
-			if (m == 0)
-				appendStringInfo(out, UINT64_FORMAT "\n", (uint64) (head > acked ? head - acked : 0));
-			else if (m == 1)
-				appendStringInfo(out, INT64_FORMAT "\n", s->backlog_bytes);
-			else
-				appendStringInfo(out, "%.3f\n", (double) (now - s->connected_since) / USECS_PER_SEC);
-		}
+		if (!series[i].has_lag)
+			continue;
+		subscriber_sample(out, "zero_stream_subscriber_lag_bytes", &series[i]);
+		appendStringInfo(out, UINT64_FORMAT "\n", series[i].lag);
 	}
+	family(out, "zero_stream_subscriber_backlog_bytes", "gauge",
+		   "Output queued for the subscriber that its socket has not taken.");
+	for (int i = 0; i < nseries; i++)
+	{
+		subscriber_sample(out, "zero_stream_subscriber_backlog_bytes", &series[i]);
+		appendStringInfo(out, INT64_FORMAT "\n", series[i].backlog);
+	}
+	family(out, "zero_stream_subscriber_connected_seconds", "gauge",
+		   "How long the subscriber has been connected.");
+	for (int i = 0; i < nseries; i++)
+	{
+		subscriber_sample(out, "zero_stream_subscriber_connected_seconds", &series[i]);
+		appendStringInfo(out, "%.3f\n", series[i].connected);
+	}
+	family(out, "zero_stream_subscriber_messages_sent_total", "counter",
+		   "Messages sent to the subscriber on its connection.");
+	for (int i = 0; i < nseries; i++)
+	{
+		subscriber_sample(out, "zero_stream_subscriber_messages_sent_total", &series[i]);
+		appendStringInfo(out, INT64_FORMAT "\n", series[i].sent);
+	}
+	family(out, "zero_stream_subscriber_messages_acked_total", "counter",
+		   "Messages the subscriber acknowledged on its connection.");
+	for (int i = 0; i < nseries; i++)
+	{
+		subscriber_sample(out, "zero_stream_subscriber_messages_acked_total", &series[i]);
+		appendStringInfo(out, INT64_FORMAT "\n", series[i].acked);
+	}
+	pfree(series);
 
 	family(out, "zero_stream_server_connections_refused_total", "counter",
 		   "Connections the subscriber server refused or closed, by reason (limit: max_subscribers or max_pending_connections; authentication; handshake_timeout; policy; tls).");

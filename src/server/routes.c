@@ -12,7 +12,8 @@
  *	  /replication/vN/changes	a subscription from the query string
  *	  /replication/vN/snapshot	a legacy snapshot reservation
  *	  /replication/v7/subscribe	a subscription started by an upstream message
- * Any other path is answered 404, upgrade or not; a request to an endpoint
+ * A plain GET that announces a body is answered 400 (none is read). Any
+ * other path is answered 404, upgrade or not; a request to an endpoint
  * that cannot be served (an unsupported protocol version, a missing
  * parameter) is upgraded and closed with code 1002 and "Error: ...", as
  * zero-cache does. When
@@ -147,6 +148,16 @@ replica_path_task(const char *path)
 			appendStringInfoChar(&task, *p++);
 	}
 	return task.len > 0 ? task.data : NULL;
+}
+
+/* whether the request announces a body, which no plain GET here reads */
+static bool
+has_body(const ZsHttpRequest *req)
+{
+	const char *length = zs_http_header(req, "Content-Length");
+
+	return zs_http_header(req, "Transfer-Encoding") != NULL ||
+		(length != NULL && strspn(length, "0") != strlen(length));
 }
 
 static void
@@ -332,7 +343,10 @@ zs_route_request(ZsConn *c, const ZsHttpRequest *req)
 	}
 	if (!zs_http_has_token(zs_http_header(req, "Upgrade"), "websocket"))
 	{
-		route_plain(c, req);
+		if (has_body(req))
+			zs_conn_send_http(c, "400 Bad Request", NULL, "a GET request has no body\n");
+		else
+			route_plain(c, req);
 		return;
 	}
 	/* a path that is no endpoint is not upgraded, as zero-cache answers it */
