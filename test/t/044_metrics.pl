@@ -1,9 +1,10 @@
 # Metrics: GET /metrics on the subscriber server, scraped by a real
 # Prometheus (Debian's prometheus) with the subscribers' Basic auth, then
 # over TLS; promtool checks the exposition and docs/zero_stream_alerts.yml;
-# the series say what status() and subscribers() say; a scrape without the
-# password, or with another, is refused and counted; other methods and
-# paths get the server's usual answers.
+# the series say what status() and subscribers() say, one per subscriber id
+# and mode whatever bytes the id holds; a scrape without the password, or
+# with another, is refused and counted; other methods, a body, a huge head
+# and other paths get the server's usual answers.
 use strict;
 use warnings;
 
@@ -11,6 +12,7 @@ use FindBin;
 use lib $FindBin::RealBin;
 
 use HTTP::Tiny;
+use IO::Socket::INET;
 use IPC::Run;
 use JSON::PP;
 use MIME::Base64;
@@ -47,6 +49,49 @@ sub get
 	return HTTP::Tiny->new(timeout => 20, verify_SSL => 0)->get($url, { headers => \%headers });
 }
 
+# the status line of a raw request, and whether the server closed after it
+sub raw_request
+{
+	my ($request) = @_;
+	my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Timeout => 10)
+	  or die "connect: $!";
+	$s->autoflush(1);
+	syswrite($s, $request);
+	my ($reply, $buf) = ('', '');
+	my $n;
+	while ((($n = sysread($s, $buf, 65536)) // 0) > 0)
+	{
+		$reply .= $buf;
+	}
+	# a close with input left unread is a reset, after the reply
+	my $closed = defined $n ? $n == 0 : $!{ECONNRESET};
+	close $s;
+	my ($status) = $reply =~ m{^HTTP/1\.1 (\d{3})};
+	return ($status // 'none', $closed, $reply);
+}
+
+# connect a zero-stream-tail as subscriber id (a query parameter, encoded)
+my @tails;
+
+sub start_tail
+{
+	my ($id_param, $n) = @_;
+	my $rv = $node->safe_psql('postgres', 'SELECT replica_version FROM zero_stream.status()');
+	push @tails, IPC::Run::start(
+		[ $TAIL, '--idle', '600',
+			"ws://prometheus:$password\@127.0.0.1:$port/replication/v6/changes?id=$id_param&taskID=metrics&replicaVersion=$rv&watermark=$rv" ],
+		'>', "$dir/tail-$n.out", '2>', "$dir/tail-$n.err");
+}
+END { $_->kill_kill for @tails; }
+
+# every series of an exposition at most once
+sub duplicate_series
+{
+	my ($text) = @_;
+	my %seen;
+	return grep { !/^#/ && /\S/ && $seen{ s/ [^ ]+$//r }++ } split /\n/, $text;
+}
+
 # --------------------------------------------------------------------------
 # the endpoint itself
 my $r = get("http://127.0.0.1:$port/metrics");
@@ -64,6 +109,23 @@ is(HTTP::Tiny->new(timeout => 20)->request('POST', "http://127.0.0.1:$port/metri
 		{ headers => { Authorization => $auth }, content => 'x' })->{status},
 	405, 'POST /metrics: 405');
 is(get("http://127.0.0.1:$port/metrics/x", Authorization => $auth)->{status}, 404, 'another path: 404');
+my ($status, $closed, $reply) = raw_request(
+	"GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: $auth\r\nContent-Length: 5\r\n\r\nhello");
+is($status, '400', 'GET /metrics with a body: 400');
+like($reply, qr/a GET request has no body/, 'saying why');
+ok($closed, 'and closed');
+($status, $closed) = raw_request(
+	"GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: $auth\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n");
+is($status, '400', 'GET /metrics with a chunked body: 400');
+($status, $closed) = raw_request(
+	"GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: $auth\r\nX-Big: " . ('a' x 10000) . "\r\n\r\n");
+is($status, '431', 'GET /metrics with a huge head: 431');
+ok($closed, 'and closed');
+($status) = raw_request("GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: Basic "
+	  . encode_base64('prometheus:not-it', '') . "\r\n\r\n");
+is($status, '401', 'a scrape with another password: 401, as a subscriber with it gets');
+($status) = raw_request("GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: $auth\r\nContent-Length: 0\r\n\r\n");
+is($status, '200', 'Content-Length: 0 is no body');
 is($node->safe_psql('postgres', 'SELECT zero_stream.metrics() IS NOT NULL'), 't',
 	'zero_stream.metrics() answers in SQL');
 
@@ -84,11 +146,7 @@ is($rc, 0, "promtool check metrics: zero_stream.metrics()'s text too") or diag($
 is($rc, 0, 'promtool check rules: docs/zero_stream_alerts.yml') or diag($lint);
 
 # a subscriber, whose series appear
-my $rv = $node->safe_psql('postgres', 'SELECT replica_version FROM zero_stream.status()');
-my $tail = IPC::Run::start(
-	[ $TAIL, '--idle', '600',
-		"ws://prometheus:$password\@127.0.0.1:$port/replication/v6/changes?id=scraped&taskID=metrics&replicaVersion=$rv&watermark=$rv" ],
-	'>', "$dir/tail.out", '2>', "$dir/tail.err");
+start_tail('scraped', 1);
 $node->poll_query_until('postgres', q{SELECT count(*) = 1 FROM zero_stream.subscribers() WHERE id = 'scraped'})
   or die 'the subscriber did not connect';
 
@@ -175,14 +233,51 @@ is(wait_query('count(zero_stream_subscriber_lag_bytes{id="scraped",mode="serving
 is(wait_query('zero_stream_subscriber_lag_bytes{id="scraped"}', '0'), '0', 'which is caught up');
 is(wait_query('zero_stream_server_connections_refused_total{reason="authentication"} >= bool 2', '1'), '1',
 	'the refused scrapes are counted by reason');
+
+# what is written is what Prometheus counts: 50 transactions of one row
+# (nothing is purged in these tests)
+my $schema = $node->safe_psql('postgres', 'SELECT change_log_schema FROM zero_stream.status()');
+my $log_rows = qq{SELECT count(*) FROM "$schema"."changeLog"};
+my $rows_before = $node->safe_psql('postgres', $log_rows);
+my $changes_before = query('zero_stream_changes_stored_total');
+my $txns_before = query('zero_stream_transactions_stored_total');
 $node->safe_psql('postgres', "INSERT INTO t VALUES ($_, 'more')") for 1101 .. 1150;
 zs_wait_catchup($node);
-$stored = $node->safe_psql('postgres', 'SELECT transactions_stored FROM zero_stream.status()');
-is(wait_query('zero_stream_transactions_stored_total', $stored), $stored, 'new transactions reach Prometheus');
+# each with its begin and commit
+is($node->safe_psql('postgres', $log_rows) - $rows_before, 150, 'the 50 transactions are in the change log');
+is(wait_query('zero_stream_transactions_stored_total', $txns_before + 50), $txns_before + 50,
+	'Prometheus counts the 50 transactions written');
+is(wait_query('zero_stream_changes_stored_total', $changes_before + 50), $changes_before + 50,
+	'and their 50 rows');
+is(query('zero_stream_transactions_stored_total'),
+	$node->safe_psql('postgres', 'SELECT transactions_stored FROM zero_stream.status()'),
+	'as status() counts them');
 like(query('zero_stream_lag_bytes') // 'none', qr/^\d+$/, 'the lag is a number of bytes');
 ok(defined query('zero_stream_retained_wal_bytes'), 'retained WAL is scraped');
+
+# a second connection of the same id, and an id with a quote, a backslash,
+# a newline and a byte that is no UTF-8: one series for each id, escaped,
+# and Prometheus (which drops a scrape over a label that is not UTF-8)
+# still takes every scrape
+start_tail('scraped', 2);
+start_tail('we%22ird%5Cid%0A%FF', 3);
+$node->poll_query_until('postgres', q{SELECT count(*) = 3 FROM zero_stream.subscribers() WHERE mode = 'serving'})
+  or die 'the subscribers did not connect';
+is(wait_query('zero_stream_subscribers_connected', '3'), '3', 'Prometheus sees three subscriptions');
+is(query('up{job="zero_stream"}'), '1', 'whose scrapes succeed');
+is(wait_query('count(zero_stream_subscriber_connected_seconds)', '2'), '2', 'in one series per id');
+is(wait_query(q{count(zero_stream_subscriber_lag_bytes{id="we\"ird\\\\id\n\ufffd",mode="serving"})}, '1'), '1',
+	'the odd id as it was sent, its stray byte as U+FFFD');
+$body = get("http://127.0.0.1:$port/metrics", Authorization => $auth)->{content};
+like($body, qr/^zero_stream_subscriber_backlog_bytes\{id="we\\"ird\\\\id\\n\xef\xbf\xbd",mode="serving"\} \d+$/m,
+	'the label value escaped as the format asks');
+is(join("\n", duplicate_series($body)), '', 'no series twice');
+($rc, $lint) = promtool('check', 'metrics', $body);
+is($rc, 0, 'promtool check metrics with those subscribers') or diag($lint);
+is($lint, '', 'with no lint problem') or diag($lint);
 stop_prometheus();
-$tail->kill_kill;
+$_->kill_kill for @tails;
+@tails = ();
 
 # --------------------------------------------------------------------------
 # over TLS
@@ -197,5 +292,21 @@ stop_prometheus();
 is(get("http://127.0.0.1:$port/metrics", Authorization => $auth)->{status} == 200 ? 'answered' : 'refused',
 	'refused', 'plain HTTP is not answered once TLS is on');
 
+# curl over TLS: the status code and the body
+sub https_metrics
+{
+	my (@opts) = @_;
+	my ($out, $err) = ('', '');
+	IPC::Run::run([ 'curl', '-sS', '--max-time', '10', '--cacert', "$certs/ca.crt", '-w', '\n%{http_code}',
+			@opts, "https://127.0.0.1:$port/metrics" ], '>', \$out, '2>', \$err);
+	my ($text, $code) = $out =~ /^(.*)\n(\d+)$/s;
+	return ($code // "curl: $err", $text // '');
+}
+my ($code, $text) = https_metrics('-u', "prometheus:$password");
+is($code, '200', 'a scrape over TLS by curl');
+like($text, qr/^zero_stream_server_connections_refused_total\{reason="tls"\} [1-9]\d*$/m,
+	'counts the plain HTTP request as a TLS refusal');
+($code) = https_metrics();
+is($code, '401', 'and one without the password over TLS is refused');
 $node->stop;
 done_testing();
