@@ -144,6 +144,10 @@ is($lint, '', 'with no lint problem') or diag($lint);
 is($rc, 0, "promtool check metrics: zero_stream.metrics()'s text too") or diag($lint);
 ($rc, $lint) = promtool('check', 'rules', $ALERTS, '');
 is($rc, 0, 'promtool check rules: docs/zero_stream_alerts.yml') or diag($lint);
+# the doc's last block is the rules file
+my $doc = PostgreSQL::Test::Utils::slurp_file("$FindBin::RealBin/../../docs/metrics.md");
+my ($doc_rules) = $doc =~ /```yaml\n((?:(?!```).)*)```\n\z/s;
+is($doc_rules, PostgreSQL::Test::Utils::slurp_file($ALERTS), 'docs/metrics.md shows that rules file');
 
 # a subscriber, whose series appear
 start_tail('scraped', 1);
