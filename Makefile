@@ -141,6 +141,7 @@ $(FANOUT_CLIENT): $(FANOUT_CLIENT_SRCS) $(wildcard $(srcdir)/src/*/*.h)
 all: $(CLIENT) $(REPLICA_CLIENT) $(FANOUT_CLIENT)
 install: install-client
 install-client: $(CLIENT) $(REPLICA_CLIENT)
+	$(MKDIR_P) '$(DESTDIR)$(bindir)'
 	$(INSTALL_PROGRAM) $(CLIENT) '$(DESTDIR)$(bindir)/$(CLIENT)'
 	$(INSTALL_PROGRAM) $(REPLICA_CLIENT) '$(DESTDIR)$(bindir)/$(REPLICA_CLIENT)'
 

@@ -55,7 +55,7 @@ ZsSqlFit
 zs_sql_fit(const char *installed)
 {
 	if (installed == NULL)
-		return ZS_SQL_UNKNOWN;
+		return ZS_SQL_NOT_INSTALLED;
 	if (strcmp(installed, ZS_LIBRARY_VERSION) == 0)
 		return ZS_SQL_CURRENT;
 	for (int i = 0; i < lengthof(known_versions); i++)
@@ -85,7 +85,9 @@ zs_sql_fit_message(const char *installed, ZsSqlFit fit)
 							ZS_LIBRARY_VERSION, installed);
 		case ZS_SQL_UNKNOWN:
 			return psprintf("the extension's SQL objects are version %s, which this zero_stream library (version %s) does not know: the decoder waits",
-							installed ? installed : "(none)", ZS_LIBRARY_VERSION);
+							installed, ZS_LIBRARY_VERSION);
+		case ZS_SQL_NOT_INSTALLED:
+			return psprintf("extension \"zero_stream\" is not installed in this database");
 	}
 	return NULL;
 }
@@ -103,6 +105,8 @@ zs_sql_fit_hint(ZsSqlFit fit)
 		case ZS_SQL_UNKNOWN:
 			return psprintf("Install the zero_stream library of the installed SQL's version and restart the server, or install the SQL of version %s.",
 							ZS_LIBRARY_VERSION);
+		case ZS_SQL_NOT_INSTALLED:
+			return psprintf("Run CREATE EXTENSION zero_stream in the streamed database.");
 	}
 	return NULL;
 }

@@ -15,7 +15,8 @@ typedef enum ZsSqlFit
 	ZS_SQL_CURRENT,				/* the SQL of this library's version */
 	ZS_SQL_OLDER_COMPATIBLE,	/* an older SQL whose change log this library writes as its own */
 	ZS_SQL_OLDER_INCOMPATIBLE,	/* an older SQL: ALTER EXTENSION UPDATE before anything is written */
-	ZS_SQL_UNKNOWN				/* a version this library does not know (a newer one) */
+	ZS_SQL_UNKNOWN,				/* a version this library does not know (a newer one) */
+	ZS_SQL_NOT_INSTALLED		/* no extension zero_stream in this database */
 } ZsSqlFit;
 
 /* How the installed SQL (pg_extension.extversion) fits this library. */

@@ -44,7 +44,9 @@ PG_FUNCTION_INFO_V1(zs_workers);
 /*
  * status()'s columns: version 0.2.0 added extension_version and
  * library_version at the end, so the row of 0.1.0's SQL (a library newer
- * than the installed SQL, before ALTER EXTENSION ... UPDATE) is its prefix.
+ * than the installed SQL, before ALTER EXTENSION ... UPDATE) is its prefix;
+ * a newer SQL's row (a newer library not loaded yet) gets these columns,
+ * and NULL in those after them.
  */
 #define STATUS_COLUMNS 45
 #define STATUS_COLUMNS_0_1 43
@@ -204,8 +206,8 @@ Datum
 zs_status(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
-	Datum		values[STATUS_COLUMNS];
-	bool		nulls[STATUS_COLUMNS];
+	Datum	   *values;
+	bool	   *nulls;
 	ZsSharedState snap;
 	XLogRecPtr	restart_lsn = InvalidXLogRecPtr;
 	XLogRecPtr	confirmed_lsn = InvalidXLogRecPtr;
@@ -218,8 +220,11 @@ zs_status(PG_FUNCTION_ARGS)
 	zs_require_shared_state();
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
-	if (tupdesc->natts != STATUS_COLUMNS_0_1)
+	/* a newer SQL's columns after this library's are NULL */
+	if (tupdesc->natts != STATUS_COLUMNS_0_1 && tupdesc->natts < STATUS_COLUMNS)
 		check_row_type(tupdesc, STATUS_COLUMNS, "status");
+	values = palloc0(sizeof(Datum) * tupdesc->natts);
+	nulls = palloc0(sizeof(bool) * tupdesc->natts);
 
 	LWLockAcquire(zs_shared->lock, LW_SHARED);
 	memcpy(&snap, zs_shared, offsetof(ZsSharedState, subscribers));
@@ -227,7 +232,6 @@ zs_status(PG_FUNCTION_ARGS)
 
 	zs_slot_positions(snap.slot_name, &restart_lsn, &confirmed_lsn);
 
-	memset(nulls, 0, sizeof(nulls));
 	values[i++] = CStringGetTextDatum(zs_decoder_state_name(snap.decoder_state));
 	values[i] = Int32GetDatum(snap.workers[ZS_WORKER_DECODER].pid);
 	nulls[i++] = (snap.workers[ZS_WORKER_DECODER].pid == 0);
@@ -319,7 +323,7 @@ zs_status(PG_FUNCTION_ARGS)
 	values[i] = text_or_null(failover.hint, &nulls[i]);
 	i++;
 	Assert(i == STATUS_COLUMNS_0_1);
-	if (tupdesc->natts == STATUS_COLUMNS)
+	if (tupdesc->natts >= STATUS_COLUMNS)
 	{
 		char	   *installed = zs_installed_sql_version();
 
@@ -327,6 +331,8 @@ zs_status(PG_FUNCTION_ARGS)
 		i++;
 		values[i++] = CStringGetTextDatum(ZS_LIBRARY_VERSION);
 		Assert(i == STATUS_COLUMNS);
+		while (i < tupdesc->natts)
+			nulls[i++] = true;
 	}
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));

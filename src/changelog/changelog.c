@@ -463,14 +463,15 @@ flush_rows(void)
 
 /*
  * The installed SQL must be one this library writes the log of, read at
- * every store, in the store's transaction: an ALTER EXTENSION ... UPDATE to
+ * every store, in the store's transaction (and before the purge and the
+ * saved positions write): an ALTER EXTENSION ... UPDATE to
  * a version this library does not know (a newer package installed, the
  * server not restarted yet) stops the decoder before its next store. An
  * update to a version it writes for (an older library's SQL brought up to
  * this one) goes on without a pause.
  */
-static void
-check_sql_version(void)
+void
+zs_changelog_check_sql_version(void)
 {
 	static char *accepted = NULL;	/* the last version seen, fit to write */
 	char	   *installed = zs_installed_sql_version();
@@ -481,7 +482,8 @@ check_sql_version(void)
 	fit = zs_sql_fit(installed);
 	if (!zs_sql_fit_writable(fit))
 		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				(errcode(fit == ZS_SQL_NOT_INSTALLED ? ERRCODE_UNDEFINED_OBJECT :
+						 ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("%s", zs_sql_fit_message(installed, fit)),
 				 errhint("%s", zs_sql_fit_hint(fit))));
 	if (accepted != NULL)
@@ -509,7 +511,7 @@ zs_changelog_begin(void)
 	owner = state_row_value();
 	if (owner == NULL || strcmp(owner, zs_owner_identity()) != 0)
 		zs_changelog_report_taken_over(owner);
-	check_sql_version();
+	zs_changelog_check_sql_version();
 }
 
 void

@@ -54,6 +54,13 @@ extern void zs_changelog_read_head(char *last_watermark);
  * state row and verifies that we still own the log.
  */
 extern void zs_changelog_begin(void);
+
+/*
+ * ERROR unless the installed SQL objects are of a version this library
+ * writes the change log for (extension_version.c); in a transaction.
+ * zs_changelog_begin checks it at every store.
+ */
+extern void zs_changelog_check_sql_version(void);
 extern void zs_changelog_add(const char *watermark, int64 pos,
 							 const char *change, int change_len, bool is_commit);
 extern void zs_changelog_finish(const char *last_watermark);

@@ -125,28 +125,34 @@ zs_startup_wait_for_extension(void)
 			pfree(version);
 			return;
 		}
-		if (version == NULL)
-		{
-			waiting = ZS_DECODER_WAITING_FOR_EXTENSION;
-			message = psprintf("extension \"zero_stream\" is not installed in database \"%s\"; run CREATE EXTENSION zero_stream there",
-							   zs_database);
-		}
-		else
-		{
-			waiting = ZS_DECODER_WAITING_FOR_UPDATE;
-			message = zs_sql_fit_message(version, fit);
-			hint = zs_sql_fit_hint(fit);
-		}
+		waiting = version == NULL ? ZS_DECODER_WAITING_FOR_EXTENSION : ZS_DECODER_WAITING_FOR_UPDATE;
 		if (said != waiting)
 		{
+			/* said once per state: the loop allocates nothing else */
+			if (version == NULL)
+				message = psprintf("extension \"zero_stream\" is not installed in database \"%s\"; run CREATE EXTENSION zero_stream there",
+								   zs_database);
+			else
+			{
+				message = zs_sql_fit_message(version, fit);
+				hint = zs_sql_fit_hint(fit);
+			}
 			ereport(waiting == ZS_DECODER_WAITING_FOR_UPDATE ? WARNING : LOG,
 					(errcode(waiting == ZS_DECODER_WAITING_FOR_UPDATE ?
 							 ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE : ERRCODE_UNDEFINED_OBJECT),
 					 errmsg("%s", message),
 					 hint ? errhint("%s", hint) : 0));
-			zs_set_last_error(hint ? psprintf("%s. %s", message, hint) : message);
+			{
+				char	   *said_text = hint ? psprintf("%s. %s", message, hint) : pstrdup(message);
+
+				zs_set_last_error(said_text);
+				pfree(said_text);
+			}
 			zs_set_decoder_state(waiting);
 			said = waiting;
+			pfree(message);
+			if (hint)
+				pfree(hint);
 		}
 		if (version)
 			pfree(version);

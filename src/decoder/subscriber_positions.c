@@ -45,6 +45,7 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
+#include "changelog/changelog.h"
 #include "decoder/subscriber_positions.h"
 #include "guc.h"
 #include "shmem.h"
@@ -292,6 +293,7 @@ zs_positions_save_step(void)
 		nsaved = -1;			/* the extension is being dropped: nothing saved */
 		return;
 	}
+	zs_changelog_check_sql_version();
 	write_positions(n);
 	zs_spi_xact_commit();
 

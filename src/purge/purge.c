@@ -33,6 +33,7 @@
 #include "miscadmin.h"
 #include "utils/timestamp.h"
 
+#include "changelog/changelog.h"
 #include "guc.h"
 #include "purge/purge.h"
 #include "purge/purge_batch.h"
@@ -190,6 +191,7 @@ zs_purge_step(const char *gate, bool decoding)
 		TimestampTz batch_start = GetCurrentTimestamp();
 
 		zs_spi_xact_begin("zero_stream: purging the change log");
+		zs_changelog_check_sql_version();
 		result = zs_purge_batch(floor_watermark, batch_rows, after_watermark, &after_pos,
 								&rows, &bytes);
 		zs_spi_xact_commit();

@@ -66,27 +66,37 @@ INSERT INTO t VALUES (:id, 'load') ON CONFLICT (id) DO UPDATE SET v = t.v || '+'
 });
 my ($lout, $lerr) = ('', '');
 my $load = IPC::Run::start(
-	[ 'pgbench', '-n', '-c', '4', '-j', '2', '-T', '6', '-f', $load_script,
+	[ 'pgbench', '-n', '-c', '4', '-j', '2', '-T', '20', '-f', $load_script,
 		'-h', $node->host, '-p', $node->port, 'postgres' ],
 	'>', \$lout, '2>', \$lerr);
-usleep(2_000_000);
-my $before = $node->safe_psql('postgres', 'SELECT transactions_stored FROM zero_stream.status()');
+my $stored = 'SELECT transactions_stored FROM zero_stream.status()';
+my $start = $node->safe_psql('postgres', $stored);
+$node->poll_query_until('postgres', "SELECT transactions_stored > $start + 100 FROM zero_stream.status()")
+  or die 'the load was not stored';
+my $log_at = -s $node->logfile;
+my $before = $node->safe_psql('postgres', $stored);
 $node->safe_psql('postgres', 'ALTER EXTENSION zero_stream UPDATE');
-usleep(1_000_000);
-my $during = $node->safe_psql('postgres', 'SELECT transactions_stored FROM zero_stream.status()');
+# the next store, while the load goes on, reads the new version
+my $noticed = 0;
+for (1 .. 600)
+{
+	$noticed = substr(slurp_file($node->logfile), $log_at)
+	  =~ /the extension's SQL objects are now version 0\.2\.0 \(they were 0\.1\.0\); the decoder goes on/;
+	last if $noticed;
+	usleep(100_000);
+}
+ok($noticed, 'the decoder noticed the update in a store');
+ok($node->poll_query_until('postgres', "SELECT transactions_stored > $before + 100 FROM zero_stream.status()"),
+	'transactions were stored after the update, under the same load');
 $load->finish;
 zs_wait_catchup($node);
 
-cmp_ok($during, '>', $before, 'transactions were stored while the update ran');
 is($node->safe_psql('postgres', q{SELECT extversion FROM pg_extension WHERE extname = 'zero_stream'}),
 	'0.2.0', 'the SQL is 0.2.0');
 is($node->safe_psql('postgres',
 		q{SELECT state || ' ' || extension_version || ' ' || library_version || ' ' || coalesce(last_error, '-') FROM zero_stream.status()}),
 	'streaming 0.2.0 0.2.0 -', "0.2.0's status() tells both versions, and no error");
 is(zs_decoder_pid($node), $decoder, 'the decoder streamed across the update (the same process)');
-like(slurp_file($node->logfile),
-	qr/the extension's SQL objects are now version 0\.2\.0 \(they were 0\.1\.0\); the decoder goes on/,
-	'the decoder noticed the update in a store');
 is($node->safe_psql('postgres', 'SELECT replica_version || slot_name FROM zero_stream.status()'),
 	$replica_version . $slot, 'the same lineage and slot');
 is($node->safe_psql('postgres', qq{SELECT count(*) FROM pg_replication_slots WHERE slot_name = '$slot'}),

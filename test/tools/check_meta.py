@@ -98,6 +98,12 @@ def check_meta(problems):
                     ('ZS_LIBRARY_VERSION', library), ('debian/changelog', debian)]:
         if v != version:
             problems.append(f'META.json: version {version}, but {what} says {v}')
+    # every script in sql/ is installed, and every installed one exists
+    data = set(re.search(r'^DATA\s*=\s*(.*)$', read('Makefile'), re.M).group(1).split())
+    scripts = {'sql/' + f for f in os.listdir(os.path.join(ROOT, 'sql'))
+               if re.fullmatch(r'zero_stream--[^/]+\.sql', f)}
+    problems += [f'Makefile: {f} is not in DATA' for f in sorted(scripts - data)]
+    problems += [f'Makefile: DATA names {f}, which does not exist' for f in sorted(data - scripts)]
     for key in ('file', 'docfile'):
         if key in ext and not os.path.exists(os.path.join(ROOT, ext[key])):
             problems.append(f'META.json: provides.zero_stream.{key} {ext[key]} does not exist')
@@ -113,15 +119,26 @@ def check_meta(problems):
 
 
 def check_dist(archive, problems):
-    meta = json.loads(read('META.json'))
-    top = f"{meta['name']}-{meta['version']}/"
+    """The archive on its own terms: its META.json names its top folder, its
+    Makefile its scripts."""
     with zipfile.ZipFile(archive) as z:
         names = z.namelist()
         if z.testzip() is not None:
             problems.append(f'{archive}: a damaged member')
-    if any(not n.startswith(top) for n in names):
-        problems.append(f'{archive}: members outside {top}')
-    data = re.search(r'^DATA\s*=\s*(.*)$', read('Makefile'), re.M).group(1).split()
+        tops = {n.split('/', 1)[0] for n in names}
+        if len(tops) != 1:
+            problems.append(f'{archive}: {len(tops)} top folders')
+            return
+        top = tops.pop() + '/'
+        try:
+            meta = json.loads(z.read(top + 'META.json'))
+            makefile = z.read(top + 'Makefile').decode()
+        except KeyError as e:
+            problems.append(f'{archive}: {e.args[0]}')
+            return
+    if top != f"{meta['name']}-{meta['version']}/":
+        problems.append(f"{archive}: its top folder {top} is not {meta['name']}-{meta['version']}/")
+    data = re.search(r'^DATA\s*=\s*(.*)$', makefile, re.M).group(1).split()
     for need in ['META.json', 'Makefile', 'zero_stream.control', 'README.md'] + data:
         if top + need not in names:
             problems.append(f'{archive}: {need} is missing')

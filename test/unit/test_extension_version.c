@@ -76,7 +76,7 @@ test_fit(void)
 	CHECK(zs_sql_fit(ZS_LIBRARY_VERSION) == ZS_SQL_CURRENT, "the library's own version is current");
 	CHECK(zs_sql_fit("0.1.0") == ZS_SQL_OLDER_COMPATIBLE, "0.1.0's log is 0.2.0's");
 	CHECK(zs_sql_fit("9.0.0") == ZS_SQL_UNKNOWN, "a newer version is unknown");
-	CHECK(zs_sql_fit(NULL) == ZS_SQL_UNKNOWN, "no version is unknown");
+	CHECK(zs_sql_fit(NULL) == ZS_SQL_NOT_INSTALLED, "no version: not installed");
 	CHECK(zs_sql_fit("0.1") == ZS_SQL_UNKNOWN, "a prefix is not a version");
 	CHECK(zs_sql_fit("0.2.0 ") == ZS_SQL_UNKNOWN, "nor a version with a space");
 	CHECK(zs_sql_fit("") == ZS_SQL_UNKNOWN, "nor an empty string");
@@ -96,7 +96,10 @@ test_fit(void)
 			  "Run ALTER EXTENSION zero_stream UPDATE in the streamed database.");
 	CHECK(strstr(zs_sql_fit_message("9.0.0", ZS_SQL_UNKNOWN), "version 9.0.0, which this zero_stream library") != NULL,
 		  "an unknown version is named");
-	CHECK(strstr(zs_sql_fit_message(NULL, ZS_SQL_UNKNOWN), "(none)") != NULL, "as is none");
+	CHECK(!zs_sql_fit_writable(ZS_SQL_NOT_INSTALLED), "nothing is written without the extension");
+	CHECK_STR(zs_sql_fit_message(NULL, ZS_SQL_NOT_INSTALLED),
+			  "extension \"zero_stream\" is not installed in this database");
+	CHECK_STR(zs_sql_fit_hint(ZS_SQL_NOT_INSTALLED), "Run CREATE EXTENSION zero_stream in the streamed database.");
 	CHECK(strstr(zs_sql_fit_hint(ZS_SQL_UNKNOWN), "Install the zero_stream library") != NULL,
 		  "an unknown version asks for its library");
 }
