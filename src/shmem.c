@@ -318,6 +318,8 @@ zs_worker_fail(ZsWorkerKind kind, MemoryContext context)
 {
 	ErrorData  *edata;
 
+	/* the error may have come while a lock was held, ours among them */
+	LWLockReleaseAll();
 	MemoryContextSwitchTo(context);
 	edata = CopyErrorData();
 	if (zs_shared != NULL)

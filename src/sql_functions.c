@@ -21,6 +21,7 @@
 #include "access/xlogrecovery.h"
 #include "fmgr.h"
 #include "funcapi.h"
+#include "mb/pg_wchar.h"
 #include "replication/slot.h"
 #include "catalog/pg_type_d.h"
 #include "catalog/namespace.h"
@@ -72,6 +73,26 @@ text_or_null(const char *s, bool *isnull)
 {
 	*isnull = (s == NULL || s[0] == '\0');
 	return *isnull ? (Datum) 0 : CStringGetTextDatum(s);
+}
+
+/*
+ * A subscriber's id as text: the bytes it sent, which need not be valid in
+ * the database's encoding; those that are not become '?'.
+ */
+static Datum
+id_text(const char *id, bool *isnull)
+{
+	char	   *copy;
+
+	if (id[0] == '\0' || pg_verifymbstr(id, strlen(id), true))
+		return text_or_null(id, isnull);
+	copy = pstrdup(id);
+	for (char *p = copy; *p; p++)
+	{
+		if (IS_HIGHBIT_SET(*p))
+			*p = '?';
+	}
+	return text_or_null(copy, isnull);
 }
 
 static Datum
@@ -367,7 +388,7 @@ zs_subscribers(PG_FUNCTION_ARGS)
 		if (!slot->in_use)
 			continue;
 		memset(nulls, 0, sizeof(nulls));
-		values[i] = text_or_null(slot->id, &nulls[i]);
+		values[i] = id_text(slot->id, &nulls[i]);
 		i++;
 		values[i] = text_or_null(slot->address, &nulls[i]);
 		i++;
@@ -401,8 +422,7 @@ zs_subscribers(PG_FUNCTION_ARGS)
 		if (!zs_departed_is_retained(d, zs_shared->replica_version, now, zs_subscriber_retention_ms))
 			continue;
 		memset(nulls, true, sizeof(nulls));
-		values[i] = CStringGetTextDatum(d->id);
-		nulls[i] = false;
+		values[i] = id_text(d->id, &nulls[i]);
 		i += 2;					/* no address */
 		values[i] = text_or_null(zs_subscriber_mode_name(d->mode), &nulls[i]);
 		i += 2;					/* no protocol */

@@ -412,10 +412,11 @@ zs_metrics_text(void)
 	int			nslots;
 
 	zs_require_shared_state();
-	LWLockAcquire(zs_shared->lock, LW_SHARED);
-	memcpy(&snap, zs_shared, offsetof(ZsSharedState, subscribers));
+	/* set at startup, never changed: the copy is allocated before the lock */
 	nslots = zs_shared->max_subscribers;
 	slots = palloc(sizeof(ZsSubscriberSlot) * Max(nslots, 1));
+	LWLockAcquire(zs_shared->lock, LW_SHARED);
+	memcpy(&snap, zs_shared, offsetof(ZsSharedState, subscribers));
 	memcpy(slots, zs_shared->subscribers, sizeof(ZsSubscriberSlot) * nslots);
 	LWLockRelease(zs_shared->lock);
 
