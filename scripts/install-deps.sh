@@ -54,3 +54,9 @@ echo "install-deps: installing ${missing[*]}"
 # to the minor version of the server headers we build against
 "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${packages[@]}" >/dev/null
 # Debian's postgresql package starts a cluster of its own; we never use it
+# Debian's prometheus starts its own server (and node-exporter, recommended)
+# as services; TAP 044 starts a Prometheus of its own, so these only cost
+# CPU: stopped
+for s in prometheus prometheus-node-exporter; do
+	"${SUDO[@]}" service "$s" stop >/dev/null 2>&1 || true
+done
