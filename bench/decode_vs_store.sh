@@ -18,6 +18,16 @@
 #   5. the backup replica (if any): how long after the store its replicator
 #      has applied every row, and its CPU per row.
 # ratio = raw time / zero_stream time (1.0 = as fast as decoding alone).
+# CPU per row: each process's CPU (user + system, from /proc) divided by the
+# rows, and its multiple of raw decoding's, whose CPU is read in its own
+# backend around each call (the median of the three): the decoder (all of
+# it: start-up, stores, and any purge meanwhile, whose rows are printed),
+# the backup replica's replicator, the server and the subscriber; their sum
+# is the pipeline's. Each workload ends with one line a script can read:
+#   RESULT decode_vs_store workload=bulk rows=... raw_cpu_us=... decoder_x=...
+#   pipeline_x=... store_ratio=... e2e_ratio=...
+# and with ZS_BENCH_REPEAT=N, "RESULT decode_vs_store_median ..." lines of
+# the medians over the N runs.
 # With more than 200,000 bulk rows, the 200 k / 20 k run is printed first
 # (ZS_BENCH_SMALL=0 skips it). Also printed: the decoder's CPU per stored
 # row and the decoder's and server's private memory (RssAnon), and what the
@@ -96,12 +106,25 @@ measure() {
 	# raw decoding, three times over the same WAL (peek, peek, then get,
 	# which consumes it): this machine's timings of the very same work vary
 	# by a third from one call to the next, so the ratio uses the median
-	local t0 t1 msgs raws="" fn
+	# (and the CPU its backend spent, read from /proc around the call in the
+	# same session: user + system ticks)
+	local t0 t1 msgs raws="" rawcpus="" fn c0 c1
 	for fn in peek peek get; do
+		rm -f "$DIR/raw.cpu"
 		t0=$(now)
-		msgs=$(sql -d bench -c "SELECT count(*) FROM pg_logical_slot_${fn}_binary_changes('bench_raw', NULL, NULL, 'proto_version', '1', 'publication_names', '_zero_public_0')")
+		msgs=$(sql -d bench -f - <<-SQL
+			SELECT pg_backend_pid() AS bpid \gset
+			\setenv ZS_RAW_CPU $DIR/raw.cpu
+			\setenv ZS_RAW_PID :bpid
+			\! awk '{print \$14 + \$15}' /proc/\$ZS_RAW_PID/stat >> \$ZS_RAW_CPU
+			SELECT count(*) FROM pg_logical_slot_${fn}_binary_changes('bench_raw', NULL, NULL, 'proto_version', '1', 'publication_names', '_zero_public_0');
+			\! awk '{print \$14 + \$15}' /proc/\$ZS_RAW_PID/stat >> \$ZS_RAW_CPU
+		SQL
+		)
 		t1=$(now)
 		raws="$raws $(python3 -c "print($t1 - $t0)")"
+		{ read -r c0; read -r c1; } < "$DIR/raw.cpu"
+		rawcpus="$rawcpus $(( (c1 - c0) * 1000 / $(getconf CLK_TCK) ))"
 	done
 
 	set_database bench; restart
@@ -122,7 +145,8 @@ measure() {
 	local t2 t3 ok; read -r t2 ok t3 <<< "$times"
 	[ "$ok" = t ] || { echo "the decoder did not catch up" >&2; return 1; }
 	local dpid spid rpid; dpid=$(worker_pid decoder); spid=$(worker_pid server); rpid=$(worker_pid replicator)
-	local dcpu drss srss rcpu=0; dcpu=$(cpu_ms "$dpid"); drss=$(rss_kb "$dpid"); srss=$(rss_kb "$spid")
+	local dcpu drss srss rcpu=0 purged; dcpu=$(cpu_ms "$dpid"); drss=$(rss_kb "$dpid"); srss=$(rss_kb "$spid")
+	purged=$(sql -d bench -c "SELECT coalesce(purged_rows, 0) FROM zero_stream.status()")
 	[ -n "$rpid" ] && rcpu=$(cpu_ms "$rpid")
 	# the backup replica's replicator applies the same rows behind the store:
 	# when it has them all, and its CPU per row (it started with the decoder)
@@ -137,10 +161,13 @@ measure() {
 	wait
 	local scpu; scpu=$(cpu_ms "$spid")
 	python3 - "$name" "$rows" "$msgs" "$wal_mb" "$raws" "$tr" "$t2" "$t3" "$DIR/e2e.out" \
-		"$dcpu" "$drss" "$srss" "$scpu" "$rcpu" "$DIR/e2e.time" "$t4" "$rcpu_all" "$DIR/ratios" <<'PY'
+		"$dcpu" "$drss" "$srss" "$scpu" "$rcpu" "$DIR/e2e.time" "$t4" "$rcpu_all" "$DIR/ratios" \
+		"$rawcpus" "$purged" <<'PY'
 import statistics, sys
 name, rows, msgs, wal = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 raws = sorted(map(float, sys.argv[5].split()))
+rawcpus = sorted(map(int, sys.argv[19].split()))
+purged = int(sys.argv[20] or 0)
 tr, t2, t3 = map(float, sys.argv[6:9])
 dcpu, drss, srss, scpu, rcpu = map(int, sys.argv[10:15])
 t4, rcpu_all = float(sys.argv[16]), int(sys.argv[17])
@@ -152,17 +179,38 @@ for line in open(sys.argv[9]):
         last = int(recv) / 1e6
 try:
     user, system = open(sys.argv[15]).read().split()[-1].split('_')
-    tcpu = f"{float(user) + float(system):.2f} s"
+    tcpu_s = float(user) + float(system)
+    tcpu = f"{tcpu_s:.2f} s"
 except (OSError, ValueError):
-    tcpu = "?"
+    tcpu_s, tcpu = float('nan'), "?"
 raw, zs = statistics.median(raws), t3 - tr
 e2e = (last - tr) if last else float('nan')
 print(f"{name:7s} rows={rows:>8d} wal={wal:>5s}MB pgoutput_msgs={msgs:>8d}  "
       f"raw={raw:6.2f}s ({rows/raw:9.0f} rows/s; median of {raws[0]:.2f}..{raws[-1]:.2f})  "
       f"store={zs:6.2f}s ({rows/zs:9.0f} rows/s, ratio {raw/zs:.2f})  "
       f"end-to-end={e2e:6.2f}s ({rows/e2e:9.0f} rows/s, ratio {raw/e2e:.2f})")
+# CPU per row (us) of each process, and its multiple of raw decoding's
+# (the median of its backend's CPU over the three calls); the pipeline is
+# the decoder, the backup replica's replicator, the server and the subscriber
+raw_us = statistics.median(rawcpus) * 1000 / rows
+dec_us, rep_us, srv_us = dcpu * 1000 / rows, rcpu_all * 1000 / rows, scpu * 1000 / rows
+sub_us = tcpu_s * 1e6 / rows
+pipe_us = dec_us + rep_us + srv_us + (0 if sub_us != sub_us else sub_us)
+x = lambda us: us / raw_us if raw_us > 0 else float('nan')
+print(f"{'':7s} CPU per row: raw decoding {raw_us:.2f} us in its backend (median of "
+      f"{rawcpus[0]/1000:.2f}..{rawcpus[-1]/1000:.2f} s); decoder {dec_us:.2f} us = {x(dec_us):.2f}x raw, "
+      f"replicator {rep_us:.2f} us = {x(rep_us):.2f}x, server {srv_us:.2f} us, subscriber {sub_us:.2f} us; "
+      f"pipeline {pipe_us:.2f} us = {x(pipe_us):.2f}x raw (goal: decoder <= 2x, pipeline <= 4x); "
+      f"the decoder purged {purged} rows meanwhile")
+result = dict(workload=name, rows=rows, raw_s=round(raw, 3), raw_cpu_us=round(raw_us, 3),
+              decoder_us=round(dec_us, 3), decoder_x=round(x(dec_us), 3),
+              replicator_us=round(rep_us, 3), replicator_x=round(x(rep_us), 3),
+              server_us=round(srv_us, 3), subscriber_us=round(sub_us, 3),
+              pipeline_us=round(pipe_us, 3), pipeline_x=round(x(pipe_us), 3),
+              store_ratio=round(raw / zs, 3), e2e_ratio=round(raw / e2e, 3), purged_rows=purged)
+print("RESULT decode_vs_store " + " ".join(f"{k}={v}" for k, v in result.items()))
 with open(sys.argv[18], "a") as f:
-    f.write(f"{name} {rows} {raw / zs} {raw / e2e}\n")
+    f.write(" ".join(f"{k}={v}" for k, v in result.items()) + "\n")
 print(f"{'':7s} start-up (server up -> streaming) {t2 - tr:.2f} s; CPU: decoder {dcpu/1000:.2f} s "
       f"= {dcpu*1000/rows:.2f} us per stored row, server {scpu/1000:.2f} s, replicator {rcpu/1000:.2f} s (during the store), "
       f"subscriber process {tcpu}; RssAnon decoder {drss/1024:.1f} MB, server {srss/1024:.1f} MB")
@@ -209,12 +257,18 @@ if [ "${ZS_BENCH_REPEAT:-1}" -gt 1 ]; then
 import statistics, sys
 runs = {}
 for line in open(sys.argv[1]):
-    name, rows, store, e2e = line.split()
-    runs.setdefault((name, int(rows)), []).append((float(store), float(e2e)))
+    r = dict(kv.split("=", 1) for kv in line.split())
+    runs.setdefault((r["workload"], int(r["rows"])), []).append(r)
 for (name, rows), rs in runs.items():
-    s, e = sorted(r[0] for r in rs), sorted(r[1] for r in rs)
-    print(f"{name:7s} rows={rows:>8d} over {len(rs)} runs: store ratio median {statistics.median(s):.2f} "
-          f"({s[0]:.2f}..{s[-1]:.2f}), end-to-end median {statistics.median(e):.2f} ({e[0]:.2f}..{e[-1]:.2f})")
+    med = lambda k: statistics.median(float(r[k]) for r in rs)
+    rng = lambda k: f"{min(float(r[k]) for r in rs):.2f}..{max(float(r[k]) for r in rs):.2f}"
+    print(f"{name:7s} rows={rows:>8d} over {len(rs)} runs: store ratio median {med('store_ratio'):.2f} "
+          f"({rng('store_ratio')}), end-to-end median {med('e2e_ratio'):.2f} ({rng('e2e_ratio')}); "
+          f"CPU per row x raw: decoder median {med('decoder_x'):.2f} ({rng('decoder_x')}), "
+          f"pipeline median {med('pipeline_x'):.2f} ({rng('pipeline_x')})")
+    keys = [k for k in rs[0] if k not in ("workload", "rows")]
+    print(f"RESULT decode_vs_store_median workload={name} rows={rows} runs={len(rs)} "
+          + " ".join(f"{k}={med(k):.3f}" for k in keys))
 PY
 fi
 sql -d bench -x -c "SELECT transactions_stored, changes_stored, local_commits FROM zero_stream.status()"

@@ -162,4 +162,7 @@ extern void zs_changelog_scan_end(ZsChangeLogScan *scan);
 /* The oldest watermark in the log ("" if it is empty). */
 extern void zs_changelog_read_floor(char *floor);
 
+/* Whether a row with this watermark is stored. */
+extern bool zs_changelog_holds_watermark(const char *watermark);
+
 #endif							/* ZS_CHANGELOG_H */

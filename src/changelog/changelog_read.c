@@ -38,6 +38,7 @@
 #include "guc.h"
 
 static SPIPlanPtr page_plan = NULL;
+static SPIPlanPtr holds_plan = NULL;
 
 /*
  * A page read through changeLog's primary key (watermark, pos), as the
@@ -364,4 +365,38 @@ zs_changelog_read_floor(char *floor)
 	if (SPI_processed == 1)
 		strlcpy(floor, SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1),
 				ZS_WATERMARK_MAXLEN);
+}
+
+/*
+ * Whether some row of the log has this watermark: one descent of the
+ * primary key to it, where the oldest watermark is the first live entry of
+ * the key, behind every entry the purge deleted and vacuum has not yet
+ * removed (after a purge of millions of rows, a walk over all of them).
+ */
+bool
+zs_changelog_holds_watermark(const char *watermark)
+{
+	Oid			types[1] = {TEXTOID};
+	Datum		args[1];
+
+	if (holds_plan == NULL)
+	{
+		SPIPlanPtr	plan = SPI_prepare(psprintf("SELECT FROM %s.\"changeLog\" WHERE \"watermark\" = $1 LIMIT 1",
+												quote_identifier(zs_cdc_schema_name())),
+									   1, types);
+
+		if (plan == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INTERNAL_ERROR),
+					 errmsg("could not prepare the change-log watermark query: %s",
+							SPI_result_code_string(SPI_result))));
+		SPI_keepplan(plan);
+		holds_plan = plan;
+	}
+	args[0] = CStringGetTextDatum(watermark);
+	if (SPI_execute_plan(holds_plan, args, NULL, true, 1) != SPI_OK_SELECT)
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("could not read the change log at watermark %s", watermark)));
+	return SPI_processed == 1;
 }

@@ -160,9 +160,19 @@ restore_from_primary(Replicator *rep, const char *lineage)
 static bool
 behind_the_log(const Replicator *rep, char *floor)
 {
+	floor[0] = '\0';
+	if (strcmp(rep->watermark, rep->replica_version) == 0)
+		return false;
+	/*
+	 * The replica's last transaction still stored: the floor is at or
+	 * before it. That is one key lookup, checked before every page, where
+	 * reading the floor walks the key over every row purged since the last
+	 * vacuum (it is read only when the lookup fails).
+	 */
+	if (zs_changelog_holds_watermark(rep->watermark))
+		return false;
 	zs_changelog_read_floor(floor);
-	return floor[0] != '\0' && strcmp(floor, rep->watermark) > 0 &&
-		strcmp(rep->watermark, rep->replica_version) != 0;
+	return floor[0] != '\0' && strcmp(floor, rep->watermark) > 0;
 }
 
 /*
