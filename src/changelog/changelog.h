@@ -9,7 +9,10 @@
 #ifndef ZS_CHANGELOG_H
 #define ZS_CHANGELOG_H
 
+#include "access/skey.h"
 #include "nodes/pg_list.h"
+#include "storage/lockdefs.h"
+#include "utils/relcache.h"
 
 #include "codec/watermark.h"
 #include "compat/noreturn.h"
@@ -161,6 +164,29 @@ extern void zs_changelog_scan_end(ZsChangeLogScan *scan);
 
 /* The oldest watermark in the log ("" if it is empty). */
 extern void zs_changelog_read_floor(char *floor);
+
+/*
+ * changeLog opened (heap with lockmode, its primary key with
+ * AccessShareLock) if it has the shape changelog.c creates: a plain table
+ * without children whose key is the btree on (watermark text, pos int8),
+ * with a change of json or text; false (nothing open) otherwise, when only
+ * queries may read or write it. Close the index with index_close(NoLock)
+ * and the heap with table_close(NoLock).
+ */
+typedef struct ZsChangeLogKeyed
+{
+	Relation	heap;
+	Relation	index;
+	AttrNumber	watermark_att;
+	AttrNumber	pos_att;
+	AttrNumber	change_att;
+} ZsChangeLogKeyed;
+
+extern bool zs_changelog_open_keyed(LOCKMODE lockmode, ZsChangeLogKeyed *keyed);
+
+/* The scan key of the primary key's column (0-based) by strategy with arg. */
+extern void zs_changelog_key_init(ScanKey key, Relation index, int column,
+								  StrategyNumber strategy, Datum arg);
 
 /* Whether a row with this watermark is stored. */
 extern bool zs_changelog_holds_watermark(const char *watermark);

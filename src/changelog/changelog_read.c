@@ -63,8 +63,8 @@ typedef struct ZsChangeLogKeyScan
 } ZsChangeLogKeyScan;
 
 /* The key of the index's column (0-based) compared by strategy with arg. */
-static void
-init_key(ScanKey key, Relation index, int column, StrategyNumber strategy, Datum arg)
+void
+zs_changelog_key_init(ScanKey key, Relation index, int column, StrategyNumber strategy, Datum arg)
 {
 	Oid			type = index->rd_opcintype[column];
 	Oid			opno = get_opfamily_member(index->rd_opfamily[column], type, type, strategy);
@@ -76,37 +76,27 @@ init_key(ScanKey key, Relation index, int column, StrategyNumber strategy, Datum
 						   index->rd_indcollation[column], get_opcode(opno), arg);
 }
 
-/*
- * Open a scan after (after_watermark, after_pos) through the primary key,
- * or NULL if changeLog is not a plain table without children (the query
- * reads those too) whose key is the btree on (watermark text, pos int8)
- * that changelog.c creates, with a change of json or text.
- */
-static ZsChangeLogKeyScan *
-key_scan_open(const char *after_watermark, int64 after_pos)
+bool
+zs_changelog_open_keyed(LOCKMODE lockmode, ZsChangeLogKeyed *keyed)
 {
 	Oid			relid;
 	Relation	heap;
 	Relation	index;
 	Oid			index_oid;
-	ZsChangeLogKeyScan *ks;
-	ScanKeyData keys[2];
 	AttrNumber	watermark_att,
 				pos_att,
 				change_att;
 	Oid			change_type;
 
-	if (!ActiveSnapshotSet())
-		elog(ERROR, "reading the change log needs an active snapshot");
 	relid = RangeVarGetRelid(makeRangeVar(zs_cdc_schema_name(), "changeLog", -1),
-							 AccessShareLock, true);
+							 lockmode, true);
 	if (!OidIsValid(relid))
-		return NULL;
+		return false;
 	heap = table_open(relid, NoLock);
 	if (heap->rd_rel->relkind != RELKIND_RELATION || heap->rd_rel->relhassubclass)
 	{
-		table_close(heap, AccessShareLock);
-		return NULL;
+		table_close(heap, lockmode);
+		return false;
 	}
 	index_oid = zs_relation_primary_key_index(heap);
 	watermark_att = get_attnum(relid, "watermark");
@@ -115,8 +105,8 @@ key_scan_open(const char *after_watermark, int64 after_pos)
 	change_type = change_att == InvalidAttrNumber ? InvalidOid : get_atttype(relid, change_att);
 	if (!OidIsValid(index_oid) || (change_type != JSONOID && change_type != TEXTOID))
 	{
-		table_close(heap, AccessShareLock);
-		return NULL;
+		table_close(heap, lockmode);
+		return false;
 	}
 	index = index_open(index_oid, AccessShareLock);
 	if (index->rd_rel->relkind != RELKIND_INDEX || index->rd_rel->relam != BTREE_AM_OID ||
@@ -128,23 +118,52 @@ key_scan_open(const char *after_watermark, int64 after_pos)
 		get_atttype(relid, watermark_att) != TEXTOID || get_atttype(relid, pos_att) != INT8OID)
 	{
 		index_close(index, AccessShareLock);
-		table_close(heap, AccessShareLock);
-		return NULL;
+		table_close(heap, lockmode);
+		return false;
 	}
+	keyed->heap = heap;
+	keyed->index = index;
+	keyed->watermark_att = watermark_att;
+	keyed->pos_att = pos_att;
+	keyed->change_att = change_att;
+	return true;
+}
+
+/*
+ * Open a scan after (after_watermark, after_pos) through the primary key,
+ * or NULL if changeLog is not a plain table without children (the query
+ * reads those too) whose key is the btree on (watermark text, pos int8)
+ * that changelog.c creates, with a change of json or text.
+ */
+static ZsChangeLogKeyScan *
+key_scan_open(const char *after_watermark, int64 after_pos)
+{
+	ZsChangeLogKeyed keyed;
+	ZsChangeLogKeyScan *ks;
+	ScanKeyData keys[2];
+	Relation	heap;
+	Relation	index;
+
+	if (!ActiveSnapshotSet())
+		elog(ERROR, "reading the change log needs an active snapshot");
+	if (!zs_changelog_open_keyed(AccessShareLock, &keyed))
+		return NULL;
+	heap = keyed.heap;
+	index = keyed.index;
 
 	ks = palloc0(sizeof(ZsChangeLogKeyScan));
 	ks->heap = heap;
 	ks->index = index;
-	ks->watermark_att = watermark_att;
-	ks->pos_att = pos_att;
-	ks->change_att = change_att;
+	ks->watermark_att = keyed.watermark_att;
+	ks->pos_att = keyed.pos_att;
+	ks->change_att = keyed.change_att;
 	ks->after_watermark = CStringGetTextDatum(after_watermark);
 	ks->slot = table_slot_create(heap, NULL);
 	ks->row_context = AllocSetContextCreate(CurrentMemoryContext, "zero_stream change-log row",
 											ALLOCSET_SMALL_SIZES);
 	ks->scan = zs_index_beginscan(heap, index, GetActiveSnapshot(), 2, 0);
-	init_key(&keys[0], index, 0, BTEqualStrategyNumber, ks->after_watermark);
-	init_key(&keys[1], index, 1, BTGreaterStrategyNumber, Int64GetDatum(after_pos));
+	zs_changelog_key_init(&keys[0], index, 0, BTEqualStrategyNumber, ks->after_watermark);
+	zs_changelog_key_init(&keys[1], index, 1, BTGreaterStrategyNumber, Int64GetDatum(after_pos));
 	index_rescan(ks->scan, keys, 2, NULL, 0);
 	return ks;
 }
@@ -170,7 +189,7 @@ key_scan_next(ZsChangeLogScan *scan)
 		ks->greater = true;
 		index_endscan(ks->scan);
 		ks->scan = zs_index_beginscan(ks->heap, ks->index, GetActiveSnapshot(), 1, 0);
-		init_key(&key, ks->index, 0, BTGreaterStrategyNumber, ks->after_watermark);
+		zs_changelog_key_init(&key, ks->index, 0, BTGreaterStrategyNumber, ks->after_watermark);
 		index_rescan(ks->scan, &key, 1, NULL, 0);
 	}
 	old = MemoryContextSwitchTo(ks->row_context);

@@ -10,7 +10,9 @@
  *      there); a held lock means no purge now;
  *   2. at most `limit` rows below the floor are deleted, in (watermark,
  *      pos) order, never the newest stored transaction (the catch-up
- *      boundary), found through the primary key and deleted by TID;
+ *      boundary): read through the primary key and deleted one by one as
+ *      they are read, with the table AM (a query, if someone changed the
+ *      table's shape: it also runs whatever was added, such as triggers);
  *   3. ownership is checked after the delete, in the same transaction
  *      (FOR SHARE on the state row): a log another streamer has taken over
  *      is not purged by us.
@@ -21,11 +23,23 @@
  */
 #include "postgres.h"
 
+#include "access/detoast.h"
+#include "access/genam.h"
+#include "access/nbtree.h"
+#include "access/relscan.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
 #include "catalog/pg_type_d.h"
 #include "executor/spi.h"
+#include "executor/tuptable.h"
 #include "utils/builtins.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
 
+#include "changelog/changelog.h"
 #include "codec/watermark.h"
+#include "compat/executor.h"
 #include "guc.h"
 #include "ownership.h"
 #include "purge/purge_batch.h"
@@ -84,6 +98,133 @@ check_ownership(void)
 				 errdetail("This decoder is %s.", zs_owner_identity())));
 }
 
+/*
+ * The newest watermark stored (false if the log is empty): the first row
+ * visible from the key's end.
+ */
+static bool
+read_newest(const ZsChangeLogKeyed *keyed, Snapshot snapshot, TupleTableSlot *slot,
+			char *newest)
+{
+	IndexScanDesc scan = zs_index_beginscan(keyed->heap, keyed->index, snapshot, 0, 0);
+	bool		found;
+	bool		isnull;
+
+	index_rescan(scan, NULL, 0, NULL, 0);
+	found = index_getnext_slot(scan, BackwardScanDirection, slot);
+	if (found)
+		text_to_cstring_buffer(DatumGetTextPP(slot_getattr(slot, keyed->watermark_att, &isnull)),
+							   newest, ZS_WATERMARK_MAXLEN);
+	index_endscan(scan);
+	return found;
+}
+
+/*
+ * A row's size as pg_column_size(row.*) counts it: the tuple, with its
+ * TOASTed change as stored out of line.
+ */
+static int64
+row_bytes(const ZsChangeLogKeyed *keyed, TupleTableSlot *slot, HeapTuple tuple)
+{
+	bool		isnull;
+	Datum		change = slot_getattr(slot, keyed->change_att, &isnull);
+	int64		size = tuple->t_len;
+
+	if (!isnull && VARATT_IS_EXTERNAL_ONDISK(DatumGetPointer(change)))
+		size += toast_datum_size(change) - VARSIZE_ANY(DatumGetPointer(change));
+	return size;
+}
+
+/*
+ * The batch through the primary key: rows after (after_watermark,
+ * after_pos), below the floor and the newest watermark, each deleted as
+ * it is read. The delete waits for a row's lockers, as DELETE does; a row
+ * someone else deleted meanwhile is counted as found, not deleted. False
+ * if changeLog lacks the shape changelog.c creates or has triggers or
+ * rules (the query then, which runs them).
+ */
+static bool
+delete_keyed(const char *floor, int limit, char *after_watermark, int64 *after_pos,
+			 int64 *found, int64 *rows, int64 *bytes)
+{
+	ZsChangeLogKeyed keyed;
+	Snapshot	snapshot;
+	TupleTableSlot *slot;
+	IndexScanDesc scan;
+	ScanKeyData keys[3];
+	int			nkeys = 0;
+	char		newest[ZS_WATERMARK_MAXLEN];
+	CommandId	cid = GetCurrentCommandId(true);
+
+	PushActiveSnapshot(GetTransactionSnapshot());
+	if (!zs_changelog_open_keyed(RowExclusiveLock, &keyed))
+	{
+		PopActiveSnapshot();
+		return false;
+	}
+	if (keyed.heap->trigdesc != NULL || keyed.heap->rd_rules != NULL)
+	{
+		index_close(keyed.index, NoLock);
+		table_close(keyed.heap, NoLock);
+		PopActiveSnapshot();
+		return false;
+	}
+	snapshot = GetActiveSnapshot();
+	slot = table_slot_create(keyed.heap, NULL);
+	if (read_newest(&keyed, snapshot, slot, newest))
+	{
+		if (after_watermark[0] != '\0')
+			zs_changelog_key_init(&keys[nkeys++], keyed.index, 0, BTGreaterEqualStrategyNumber,
+								  CStringGetTextDatum(after_watermark));
+		zs_changelog_key_init(&keys[nkeys++], keyed.index, 0, BTLessStrategyNumber,
+							  CStringGetTextDatum(floor));
+		zs_changelog_key_init(&keys[nkeys++], keyed.index, 0, BTLessStrategyNumber,
+							  CStringGetTextDatum(newest));
+		scan = zs_index_beginscan(keyed.heap, keyed.index, snapshot, nkeys, 0);
+		index_rescan(scan, keys, nkeys, NULL, 0);
+		while (*found < limit && index_getnext_slot(scan, ForwardScanDirection, slot))
+		{
+			bool		isnull;
+			bool		should_free;
+			char		watermark[ZS_WATERMARK_MAXLEN];
+			int64		pos;
+			HeapTuple	tuple;
+			TM_FailureData tmfd;
+			TM_Result	result;
+
+			text_to_cstring_buffer(DatumGetTextPP(slot_getattr(slot, keyed.watermark_att, &isnull)),
+								   watermark, sizeof(watermark));
+			pos = DatumGetInt64(slot_getattr(slot, keyed.pos_att, &isnull));
+			/* the previous batch's last transaction, up to its last row */
+			if (strcmp(watermark, after_watermark) == 0 && pos <= *after_pos)
+				continue;
+			(*found)++;
+			tuple = ExecFetchSlotHeapTuple(slot, false, &should_free);
+			result = table_tuple_delete(keyed.heap, &slot->tts_tid, cid, snapshot,
+										InvalidSnapshot, true, &tmfd, false);
+			if (result == TM_Ok)
+			{
+				(*rows)++;
+				*bytes += row_bytes(&keyed, slot, tuple);
+			}
+			else if (result != TM_Deleted && result != TM_Updated)
+				elog(ERROR, "unexpected result %d deleting change %s/" INT64_FORMAT,
+					 (int) result, watermark, pos);
+			if (should_free)
+				heap_freetuple(tuple);
+			strlcpy(after_watermark, watermark, ZS_WATERMARK_MAXLEN);
+			*after_pos = pos;
+		}
+		index_endscan(scan);
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	index_close(keyed.index, NoLock);
+	table_close(keyed.heap, NoLock);
+	PopActiveSnapshot();
+	CommandCounterIncrement();
+	return true;
+}
+
 ZsPurgeBatchResult
 zs_purge_batch(const char *floor, int limit, char *after_watermark, int64 *after_pos,
 			   int64 *rows, int64 *bytes)
@@ -98,6 +239,11 @@ zs_purge_batch(const char *floor, int limit, char *after_watermark, int64 *after
 	*bytes = 0;
 	if (after_watermark[0] == '\0' && !purge_lock_taken())
 		return ZS_PURGE_BATCH_LOCKED;
+	if (delete_keyed(floor, limit, after_watermark, after_pos, &found, rows, bytes))
+	{
+		check_ownership();
+		return found < limit ? ZS_PURGE_BATCH_DONE : ZS_PURGE_BATCH_MORE;
+	}
 	values[0] = CStringGetTextDatum(floor);
 	values[1] = Int32GetDatum(limit);
 	values[2] = CStringGetTextDatum(after_watermark);
