@@ -109,8 +109,9 @@ measure() {
 	# workload's, and its own change-log writes), which a decoder that keeps
 	# running never does
 	local mark slot; slot=$(sql -d bench -c "SELECT slot_name FROM zero_stream.status()")
-	sql -d bench -c "CHECKPOINT"
+	# (the running transactions are logged before the checkpoint's record)
 	mark=$(sql -d bench -c "SELECT pg_current_wal_lsn()")
+	sql -d bench -c "CHECKPOINT"
 	sql -d bench -c "CALL bulk(1, 1)" -c "SELECT zero_stream.wait_for_catchup('60s')" >/dev/null
 	sql -d bench -c "DO \$\$DECLARE deadline timestamptz := clock_timestamp() + interval '30 s'; BEGIN WHILE (SELECT restart_lsn < '$mark' FROM pg_replication_slots WHERE slot_name = '$slot') AND clock_timestamp() < deadline LOOP PERFORM pg_sleep(0.05); END LOOP; END\$\$"
 	[ "$(sql -d bench -c "SELECT restart_lsn >= '$mark' FROM pg_replication_slots WHERE slot_name = '$slot'")" = t ] ||
@@ -191,6 +192,7 @@ measure() {
 	rm -f "$DIR/floor.cpu" "$DIR/floor.copy"
 	sql -d bench -c "COPY (SELECT * FROM \"zero_0/cdc\".\"changeLog\" WHERE watermark > '$from') TO '$DIR/floor.copy'"
 	sql -d postgres -f - >/dev/null <<-SQL
+		DROP TABLE IF EXISTS store_floor;
 		CREATE TABLE store_floor (watermark text COLLATE "C", pos int8, change text NOT NULL,
 		  precommit text, PRIMARY KEY (watermark, pos));
 		SELECT pg_backend_pid() AS bpid \gset

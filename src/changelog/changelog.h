@@ -188,7 +188,7 @@ extern bool zs_changelog_open_keyed(LOCKMODE lockmode, ZsChangeLogKeyed *keyed);
 extern void zs_changelog_key_init(ScanKey key, Relation index, int column,
 								  StrategyNumber strategy, Datum arg);
 
-/* Whether a row with this watermark is stored. */
-extern bool zs_changelog_holds_watermark(const char *watermark);
+/* Whether a row at this watermark with a pos at most pos is stored. */
+extern bool zs_changelog_holds_position(const char *watermark, int64 pos);
 
 #endif							/* ZS_CHANGELOG_H */

@@ -387,35 +387,59 @@ zs_changelog_read_floor(char *floor)
 }
 
 /*
- * Whether some row of the log has this watermark: one descent of the
- * primary key to it, where the oldest watermark is the first live entry of
- * the key, behind every entry the purge deleted and vacuum has not yet
- * removed (after a purge of millions of rows, a walk over all of them).
+ * Whether a row of the transaction at this watermark, at or before pos, is
+ * stored: one descent of the primary key to it (a query, ordered by the
+ * key so that no plan scans the table, if the table's shape differs). The
+ * oldest watermark, by contrast, is the first live entry of the key,
+ * behind every entry the purge deleted and vacuum has not yet removed:
+ * after a purge of millions of rows, a walk over all of them.
  */
 bool
-zs_changelog_holds_watermark(const char *watermark)
+zs_changelog_holds_position(const char *watermark, int64 pos)
 {
-	Oid			types[1] = {TEXTOID};
-	Datum		args[1];
+	ZsChangeLogKeyed keyed;
+	Oid			types[2] = {TEXTOID, INT8OID};
+	Datum		args[2];
+	bool		found;
 
+	args[0] = CStringGetTextDatum(watermark);
+	args[1] = Int64GetDatum(pos);
+	if (!ActiveSnapshotSet())
+		elog(ERROR, "reading the change log needs an active snapshot");
+	if (zs_changelog_open_keyed(AccessShareLock, &keyed))
+	{
+		ScanKeyData keys[2];
+		TupleTableSlot *slot = table_slot_create(keyed.heap, NULL);
+		IndexScanDesc scan = zs_index_beginscan(keyed.heap, keyed.index, GetActiveSnapshot(), 2, 0);
+
+		zs_changelog_key_init(&keys[0], keyed.index, 0, BTEqualStrategyNumber, args[0]);
+		zs_changelog_key_init(&keys[1], keyed.index, 1, BTLessEqualStrategyNumber, args[1]);
+		index_rescan(scan, keys, 2, NULL, 0);
+		found = index_getnext_slot(scan, ForwardScanDirection, slot);
+		index_endscan(scan);
+		ExecDropSingleTupleTableSlot(slot);
+		index_close(keyed.index, NoLock);
+		table_close(keyed.heap, NoLock);
+		return found;
+	}
 	if (holds_plan == NULL)
 	{
-		SPIPlanPtr	plan = SPI_prepare(psprintf("SELECT FROM %s.\"changeLog\" WHERE \"watermark\" = $1 LIMIT 1",
+		SPIPlanPtr	plan = SPI_prepare(psprintf("SELECT FROM %s.\"changeLog\" WHERE \"watermark\" = $1 AND \"pos\" <= $2 "
+												"ORDER BY \"watermark\", \"pos\" LIMIT 1",
 												quote_identifier(zs_cdc_schema_name())),
-									   1, types);
+									   2, types);
 
 		if (plan == NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_INTERNAL_ERROR),
-					 errmsg("could not prepare the change-log watermark query: %s",
+					 errmsg("could not prepare the change-log position query: %s",
 							SPI_result_code_string(SPI_result))));
 		SPI_keepplan(plan);
 		holds_plan = plan;
 	}
-	args[0] = CStringGetTextDatum(watermark);
 	if (SPI_execute_plan(holds_plan, args, NULL, true, 1) != SPI_OK_SELECT)
 		ereport(ERROR,
 				(errcode(ERRCODE_INTERNAL_ERROR),
-				 errmsg("could not read the change log at watermark %s", watermark)));
+				 errmsg("could not read the change log at %s/" INT64_FORMAT, watermark, pos)));
 	return SPI_processed == 1;
 }

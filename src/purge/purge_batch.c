@@ -135,13 +135,57 @@ row_bytes(const ZsChangeLogKeyed *keyed, TupleTableSlot *slot, HeapTuple tuple)
 	return size;
 }
 
+/* The scan's rows deleted as they are read, until found reaches limit. */
+static void
+delete_scanned(const ZsChangeLogKeyed *keyed, Snapshot snapshot, TupleTableSlot *slot,
+			   ScanKey keys, int nkeys, int limit, char *after_watermark, int64 *after_pos,
+			   int64 *found, int64 *rows, int64 *bytes)
+{
+	IndexScanDesc scan = zs_index_beginscan(keyed->heap, keyed->index, snapshot, nkeys, 0);
+	CommandId	cid = GetCurrentCommandId(true);
+
+	index_rescan(scan, keys, nkeys, NULL, 0);
+	while (*found < limit && index_getnext_slot(scan, ForwardScanDirection, slot))
+	{
+		bool		isnull;
+		bool		should_free;
+		HeapTuple	tuple;
+		TM_FailureData tmfd;
+		TM_Result	result;
+
+		text_to_cstring_buffer(DatumGetTextPP(slot_getattr(slot, keyed->watermark_att, &isnull)),
+							   after_watermark, ZS_WATERMARK_MAXLEN);
+		*after_pos = DatumGetInt64(slot_getattr(slot, keyed->pos_att, &isnull));
+		(*found)++;
+		tuple = ExecFetchSlotHeapTuple(slot, false, &should_free);
+		result = table_tuple_delete(keyed->heap, &slot->tts_tid, cid, snapshot,
+									InvalidSnapshot, true, &tmfd, false);
+		if (result == TM_Ok)
+		{
+			(*rows)++;
+			*bytes += row_bytes(keyed, slot, tuple);
+		}
+		else if (result != TM_Deleted && result != TM_Updated)
+			elog(ERROR, "unexpected result %d deleting change %s/" INT64_FORMAT,
+				 (int) result, after_watermark, *after_pos);
+		if (should_free)
+			heap_freetuple(tuple);
+	}
+	index_endscan(scan);
+}
+
 /*
  * The batch through the primary key: rows after (after_watermark,
  * after_pos), below the floor and the newest watermark, each deleted as
- * it is read. The delete waits for a row's lockers, as DELETE does; a row
- * someone else deleted meanwhile is counted as found, not deleted. False
- * if changeLog lacks the shape changelog.c creates or has triggers or
- * rules (the query then, which runs them).
+ * it is read. Those are the rest of after_watermark's transaction, then
+ * the rows of later watermarks: two scans, each starting where its rows
+ * start (a batch ends anywhere in a transaction, and a scan from the
+ * transaction's first row would walk again over the index entries the
+ * earlier batches deleted and vacuum has not yet removed). The delete
+ * waits for a row's lockers, as DELETE does; a row someone else deleted
+ * meanwhile is counted as found, not deleted. False if changeLog lacks
+ * the shape changelog.c creates or has triggers or rules (the query then,
+ * which runs them).
  */
 static bool
 delete_keyed(const char *floor, int limit, char *after_watermark, int64 *after_pos,
@@ -150,11 +194,8 @@ delete_keyed(const char *floor, int limit, char *after_watermark, int64 *after_p
 	ZsChangeLogKeyed keyed;
 	Snapshot	snapshot;
 	TupleTableSlot *slot;
-	IndexScanDesc scan;
-	ScanKeyData keys[3];
-	int			nkeys = 0;
+	ScanKeyData keys[4];
 	char		newest[ZS_WATERMARK_MAXLEN];
-	CommandId	cid = GetCurrentCommandId(true);
 
 	PushActiveSnapshot(GetTransactionSnapshot());
 	if (!zs_changelog_open_keyed(RowExclusiveLock, &keyed))
@@ -173,49 +214,24 @@ delete_keyed(const char *floor, int limit, char *after_watermark, int64 *after_p
 	slot = table_slot_create(keyed.heap, NULL);
 	if (read_newest(&keyed, snapshot, slot, newest))
 	{
-		if (after_watermark[0] != '\0')
-			zs_changelog_key_init(&keys[nkeys++], keyed.index, 0, BTGreaterEqualStrategyNumber,
-								  CStringGetTextDatum(after_watermark));
-		zs_changelog_key_init(&keys[nkeys++], keyed.index, 0, BTLessStrategyNumber,
-							  CStringGetTextDatum(floor));
-		zs_changelog_key_init(&keys[nkeys++], keyed.index, 0, BTLessStrategyNumber,
-							  CStringGetTextDatum(newest));
-		scan = zs_index_beginscan(keyed.heap, keyed.index, snapshot, nkeys, 0);
-		index_rescan(scan, keys, nkeys, NULL, 0);
-		while (*found < limit && index_getnext_slot(scan, ForwardScanDirection, slot))
-		{
-			bool		isnull;
-			bool		should_free;
-			char		watermark[ZS_WATERMARK_MAXLEN];
-			int64		pos;
-			HeapTuple	tuple;
-			TM_FailureData tmfd;
-			TM_Result	result;
+		Datum		after = CStringGetTextDatum(after_watermark);
+		Datum		below_floor = CStringGetTextDatum(floor);
+		Datum		below_newest = CStringGetTextDatum(newest);
+		bool		started = after_watermark[0] != '\0';
 
-			text_to_cstring_buffer(DatumGetTextPP(slot_getattr(slot, keyed.watermark_att, &isnull)),
-								   watermark, sizeof(watermark));
-			pos = DatumGetInt64(slot_getattr(slot, keyed.pos_att, &isnull));
-			/* the previous batch's last transaction, up to its last row */
-			if (strcmp(watermark, after_watermark) == 0 && pos <= *after_pos)
-				continue;
-			(*found)++;
-			tuple = ExecFetchSlotHeapTuple(slot, false, &should_free);
-			result = table_tuple_delete(keyed.heap, &slot->tts_tid, cid, snapshot,
-										InvalidSnapshot, true, &tmfd, false);
-			if (result == TM_Ok)
-			{
-				(*rows)++;
-				*bytes += row_bytes(&keyed, slot, tuple);
-			}
-			else if (result != TM_Deleted && result != TM_Updated)
-				elog(ERROR, "unexpected result %d deleting change %s/" INT64_FORMAT,
-					 (int) result, watermark, pos);
-			if (should_free)
-				heap_freetuple(tuple);
-			strlcpy(after_watermark, watermark, ZS_WATERMARK_MAXLEN);
-			*after_pos = pos;
+		zs_changelog_key_init(&keys[0], keyed.index, 0, BTLessStrategyNumber, below_floor);
+		zs_changelog_key_init(&keys[1], keyed.index, 0, BTLessStrategyNumber, below_newest);
+		if (started)
+		{
+			zs_changelog_key_init(&keys[2], keyed.index, 0, BTEqualStrategyNumber, after);
+			zs_changelog_key_init(&keys[3], keyed.index, 1, BTGreaterStrategyNumber,
+								  Int64GetDatum(*after_pos));
+			delete_scanned(&keyed, snapshot, slot, keys, 4, limit, after_watermark, after_pos,
+						   found, rows, bytes);
+			zs_changelog_key_init(&keys[2], keyed.index, 0, BTGreaterStrategyNumber, after);
 		}
-		index_endscan(scan);
+		delete_scanned(&keyed, snapshot, slot, keys, started ? 3 : 2, limit,
+					   after_watermark, after_pos, found, rows, bytes);
 	}
 	ExecDropSingleTupleTableSlot(slot);
 	index_close(keyed.index, NoLock);

@@ -163,18 +163,20 @@ behind_the_log(const Replicator *rep, char *floor)
 	floor[0] = '\0';
 	if (strcmp(rep->watermark, rep->replica_version) == 0)
 		return false;
+
 	/*
-	 * The replica's last transaction still stored: the floor is at or
-	 * before it. That is one key lookup, checked before every page, where
-	 * reading the floor walks the key over every row purged since the last
-	 * vacuum (it is read only when the lookup fails).
+	 * A row of the replica's transaction up to where it read it, still
+	 * stored: everything after it is. That is one key lookup, checked
+	 * before every page, where the floor is read only when it fails. A
+	 * purge batch may end inside a transaction: with the rows up to the
+	 * replica's gone, the rest of its transaction may be partly gone too,
+	 * so a floor at the replica's own watermark counts as passed.
 	 */
-	if (zs_changelog_holds_watermark(rep->watermark))
+	if (zs_changelog_holds_position(rep->watermark, rep->pos))
 		return false;
 	zs_changelog_read_floor(floor);
-	return floor[0] != '\0' && strcmp(floor, rep->watermark) > 0;
+	return floor[0] != '\0' && strcmp(floor, rep->watermark) >= 0;
 }
-
 /*
  * A replica the purge has passed is not followed: a standby copies the
  * primary's again; a primary has none to copy, and says so (stale).
