@@ -357,13 +357,16 @@ prepare_upsert(ZsReplica *r, const char *table, TableInfo *t, const ZsJsonDoc *d
 	sqlite3_stmt *stmt;
 	int			n = doc->nodes[row].count;
 	int			i = 0;
+	int			head_len;
 
 	resetStringInfo(s);
 	appendStringInfoString(s, "INSERT OR REPLACE INTO ");
 	zs_replica_append_ident(s, table);
 	appendStringInfoString(s, " (");
 	zs_replica_append_member_names(s, doc, row, ",");
-	appendStringInfoString(s, "\"_0_version\") VALUES (");
+	appendStringInfoString(s, "\"_0_version\")");
+	head_len = s->len;
+	appendStringInfoString(s, " VALUES (");
 	for (int k = 0; k < n; k++)
 		appendStringInfoString(s, "?,");
 	appendStringInfoString(s, "?)");
@@ -392,19 +395,39 @@ prepare_upsert(ZsReplica *r, const char *table, TableInfo *t, const ZsJsonDoc *d
 	}
 	t->nshape = n;
 	t->upsert = stmt;
+	t->upsert_head_len = head_len;
 	t->upsert_generation = r->stmt_generation;
 	return stmt;
 }
 
-/* INSERT OR REPLACE the members of row (every one a column of t). */
+/*
+ * INSERT OR REPLACE the members of row (every one a column of t). A row
+ * of the table's cached shape joins the run of rows (replica_sqlite.c)
+ * when nothing else is written per row: a serving replica writes its
+ * changeLog2 row (and a backfilling table its versions) after each.
+ */
 static bool
 upsert(ZsReplica *r, const char *table, TableInfo *t, const ZsJsonDoc *doc, int row)
 {
-	sqlite3_stmt *stmt = cached_upsert(r, t, doc, row);
+	bool		join_run = !(r->flags & ZS_REPLICA_LOG_CHANGES) && t->nbackfilling == 0;
+	sqlite3_stmt *stmt;
 	int			idx = 1;
 
+	/* a row written now comes after the pending run (which may reset the cache) */
+	if (!join_run && !zs_replica_batch_flush(r))
+		return false;
+	stmt = cached_upsert(r, t, doc, row);
 	if (stmt == NULL && (stmt = prepare_upsert(r, table, t, doc, row)) == NULL)
 		return false;
+	if (join_run && stmt == t->upsert)
+	{
+		if (!zs_replica_batch_row(r, sqlite3_sql(stmt), t->upsert_head_len, t->nshape + 1))
+			return false;
+		for (int c = doc->nodes[row].first_child; c >= 0; c = doc->nodes[c].next)
+			zs_replica_batch_node(r, doc, c);
+		zs_replica_batch_text(r, r->txn_watermark);
+		return zs_replica_batch_end_row(r);
+	}
 	for (int c = doc->nodes[row].first_child; c >= 0; c = doc->nodes[c].next)
 		zs_replica_bind_node(stmt, idx++, doc, c);
 	sqlite3_bind_text(stmt, idx, r->txn_watermark, -1, SQLITE_STATIC);

@@ -67,9 +67,38 @@ typedef struct TableInfo
 	int			maxshape;
 	const char **shape;
 	sqlite3_stmt *upsert;
+	int			upsert_head_len;	/* its text up to " VALUES (" */
 	uint32		upsert_generation;
 	struct TableInfo *next;
 } TableInfo;
+
+/*
+ * A run of rows for one multi-row INSERT OR REPLACE (replica_sqlite.c):
+ * consecutive rows of one table and shape are written together, up to
+ * maxrows a statement, when the run ends (any other statement, a full
+ * run). Each value is copied, so the rows outlive the changes they came
+ * from.
+ */
+typedef struct ZsBatchValue
+{
+	char		type;			/* 'n' NULL, 'i' integer, 'f' real, 't' text */
+	int			len;			/* text: its length */
+	int64		i;				/* integer; text: its offset in the run's text */
+	double		f;
+} ZsBatchValue;
+
+typedef struct ZsReplicaBatch
+{
+	StringInfoData head;		/* "INSERT OR REPLACE INTO t (c, ...)": the run's key */
+	int			ncols;			/* values per row */
+	int			nrows;			/* rows complete */
+	int			nvalues;		/* values appended */
+	int			maxrows;		/* rows per statement */
+	int			maxvalues;
+	ZsBatchValue *values;
+	StringInfoData text;		/* the text values */
+	StringInfoData sql;			/* scratch: the statement */
+} ZsReplicaBatch;
 
 struct ZsReplica
 {
@@ -101,6 +130,7 @@ struct ZsReplica
 	ZsJsonDoc	relation_doc;
 	char	   *relation_table;
 	ZsJsonDoc	change_doc;		/* a deferring change, parsed whole */
+	ZsReplicaBatch batch;		/* the rows not yet written */
 };
 
 /*
@@ -141,6 +171,19 @@ extern sqlite3_stmt *zs_replica_statement(ZsReplica *r, const char *sql);
 extern bool zs_replica_step_done(ZsReplica *r, sqlite3_stmt *stmt);
 extern void zs_replica_forget_statements(ZsReplica *r);
 extern void zs_replica_bind_node(sqlite3_stmt *stmt, int idx, const ZsJsonDoc *doc, int node);
+
+/*
+ * The run of rows: a row of head's statement (ncols values, appended with
+ * batch_node and batch_text, then batch_end_row), after a pending run of
+ * another head is written; batch_flush writes the pending run, which every
+ * other statement (zs_replica_statement, zs_replica_exec, zs_replica_db)
+ * does first.
+ */
+extern bool zs_replica_batch_row(ZsReplica *r, const char *head, int head_len, int ncols);
+extern void zs_replica_batch_node(ZsReplica *r, const ZsJsonDoc *doc, int node);
+extern void zs_replica_batch_text(ZsReplica *r, const char *text);
+extern bool zs_replica_batch_end_row(ZsReplica *r);
+extern bool zs_replica_batch_flush(ZsReplica *r);
 extern int64 zs_replica_now_ms(void);
 
 /* replica_schema.c: the table cache, tables made from rows */

@@ -29,6 +29,13 @@
  * by the table and its columns in order; each table also keeps the
  * INSERT OR REPLACE of its last row shape (replica_apply.c), valid while
  * stmt_generation, which every reset of the cache bumps, is unchanged.
+ *
+ * Runs of rows: consecutive INSERT OR REPLACEs of one table and shape are
+ * written as one statement of up to ZS_REPLICA_BATCH_ROWS rows (a bulk
+ * transaction's rows cost SQLite about half as much that way). Their
+ * values are copied; the run is written before any other statement runs,
+ * or the database is handed out, so that every statement, and every
+ * reader, sees the rows in the order they came; a rollback drops it.
  *-------------------------------------------------------------------------
  */
 #ifdef FRONTEND
@@ -45,6 +52,7 @@
 #include "replica/replica_internal.h"
 
 #define REPLICA_BUSY_TIMEOUT_MS 60000
+#define ZS_REPLICA_BATCH_ROWS 32
 
 /* ---------------------------------------------------------------- basics */
 
@@ -68,6 +76,8 @@ zs_replica_error(const ZsReplica *r)
 struct sqlite3 *
 zs_replica_db(ZsReplica *r)
 {
+	/* a failure is in zs_replica_error(), and the next statement fails too */
+	(void) zs_replica_batch_flush(r);
 	return r->db;
 }
 
@@ -129,6 +139,8 @@ zs_replica_exec(ZsReplica *r, const char *sql)
 {
 	char	   *msg = NULL;
 
+	if (r->batch.nrows > 0 && !zs_replica_batch_flush(r))
+		return false;
 	if (sqlite3_exec(r->db, sql, NULL, NULL, &msg) != SQLITE_OK)
 	{
 		zs_replica_set_error(r, "%s (in: %.120s)", msg ? msg : sqlite3_errmsg(r->db), sql);
@@ -159,6 +171,8 @@ zs_replica_statement(ZsReplica *r, const char *sql)
 	uint32		h = 2166136261u;
 	uint32		i;
 
+	if (r->batch.nrows > 0 && !zs_replica_batch_flush(r))
+		return NULL;
 	for (const char *p = sql; *p; p++)
 		h = (h ^ (unsigned char) *p) * 16777619u;
 	for (i = h & (ZS_REPLICA_STMT_CACHE_SIZE - 1);; i = (i + 1) & (ZS_REPLICA_STMT_CACHE_SIZE - 1))
@@ -244,6 +258,205 @@ zs_replica_bind_node(sqlite3_stmt *stmt, int idx, const ZsJsonDoc *doc, int node
 	}
 }
 
+/* ---------------------------------------------------------------- runs */
+
+/* Drop the pending run (a rollback undoes its changes anyway). */
+static void
+batch_discard(ZsReplica *r)
+{
+	r->batch.nrows = 0;
+	r->batch.nvalues = 0;
+	resetStringInfo(&r->batch.text);
+}
+
+bool
+zs_replica_batch_row(ZsReplica *r, const char *head, int head_len, int ncols)
+{
+	ZsReplicaBatch *b = &r->batch;
+
+	if (b->nrows > 0 &&
+		(b->ncols != ncols || b->head.len != head_len || memcmp(b->head.data, head, head_len) != 0))
+	{
+		/* head may be a cached statement's text, which the flush may finalize */
+		char	   *copy = zs_replica_alloc(r, head_len + 1);
+		bool		ok;
+
+		memcpy(copy, head, head_len);
+		ok = zs_replica_batch_flush(r);
+		resetStringInfo(&b->head);
+		appendBinaryStringInfo(&b->head, copy, head_len);
+		pfree(copy);
+		if (!ok)
+			return false;
+	}
+	else if (b->nrows == 0)
+	{
+		resetStringInfo(&b->head);
+		appendBinaryStringInfo(&b->head, head, head_len);
+	}
+	if (b->nrows == 0)
+	{
+		int			limit = sqlite3_limit(r->db, SQLITE_LIMIT_VARIABLE_NUMBER, -1);
+
+		b->ncols = ncols;
+		b->maxrows = Max(1, Min(ZS_REPLICA_BATCH_ROWS, limit / Max(ncols, 1)));
+		if (b->maxrows * ncols > b->maxvalues)
+		{
+			if (b->values)
+				pfree(b->values);
+			b->maxvalues = b->maxrows * ncols;
+			b->values = zs_replica_alloc(r, sizeof(ZsBatchValue) * b->maxvalues);
+		}
+	}
+	b->nvalues = b->nrows * b->ncols;
+	return true;
+}
+
+/* The next value of the row: space for it, or a lost one if too many. */
+static ZsBatchValue *
+batch_value(ZsReplica *r)
+{
+	ZsReplicaBatch *b = &r->batch;
+	static ZsBatchValue spare;
+
+	if (b->nvalues >= (b->nrows + 1) * b->ncols)
+		return &spare;			/* more values than columns: cannot be */
+	return &b->values[b->nvalues++];
+}
+
+static void
+batch_text(ZsReplica *r, const char *text, int len)
+{
+	ZsBatchValue *v = batch_value(r);
+
+	v->type = 't';
+	v->i = r->batch.text.len;
+	v->len = len;
+	appendBinaryStringInfo(&r->batch.text, text, len);
+}
+
+void
+zs_replica_batch_text(ZsReplica *r, const char *text)
+{
+	batch_text(r, text, strlen(text));
+}
+
+/* As zs_replica_bind_node binds it. */
+void
+zs_replica_batch_node(ZsReplica *r, const ZsJsonDoc *doc, int node)
+{
+	const ZsJsonNode *n = &doc->nodes[node];
+	ZsBatchValue *v;
+	int64		i;
+
+	switch (n->type)
+	{
+		case ZS_JSON_STRING:
+			batch_text(r, zs_json_str(doc, node), n->str_len);
+			return;
+		case ZS_JSON_ARRAY:
+		case ZS_JSON_OBJECT:
+			batch_text(r, zs_json_raw(doc, node), n->raw_len);
+			return;
+		default:
+			break;
+	}
+	v = batch_value(r);
+	switch (n->type)
+	{
+		case ZS_JSON_TRUE:
+		case ZS_JSON_FALSE:
+			v->type = 'i';
+			v->i = n->type == ZS_JSON_TRUE;
+			break;
+		case ZS_JSON_NUMBER:
+			if (zs_json_int64(doc, node, &i))
+			{
+				v->type = 'i';
+				v->i = i;
+			}
+			else
+			{
+				v->type = 'f';
+				v->f = zs_json_double(doc, node);
+			}
+			break;
+		default:
+			v->type = 'n';
+			break;
+	}
+}
+
+bool
+zs_replica_batch_end_row(ZsReplica *r)
+{
+	ZsReplicaBatch *b = &r->batch;
+
+	if (b->nvalues != (b->nrows + 1) * b->ncols)
+	{
+		zs_replica_set_error(r, "a row of %d values for %d columns (in: %.200s)",
+							 b->nvalues - b->nrows * b->ncols, b->ncols, b->head.data);
+		batch_discard(r);
+		return false;
+	}
+	b->nrows++;
+	return b->nrows < b->maxrows || zs_replica_batch_flush(r);
+}
+
+bool
+zs_replica_batch_flush(ZsReplica *r)
+{
+	ZsReplicaBatch *b = &r->batch;
+	int			nrows = b->nrows;
+	sqlite3_stmt *stmt;
+	bool		ok;
+
+	if (nrows == 0)
+		return true;
+	/* the statement is no other: nothing pending while it is looked up */
+	b->nrows = 0;
+	resetStringInfo(&b->sql);
+	appendBinaryStringInfo(&b->sql, b->head.data, b->head.len);
+	appendStringInfoString(&b->sql, " VALUES ");
+	for (int row = 0; row < nrows; row++)
+	{
+		appendStringInfoString(&b->sql, row == 0 ? "(" : ",(");
+		for (int c = 0; c < b->ncols; c++)
+			appendStringInfoString(&b->sql, c == 0 ? "?" : ",?");
+		appendStringInfoChar(&b->sql, ')');
+	}
+	if ((stmt = zs_replica_statement(r, b->sql.data)) == NULL)
+	{
+		batch_discard(r);
+		return false;
+	}
+	for (int k = 0; k < nrows * b->ncols; k++)
+	{
+		const ZsBatchValue *v = &b->values[k];
+
+		switch (v->type)
+		{
+			case 'i':
+				sqlite3_bind_int64(stmt, k + 1, v->i);
+				break;
+			case 'f':
+				sqlite3_bind_double(stmt, k + 1, v->f);
+				break;
+			case 't':
+				sqlite3_bind_text(stmt, k + 1, b->text.data + v->i, v->len, SQLITE_STATIC);
+				break;
+			default:
+				sqlite3_bind_null(stmt, k + 1);
+				break;
+		}
+	}
+	ok = zs_replica_step_done(r, stmt);
+	/* the statement holds no pointer into the text once it is reset */
+	sqlite3_clear_bindings(stmt);
+	batch_discard(r);
+	return ok;
+}
+
 /* ---------------------------------------------------------------- open */
 
 void
@@ -293,6 +506,9 @@ zs_replica_open(const char *path, int flags, char *err, int errlen)
 	initStringInfo(&r->sql);
 	initStringInfo(&r->rowkey);
 	initStringInfo(&r->relation_text);
+	initStringInfo(&r->batch.head);
+	initStringInfo(&r->batch.text);
+	initStringInfo(&r->batch.sql);
 	zs_json_doc_init(&r->relation_doc);
 	zs_json_doc_init(&r->change_doc);
 	sqlite3_busy_timeout(db, REPLICA_BUSY_TIMEOUT_MS);
@@ -318,6 +534,7 @@ zs_replica_close(ZsReplica *r)
 {
 	if (r == NULL)
 		return;
+	batch_discard(r);
 	zs_replica_forget_statements(r);
 	zs_replica_forget_tables(r);
 	if (r->in_sql_txn)
@@ -327,6 +544,11 @@ zs_replica_close(ZsReplica *r)
 	pfree(r->sql.data);
 	pfree(r->rowkey.data);
 	pfree(r->relation_text.data);
+	pfree(r->batch.head.data);
+	pfree(r->batch.text.data);
+	pfree(r->batch.sql.data);
+	if (r->batch.values)
+		pfree(r->batch.values);
 	zs_json_doc_free(&r->relation_doc);
 	zs_json_doc_free(&r->change_doc);
 	if (r->relation_table)
@@ -441,6 +663,7 @@ zs_replica_rollback(ZsReplica *r)
 	r->error[0] = '\0';
 	if (!r->in_upstream_txn)
 		return true;
+	batch_discard(r);
 	/* the caches may describe tables or columns this transaction added */
 	zs_replica_forget_statements(r);
 	zs_replica_forget_tables(r);

@@ -90,6 +90,7 @@ extern void rt_json_read_counts(int *passed, int *failed);
 /* replica_test_rows.c */
 extern void test_schema(void);
 extern void test_changes(void);
+extern void test_row_runs(void);
 extern void test_keyless(void);
 extern void test_quoted_names(void);
 extern void test_row_shapes(void);

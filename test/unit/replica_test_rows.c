@@ -5,7 +5,8 @@
  *	  and deletes of every identity and value kind, truncate, tables and
  *	  columns made from rows, transaction and stream-message errors, rows of
  *	  keyless REPLICA IDENTITY FULL tables, names holding quotes, and rows of
- *	  one table in different shapes.
+ *	  one table in different shapes, and runs of rows written as multi-row
+ *	  statements.
  *-------------------------------------------------------------------------
  */
 #include "postgres_fe.h"
@@ -380,3 +381,71 @@ test_row_shapes(void)
 }
 
 RT_COUNTS(rt_rows_counts)
+
+/*
+ * Runs of rows (replica_sqlite.c): a replica that keeps no changeLog2
+ * writes consecutive inserts of one table and shape as multi-row
+ * statements. Whatever comes between (an update, another table or shape,
+ * a read, the commit) sees the rows before it; a rollback drops them.
+ */
+void
+test_row_runs(void)
+{
+	ZsReplica  *r = rt_new_replica(0);
+	char		change[512];
+
+	CHECK(zs_replica_begin(r, "0b"), "begin: %s", zs_replica_error(r));
+	/* 100 rows: three full runs and a partial one, every kind of value */
+	for (int i = 1; i <= 100; i++)
+	{
+		snprintf(change, sizeof(change),
+				 "{\"tag\":\"insert\"," RT_REL("t", "[\"id\"]", "default")
+				 ",\"new\":{\"id\":%d,\"big\":\"row \\\"%d\\\"\",\"n\":%s,\"f\":%d.5,\"tags\":[\"a\",%d]}}",
+				 i, i, i % 10 == 0 ? "null" : "7", i, i);
+		CHECK(rt_apply(r, change), "insert %d: %s", i, zs_replica_error(r));
+	}
+	/* a read sees them, within the transaction */
+	CHECK_STR(rt_query(r, "SELECT count(*) || ' ' || sum(n IS NULL) || ' ' || sum(f) FROM t WHERE id <= 100"),
+			  "100 10 5100.0");
+	CHECK_STR(rt_query(r, "SELECT big || ' ' || tags || ' ' || _0_version FROM t WHERE id = 42"),
+			  "row \"42\" [\"a\",42] 0b");
+	/* the same key twice in a run: the later row; an update after a run: the update */
+	CHECK(rt_apply(r, "{\"tag\":\"insert\"," RT_REL("t", "[\"id\"]", "default") ",\"new\":{\"id\":200,\"big\":\"first\",\"n\":1,\"f\":1,\"tags\":null}}"),
+		  "insert 200");
+	CHECK(rt_apply(r, "{\"tag\":\"insert\"," RT_REL("t", "[\"id\"]", "default") ",\"new\":{\"id\":200,\"big\":\"second\",\"n\":2,\"f\":2,\"tags\":null}}"),
+		  "insert 200 again");
+	CHECK(rt_apply(r, "{\"tag\":\"insert\"," RT_REL("t", "[\"id\"]", "default") ",\"new\":{\"id\":201,\"big\":\"x\",\"n\":1,\"f\":1,\"tags\":null}}"),
+		  "insert 201");
+	CHECK(rt_apply(r, "{\"tag\":\"update\"," RT_REL("t", "[\"id\"]", "default") ",\"key\":null,\"old\":null,\"new\":{\"id\":201,\"big\":\"updated\"}}"),
+		  "update 201: %s", zs_replica_error(r));
+	/* another shape of the table, then another table, then the first shape again */
+	CHECK(rt_apply(r, "{\"tag\":\"insert\"," RT_REL("t", "[\"id\"]", "default") ",\"new\":{\"id\":202,\"n\":3}}"), "insert 202");
+	CHECK(rt_apply(r, "{\"tag\":\"insert\"," RT_REL("later", "[\"k\"]", "default") ",\"new\":{\"k\":\"a\",\"v\":1}}"),
+		  "insert into later: %s", zs_replica_error(r));
+	CHECK(rt_apply(r, "{\"tag\":\"insert\"," RT_REL("t", "[\"id\"]", "default") ",\"new\":{\"id\":203,\"big\":\"y\",\"n\":1,\"f\":1,\"tags\":null}}"),
+		  "insert 203");
+	CHECK(rt_apply(r, "{\"tag\":\"delete\"," RT_REL("t", "[\"id\"]", "default") ",\"key\":{\"id\":203},\"old\":null}"),
+		  "delete 203");
+	CHECK(zs_replica_commit(r, "0b") && zs_replica_flush(r), "commit: %s", zs_replica_error(r));
+	CHECK_STR(rt_query(r, "SELECT group_concat(id || '=' || coalesce(big, '-'), ' ') FROM (SELECT * FROM t WHERE id >= 200 ORDER BY id)"),
+			  "200=second 201=updated 202=-");
+	CHECK_STR(rt_query(r, "SELECT v FROM later WHERE k = 'a'"), "1");
+	CHECK_STR(rt_query(r, "SELECT stateVersion FROM \"_zero.replicationState\""), "0b");
+
+	/* a rollback drops a pending run */
+	CHECK(zs_replica_begin(r, "0c"), "begin 0c");
+	for (int i = 300; i < 310; i++)
+	{
+		snprintf(change, sizeof(change),
+				 "{\"tag\":\"insert\"," RT_REL("t", "[\"id\"]", "default")
+				 ",\"new\":{\"id\":%d,\"big\":\"gone\",\"n\":1,\"f\":1,\"tags\":null}}", i);
+		CHECK(rt_apply(r, change), "insert %d", i);
+	}
+	CHECK(zs_replica_rollback(r), "rollback: %s", zs_replica_error(r));
+	CHECK(zs_replica_begin(r, "0d") && zs_replica_commit(r, "0d") && zs_replica_flush(r),
+		  "an empty transaction after the rollback: %s", zs_replica_error(r));
+	CHECK_STR(rt_query(r, "SELECT count(*) FROM t WHERE id >= 300"), "0");
+	CHECK_STR(rt_query(r, "SELECT stateVersion FROM \"_zero.replicationState\""), "0d");
+
+	zs_replica_close(r);
+}

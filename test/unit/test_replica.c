@@ -19,6 +19,7 @@ static void
 test_applying(void)
 {
 	test_changes();
+	test_row_runs();
 	test_keyless();
 	test_golden_schema_changes();
 	test_backfill_newer_changes();
