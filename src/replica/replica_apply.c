@@ -403,13 +403,15 @@ prepare_upsert(ZsReplica *r, const char *table, TableInfo *t, const ZsJsonDoc *d
 /*
  * INSERT OR REPLACE the members of row (every one a column of t). A row
  * of the table's cached shape joins the run of rows (replica_sqlite.c)
- * when nothing else is written per row: a serving replica writes its
- * changeLog2 row (and a backfilling table its versions) after each.
+ * when nothing else is written per row (a serving replica writes its
+ * changeLog2 row, and a backfilling table its versions, after each) and
+ * it is not large (its copy would cost more than the statement it saves).
  */
 static bool
 upsert(ZsReplica *r, const char *table, TableInfo *t, const ZsJsonDoc *doc, int row)
 {
-	bool		join_run = !(r->flags & ZS_REPLICA_LOG_CHANGES) && t->nbackfilling == 0;
+	bool		join_run = !(r->flags & ZS_REPLICA_LOG_CHANGES) && t->nbackfilling == 0 &&
+		doc->nodes[row].raw_len < 256 * 1024;
 	sqlite3_stmt *stmt;
 	int			idx = 1;
 

@@ -98,6 +98,8 @@ typedef struct ZsReplicaBatch
 	ZsBatchValue *values;
 	StringInfoData text;		/* the text values */
 	StringInfoData sql;			/* scratch: the statement */
+	bool		failed;			/* a run failed: everything fails until rollback */
+	char		failure[512];	/* and why */
 } ZsReplicaBatch;
 
 struct ZsReplica

@@ -32,10 +32,12 @@
  *
  * Runs of rows: consecutive INSERT OR REPLACEs of one table and shape are
  * written as one statement of up to ZS_REPLICA_BATCH_ROWS rows (a bulk
- * transaction's rows cost SQLite about half as much that way). Their
- * values are copied; the run is written before any other statement runs,
- * or the database is handed out, so that every statement, and every
- * reader, sees the rows in the order they came; a rollback drops it.
+ * transaction's rows cost SQLite about half as much that way), or of about
+ * ZS_REPLICA_BATCH_BYTES of text values. Their values are copied; the run
+ * is written before any other statement runs, or the database is handed
+ * out, so that every statement, and every reader, sees the rows in the
+ * order they came; a rollback drops it. A run that fails fails every later
+ * statement of its transaction with its error, until the rollback.
  *-------------------------------------------------------------------------
  */
 #ifdef FRONTEND
@@ -52,7 +54,8 @@
 #include "replica/replica_internal.h"
 
 #define REPLICA_BUSY_TIMEOUT_MS 60000
-#define ZS_REPLICA_BATCH_ROWS 32
+#define ZS_REPLICA_BATCH_ROWS 32	/* a power of two: see zs_replica_batch_flush */
+#define ZS_REPLICA_BATCH_BYTES (1024 * 1024)	/* a run's text values, at most about */
 
 /* ---------------------------------------------------------------- basics */
 
@@ -76,7 +79,7 @@ zs_replica_error(const ZsReplica *r)
 struct sqlite3 *
 zs_replica_db(ZsReplica *r)
 {
-	/* a failure is in zs_replica_error(), and the next statement fails too */
+	/* a failure fails the next statement too (and is in zs_replica_error()) */
 	(void) zs_replica_batch_flush(r);
 	return r->db;
 }
@@ -139,7 +142,7 @@ zs_replica_exec(ZsReplica *r, const char *sql)
 {
 	char	   *msg = NULL;
 
-	if (r->batch.nrows > 0 && !zs_replica_batch_flush(r))
+	if ((r->batch.nrows > 0 || r->batch.failed) && !zs_replica_batch_flush(r))
 		return false;
 	if (sqlite3_exec(r->db, sql, NULL, NULL, &msg) != SQLITE_OK)
 	{
@@ -171,7 +174,7 @@ zs_replica_statement(ZsReplica *r, const char *sql)
 	uint32		h = 2166136261u;
 	uint32		i;
 
-	if (r->batch.nrows > 0 && !zs_replica_batch_flush(r))
+	if ((r->batch.nrows > 0 || r->batch.failed) && !zs_replica_batch_flush(r))
 		return NULL;
 	for (const char *p = sql; *p; p++)
 		h = (h ^ (unsigned char) *p) * 16777619u;
@@ -260,13 +263,39 @@ zs_replica_bind_node(sqlite3_stmt *stmt, int idx, const ZsJsonDoc *doc, int node
 
 /* ---------------------------------------------------------------- runs */
 
-/* Drop the pending run (a rollback undoes its changes anyway). */
+/* Forget the pending run's rows, giving back a large run's memory. */
+static void
+batch_clear(ZsReplica *r)
+{
+	StringInfo	text = &r->batch.text;
+
+	r->batch.nrows = 0;
+	r->batch.nvalues = 0;
+	if (text->maxlen > 4 * ZS_REPLICA_BATCH_BYTES)
+	{
+		pfree(text->data);
+		text->maxlen = 1024;
+		text->data = zs_replica_alloc(r, text->maxlen);
+	}
+	resetStringInfo(text);
+}
+
+/* Drop the pending run, and a failed one's error (a rollback undoes them). */
 static void
 batch_discard(ZsReplica *r)
 {
-	r->batch.nrows = 0;
-	r->batch.nvalues = 0;
-	resetStringInfo(&r->batch.text);
+	batch_clear(r);
+	r->batch.failed = false;
+}
+
+/* The run failed: so does everything after it in its transaction. */
+static bool
+batch_failed(ZsReplica *r)
+{
+	batch_clear(r);
+	r->batch.failed = true;
+	strlcpy(r->batch.failure, r->error, sizeof(r->batch.failure));
+	return false;
 }
 
 bool
@@ -396,25 +425,21 @@ zs_replica_batch_end_row(ZsReplica *r)
 	{
 		zs_replica_set_error(r, "a row of %d values for %d columns (in: %.200s)",
 							 b->nvalues - b->nrows * b->ncols, b->ncols, b->head.data);
-		batch_discard(r);
-		return false;
+		return batch_failed(r);
 	}
 	b->nrows++;
-	return b->nrows < b->maxrows || zs_replica_batch_flush(r);
+	return (b->nrows < b->maxrows && b->text.len < ZS_REPLICA_BATCH_BYTES) ||
+		zs_replica_batch_flush(r);
 }
 
-bool
-zs_replica_batch_flush(ZsReplica *r)
+/* Rows [first, first + nrows) of the run, as one statement. */
+static bool
+batch_write(ZsReplica *r, int first, int nrows)
 {
 	ZsReplicaBatch *b = &r->batch;
-	int			nrows = b->nrows;
 	sqlite3_stmt *stmt;
 	bool		ok;
 
-	if (nrows == 0)
-		return true;
-	/* the statement is no other: nothing pending while it is looked up */
-	b->nrows = 0;
 	resetStringInfo(&b->sql);
 	appendBinaryStringInfo(&b->sql, b->head.data, b->head.len);
 	appendStringInfoString(&b->sql, " VALUES ");
@@ -426,13 +451,10 @@ zs_replica_batch_flush(ZsReplica *r)
 		appendStringInfoChar(&b->sql, ')');
 	}
 	if ((stmt = zs_replica_statement(r, b->sql.data)) == NULL)
-	{
-		batch_discard(r);
 		return false;
-	}
 	for (int k = 0; k < nrows * b->ncols; k++)
 	{
-		const ZsBatchValue *v = &b->values[k];
+		const ZsBatchValue *v = &b->values[first * b->ncols + k];
 
 		switch (v->type)
 		{
@@ -453,8 +475,36 @@ zs_replica_batch_flush(ZsReplica *r)
 	ok = zs_replica_step_done(r, stmt);
 	/* the statement holds no pointer into the text once it is reset */
 	sqlite3_clear_bindings(stmt);
-	batch_discard(r);
 	return ok;
+}
+
+/*
+ * Write the pending run: in statements of a power of two rows each, the
+ * largest that fit (a run of 13 is 8, 4 and 1), so that one shape has at
+ * most six statements in the cache whatever its runs' lengths.
+ */
+bool
+zs_replica_batch_flush(ZsReplica *r)
+{
+	ZsReplicaBatch *b = &r->batch;
+	int			nrows = b->nrows;
+	int			first = 0;
+
+	if (b->failed)
+		return zs_replica_set_error(r, "%s", b->failure);
+	if (nrows == 0)
+		return true;
+	/* the statements are no others: nothing pending while they are looked up */
+	b->nrows = 0;
+	for (int size = ZS_REPLICA_BATCH_ROWS; size >= 1; size /= 2)
+		while (nrows - first >= size)
+		{
+			if (!batch_write(r, first, size))
+				return batch_failed(r);
+			first += size;
+		}
+	batch_clear(r);
+	return true;
 }
 
 /* ---------------------------------------------------------------- open */

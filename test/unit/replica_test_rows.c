@@ -447,5 +447,31 @@ test_row_runs(void)
 	CHECK_STR(rt_query(r, "SELECT count(*) FROM t WHERE id >= 300"), "0");
 	CHECK_STR(rt_query(r, "SELECT stateVersion FROM \"_zero.replicationState\""), "0d");
 
+	/*
+	 * A run that fails, when a read writes it: the transaction's later
+	 * statements and its commit fail with its error, until the rollback
+	 */
+	rt_query(r, "CREATE TRIGGER refuse BEFORE INSERT ON t WHEN NEW.id = 405 BEGIN SELECT RAISE(ABORT, 'refused'); END");
+	CHECK(zs_replica_begin(r, "0e"), "begin 0e");
+	for (int i = 400; i < 410; i++)
+	{
+		snprintf(change, sizeof(change),
+				 "{\"tag\":\"insert\"," RT_REL("t", "[\"id\"]", "default")
+				 ",\"new\":{\"id\":%d,\"big\":\"refused\",\"n\":1,\"f\":1,\"tags\":null}}", i);
+		CHECK(rt_apply(r, change), "insert %d (pending)", i);
+	}
+	rt_query(r, "SELECT 1");
+	CHECK(!rt_apply(r, "{\"tag\":\"delete\"," RT_REL("later", "[\"k\"]", "default") ",\"key\":{\"k\":\"a\"},\"old\":null}"),
+		  "a later change of the transaction fails too");
+	CHECK(strstr(zs_replica_error(r), "refused (in: INSERT OR REPLACE INTO \"t\"") != NULL,
+		  "with the run's error: %s", zs_replica_error(r));
+	CHECK(!zs_replica_commit(r, "0e"), "so does its commit");
+	CHECK(zs_replica_rollback(r), "rollback 0e: %s", zs_replica_error(r));
+	CHECK(zs_replica_begin(r, "0f") && zs_replica_commit(r, "0f") && zs_replica_flush(r),
+		  "the next transaction: %s", zs_replica_error(r));
+	CHECK_STR(rt_query(r, "SELECT count(*) FROM t WHERE id >= 400"), "0");
+	CHECK_STR(rt_query(r, "SELECT v FROM later WHERE k = 'a'"), "1");
+	CHECK_STR(rt_query(r, "SELECT stateVersion FROM \"_zero.replicationState\""), "0f");
+
 	zs_replica_close(r);
 }
