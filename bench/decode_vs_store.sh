@@ -94,6 +94,10 @@ start_subscriber() {
 
 # cpu_ms PID: the process's CPU time so far (user + system), in ms
 cpu_ms() { awk -v hz="$(getconf CLK_TCK)" '{print int(($14 + $15) * 1000 / hz)}' "/proc/$1/stat"; }
+# lines of a psql script: after $(backend_cpu_to FILE), each $(backend_cpu)
+# appends the session's backend CPU so far (user + system ticks) to FILE
+backend_cpu_to() { printf '%s\n' 'SELECT pg_backend_pid() AS bpid \gset' "\\setenv ZS_CPU_FILE $1" '\setenv ZS_CPU_PID :bpid'; }
+backend_cpu() { printf '%s\n' "\\! awk '{print \$14 + \$15}' /proc/\$ZS_CPU_PID/stat >> \$ZS_CPU_FILE"; }
 rss_kb() { awk '/^RssAnon:/ {print $2}' "/proc/$1/status"; }
 worker_pid() { sql -d bench -c "SELECT pid FROM zero_stream.workers() WHERE worker = '$1'"; }
 
@@ -138,12 +142,10 @@ measure() {
 		rm -f "$DIR/raw.cpu"
 		t0=$(now)
 		msgs=$(sql -d bench -f - <<-SQL
-			SELECT pg_backend_pid() AS bpid \gset
-			\setenv ZS_RAW_CPU $DIR/raw.cpu
-			\setenv ZS_RAW_PID :bpid
-			\! awk '{print \$14 + \$15}' /proc/\$ZS_RAW_PID/stat >> \$ZS_RAW_CPU
+			$(backend_cpu_to "$DIR/raw.cpu")
+			$(backend_cpu)
 			SELECT count(*) FROM pg_logical_slot_${fn}_binary_changes('bench_raw', NULL, NULL, 'proto_version', '1', 'publication_names', '_zero_public_0');
-			\! awk '{print \$14 + \$15}' /proc/\$ZS_RAW_PID/stat >> \$ZS_RAW_CPU
+			$(backend_cpu)
 		SQL
 		)
 		t1=$(now)
@@ -197,18 +199,16 @@ measure() {
 		DROP TABLE IF EXISTS store_floor;
 		CREATE TABLE store_floor (watermark text COLLATE "C", pos int8, change text NOT NULL,
 		  precommit text, PRIMARY KEY (watermark, pos));
-		SELECT pg_backend_pid() AS bpid \gset
-		\setenv ZS_RAW_CPU $DIR/floor.cpu
-		\setenv ZS_RAW_PID :bpid
-		\! awk '{print \$14 + \$15}' /proc/\$ZS_RAW_PID/stat >> \$ZS_RAW_CPU
+		$(backend_cpu_to "$DIR/floor.cpu")
+		$(backend_cpu)
 		COPY store_floor FROM '$DIR/floor.copy';
-		\! awk '{print \$14 + \$15}' /proc/\$ZS_RAW_PID/stat >> \$ZS_RAW_CPU
+		$(backend_cpu)
 		DROP TABLE store_floor;
 		CREATE TABLE store_floor (watermark text COLLATE "C", pos int8, change text NOT NULL,
 		  precommit text);
-		\! awk '{print \$14 + \$15}' /proc/\$ZS_RAW_PID/stat >> \$ZS_RAW_CPU
+		$(backend_cpu)
 		COPY store_floor FROM '$DIR/floor.copy';
-		\! awk '{print \$14 + \$15}' /proc/\$ZS_RAW_PID/stat >> \$ZS_RAW_CPU
+		$(backend_cpu)
 		DROP TABLE store_floor;
 	SQL
 	rm -f "$DIR/floor.copy"

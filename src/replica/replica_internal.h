@@ -83,7 +83,7 @@ typedef struct ZsBatchValue
 {
 	char		type;			/* 'n' NULL, 'i' integer, 'f' real, 't' text */
 	int			len;			/* text: its length */
-	int64		i;				/* integer; text: its offset in the run's text */
+	int64		i;				/* integer; a run's text: its offset in the run's text */
 	double		f;
 } ZsBatchValue;
 

@@ -228,37 +228,73 @@ zs_replica_step_done(ZsReplica *r, sqlite3_stmt *stmt)
 
 /* ---------------------------------------------------------------- values */
 
-void
-zs_replica_bind_node(sqlite3_stmt *stmt, int idx, const ZsJsonDoc *doc, int node)
+/*
+ * A JSON node as the replica stores it (see "Values" above); a text is
+ * the node's own, in doc.
+ */
+static void
+node_value(const ZsJsonDoc *doc, int node, ZsBatchValue *v, const char **text)
 {
 	const ZsJsonNode *n = &doc->nodes[node];
-	int64		i;
 
 	switch (n->type)
 	{
-		case ZS_JSON_NULL:
-			sqlite3_bind_null(stmt, idx);
-			break;
 		case ZS_JSON_TRUE:
-			sqlite3_bind_int(stmt, idx, 1);
-			break;
 		case ZS_JSON_FALSE:
-			sqlite3_bind_int(stmt, idx, 0);
+			v->type = 'i';
+			v->i = n->type == ZS_JSON_TRUE;
 			break;
 		case ZS_JSON_NUMBER:
-			if (zs_json_int64(doc, node, &i))
-				sqlite3_bind_int64(stmt, idx, i);
-			else
-				sqlite3_bind_double(stmt, idx, zs_json_double(doc, node));
+			v->type = zs_json_int64(doc, node, &v->i) ? 'i' : 'f';
+			if (v->type == 'f')
+				v->f = zs_json_double(doc, node);
 			break;
 		case ZS_JSON_STRING:
-			sqlite3_bind_text(stmt, idx, zs_json_str(doc, node), n->str_len, SQLITE_STATIC);
+			v->type = 't';
+			*text = zs_json_str(doc, node);
+			v->len = n->str_len;
 			break;
 		case ZS_JSON_ARRAY:
 		case ZS_JSON_OBJECT:
-			sqlite3_bind_text(stmt, idx, zs_json_raw(doc, node), n->raw_len, SQLITE_STATIC);
+			v->type = 't';
+			*text = zs_json_raw(doc, node);
+			v->len = n->raw_len;
+			break;
+		default:
+			v->type = 'n';
 			break;
 	}
+}
+
+/* Bind a value, its text (if one) kept by the caller until the statement is reset. */
+static void
+bind_value(sqlite3_stmt *stmt, int idx, const ZsBatchValue *v, const char *text)
+{
+	switch (v->type)
+	{
+		case 'i':
+			sqlite3_bind_int64(stmt, idx, v->i);
+			break;
+		case 'f':
+			sqlite3_bind_double(stmt, idx, v->f);
+			break;
+		case 't':
+			sqlite3_bind_text(stmt, idx, text, v->len, SQLITE_STATIC);
+			break;
+		default:
+			sqlite3_bind_null(stmt, idx);
+			break;
+	}
+}
+
+void
+zs_replica_bind_node(sqlite3_stmt *stmt, int idx, const ZsJsonDoc *doc, int node)
+{
+	ZsBatchValue v;
+	const char *text = NULL;
+
+	node_value(doc, node, &v, &text);
+	bind_value(stmt, idx, &v, text);
 }
 
 /* ---------------------------------------------------------------- runs */
@@ -374,46 +410,14 @@ zs_replica_batch_text(ZsReplica *r, const char *text)
 void
 zs_replica_batch_node(ZsReplica *r, const ZsJsonDoc *doc, int node)
 {
-	const ZsJsonNode *n = &doc->nodes[node];
-	ZsBatchValue *v;
-	int64		i;
+	ZsBatchValue v;
+	const char *text = NULL;
 
-	switch (n->type)
-	{
-		case ZS_JSON_STRING:
-			batch_text(r, zs_json_str(doc, node), n->str_len);
-			return;
-		case ZS_JSON_ARRAY:
-		case ZS_JSON_OBJECT:
-			batch_text(r, zs_json_raw(doc, node), n->raw_len);
-			return;
-		default:
-			break;
-	}
-	v = batch_value(r);
-	switch (n->type)
-	{
-		case ZS_JSON_TRUE:
-		case ZS_JSON_FALSE:
-			v->type = 'i';
-			v->i = n->type == ZS_JSON_TRUE;
-			break;
-		case ZS_JSON_NUMBER:
-			if (zs_json_int64(doc, node, &i))
-			{
-				v->type = 'i';
-				v->i = i;
-			}
-			else
-			{
-				v->type = 'f';
-				v->f = zs_json_double(doc, node);
-			}
-			break;
-		default:
-			v->type = 'n';
-			break;
-	}
+	node_value(doc, node, &v, &text);
+	if (v.type == 't')
+		batch_text(r, text, v.len);
+	else
+		*batch_value(r) = v;
 }
 
 bool
@@ -456,21 +460,7 @@ batch_write(ZsReplica *r, int first, int nrows)
 	{
 		const ZsBatchValue *v = &b->values[first * b->ncols + k];
 
-		switch (v->type)
-		{
-			case 'i':
-				sqlite3_bind_int64(stmt, k + 1, v->i);
-				break;
-			case 'f':
-				sqlite3_bind_double(stmt, k + 1, v->f);
-				break;
-			case 't':
-				sqlite3_bind_text(stmt, k + 1, b->text.data + v->i, v->len, SQLITE_STATIC);
-				break;
-			default:
-				sqlite3_bind_null(stmt, k + 1);
-				break;
-		}
+		bind_value(stmt, k + 1, v, v->type == 't' ? b->text.data + v->i : NULL);
 	}
 	ok = zs_replica_step_done(r, stmt);
 	/* the statement holds no pointer into the text once it is reset */

@@ -382,6 +382,21 @@ test_row_shapes(void)
 
 RT_COUNTS(rt_rows_counts)
 
+/* Rows first .. last - 1 of t, each with big and the same other values. */
+static void
+insert_rows(ZsReplica *r, int first, int last, const char *big)
+{
+	char		change[512];
+
+	for (int i = first; i < last; i++)
+	{
+		snprintf(change, sizeof(change),
+				 "{\"tag\":\"insert\"," RT_REL("t", "[\"id\"]", "default")
+				 ",\"new\":{\"id\":%d,\"big\":\"%s\",\"n\":1,\"f\":1,\"tags\":null}}", i, big);
+		CHECK(rt_apply(r, change), "insert %d (%s)", i, big);
+	}
+}
+
 /*
  * Runs of rows (replica_sqlite.c): a replica that keeps no changeLog2
  * writes consecutive inserts of one table and shape as multi-row
@@ -434,13 +449,7 @@ test_row_runs(void)
 
 	/* a rollback drops a pending run */
 	CHECK(zs_replica_begin(r, "0c"), "begin 0c");
-	for (int i = 300; i < 310; i++)
-	{
-		snprintf(change, sizeof(change),
-				 "{\"tag\":\"insert\"," RT_REL("t", "[\"id\"]", "default")
-				 ",\"new\":{\"id\":%d,\"big\":\"gone\",\"n\":1,\"f\":1,\"tags\":null}}", i);
-		CHECK(rt_apply(r, change), "insert %d", i);
-	}
+	insert_rows(r, 300, 310, "gone");
 	CHECK(zs_replica_rollback(r), "rollback: %s", zs_replica_error(r));
 	CHECK(zs_replica_begin(r, "0d") && zs_replica_commit(r, "0d") && zs_replica_flush(r),
 		  "an empty transaction after the rollback: %s", zs_replica_error(r));
@@ -453,13 +462,7 @@ test_row_runs(void)
 	 */
 	rt_query(r, "CREATE TRIGGER refuse BEFORE INSERT ON t WHEN NEW.id = 405 BEGIN SELECT RAISE(ABORT, 'refused'); END");
 	CHECK(zs_replica_begin(r, "0e"), "begin 0e");
-	for (int i = 400; i < 410; i++)
-	{
-		snprintf(change, sizeof(change),
-				 "{\"tag\":\"insert\"," RT_REL("t", "[\"id\"]", "default")
-				 ",\"new\":{\"id\":%d,\"big\":\"refused\",\"n\":1,\"f\":1,\"tags\":null}}", i);
-		CHECK(rt_apply(r, change), "insert %d (pending)", i);
-	}
+	insert_rows(r, 400, 410, "refused");
 	rt_query(r, "SELECT 1");
 	CHECK(!rt_apply(r, "{\"tag\":\"delete\"," RT_REL("later", "[\"k\"]", "default") ",\"key\":{\"k\":\"a\"},\"old\":null}"),
 		  "a later change of the transaction fails too");
