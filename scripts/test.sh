@@ -182,6 +182,14 @@ rm -rf "$pkg_out"
 if [ "$(id -u)" -eq 0 ] && [ $status -ne 0 ]; then
 	mkdir -p "$root/test/log" && cp -r "$work"/test/tmp_check/log/. "$root/test/log/" 2>/dev/null || true
 fi
+# what failed, last, where a reader of a long log looks: each failed
+# version's failing tests and their diagnostics (prove's "#" lines)
+for v in $versions; do
+	[ -f "$logs/pg$v.log" ] && ! tail -1 "$logs/pg$v.log" | grep -q '^exit=0 ' || continue
+	echo "=== PostgreSQL $v: why it failed"
+	grep -E '^(not ok|#|t/|test/t/.*(Dubious|Failed))|Failed test|Wstat' "$logs/pg$v.log" |
+		grep -vE '^# (initializing|using temp instance|All [0-9]+ tests passed)' | tail -80 || true
+done
 [ "$work" = "$root" ] || rm -rf "$work"
 rm -rf "$logs" "$ports"
 for s in ${passed[@]+"${passed[@]}"}; do echo "passed: $s"; done

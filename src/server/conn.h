@@ -55,6 +55,8 @@ typedef struct ZsConn
 	int			file_fd;		/* a file being sent after out, or -1 */
 	off_t		file_remaining;
 	bool		close_after_flush;
+	bool		linger;			/* ... then wait for the peer to close (zs_conn_linger) */
+	bool		write_shut;		/* all was sent, and FIN after it */
 	bool		closed;
 	bool		heard_since_ping;	/* any frame but a ping */
 	bool		read_ready;		/* the socket was reported readable */

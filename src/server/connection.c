@@ -288,6 +288,8 @@ zs_conn_wait_events(const ZsConn *c)
 	return events;
 }
 
+static void shut_write(ZsConn *c);
+
 /* keep a slow reader's buffer from creeping: move the unsent part down */
 static void
 compact_output(ZsConn *c)
@@ -350,7 +352,7 @@ zs_conn_flush(ZsConn *c)
 {
 	int			refills = 0;
 
-	if (c->closed)
+	if (c->closed || c->write_shut)
 		return;
 	if (c->tls.ssl != NULL)
 	{
@@ -413,7 +415,12 @@ zs_conn_flush(ZsConn *c)
 	}
 	/* the rest of a file goes in the next rounds */
 	if (c->close_after_flush && (c->file_fd < 0 || c->file_remaining <= 0))
-		zs_conn_close(c);
+	{
+		if (c->linger)
+			shut_write(c);
+		else
+			zs_conn_close(c);
+	}
 }
 
 void
@@ -439,6 +446,66 @@ zs_conn_send_close(ZsConn *c, uint16 code, const char *reason)
 {
 	zs_ws_append_close(&c->out, code, reason);
 	c->close_after_flush = true;
+}
+
+/*
+ * A close frame after what is queued, and a lingering close: once all of
+ * it is sent the server says it is done sending (TLS close_notify, then
+ * FIN) but keeps the socket until the peer closes it too, reading and
+ * dropping what it still sends (zs_conn_linger). Closing a socket with
+ * unread input (a subscriber's acks, say) sends RST, and an RST can make
+ * the peer's kernel drop the close frame before the peer has read it.
+ */
+void
+zs_conn_send_close_lingering(ZsConn *c, uint16 code, const char *reason)
+{
+	zs_conn_send_close(c, code, reason);
+	c->linger = true;
+}
+
+/* Everything was sent: nothing more will be (a lingering close's first half). */
+static void
+shut_write(ZsConn *c)
+{
+	if (c->write_shut)
+		return;
+	zs_tls_close(&c->tls);
+	if (shutdown(c->sock, SHUT_WR) != 0)
+	{
+		zs_conn_close(c);		/* the peer is gone already */
+		return;
+	}
+	c->write_shut = true;
+}
+
+/*
+ * A lingering close's second half: drop what the peer sent, and close once
+ * it has closed its side (or failed). True while the connection is open,
+ * sending or waiting for the peer; the caller bounds how long.
+ */
+bool
+zs_conn_linger(ZsConn *c)
+{
+	char		buf[8192];
+
+	if (c->closed)
+		return false;
+	if (!c->write_shut)
+		return true;
+	/* a peer that floods does not hold the caller here (it has a deadline) */
+	for (int i = 0; i < 64; i++)
+	{
+		ssize_t		n = recv(c->sock, buf, sizeof(buf), 0);
+
+		if (n > 0 || (n < 0 && errno == EINTR))
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return true;
+		/* the end of its stream, or an error */
+		zs_conn_close(c);
+		return false;
+	}
+	return true;
 }
 
 void

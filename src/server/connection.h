@@ -96,6 +96,8 @@ extern void zs_conn_send_http_typed(ZsConn *c, const char *status, const char *c
 
 /* Queue a WebSocket close frame, then close. */
 extern void zs_conn_send_close(ZsConn *c, uint16 code, const char *reason);
+extern void zs_conn_send_close_lingering(ZsConn *c, uint16 code, const char *reason);
+extern bool zs_conn_linger(ZsConn *c);
 
 /*
  * Send size bytes of the open file fd after what is queued, then close;

@@ -218,11 +218,14 @@ server_sigterm(SIGNAL_ARGS)
 /*
  * When a fast shutdown (or any SIGTERM) ends the worker: every WebSocket
  * client gets a close frame, 1001 going away, after what it was already
- * sent, so that it logs a clean close, not a reset, and reconnects; output
- * is drained for at most SHUTDOWN_DRAIN_MS, then whatever is still open is
- * closed. Requests still in their HTTP head and downloads are just closed.
- * After an error the sockets just close with the process: a frame being
- * queued may have been cut.
+ * sent, so that it logs a clean close, not a reset, and reconnects. Each
+ * is a lingering close (zs_conn_send_close_lingering): the server sends
+ * FIN after the frame and waits for the client to close its side, so that
+ * the client's unread acks do not turn the close into an RST. All of it
+ * takes at most SHUTDOWN_DRAIN_MS, then whatever is still open is closed.
+ * Requests still in their HTTP head and downloads are just closed. After
+ * an error the sockets just close with the process: a frame being queued
+ * may have been cut.
  */
 static void
 close_at_exit(int code, Datum arg)
@@ -230,6 +233,7 @@ close_at_exit(int code, Datum arg)
 	TimestampTz deadline;
 	int			nclosing = 0;
 	int			nopen = 0;
+	int			nunsent = 0;
 
 	if (!shutdown_requested)
 		return;
@@ -248,17 +252,20 @@ close_at_exit(int code, Datum arg)
 				zs_conn_close(c);
 			continue;
 		}
-		zs_conn_send_close(c, ZS_WS_CLOSE_GOING_AWAY, "server shutting down");
+		zs_conn_send_close_lingering(c, ZS_WS_CLOSE_GOING_AWAY, "server shutting down");
 		nclosing++;
 	}
 	for (;;)
 	{
-		nopen = 0;
+		nopen = nunsent = 0;
 		for (int i = 0; i < zs_nconns; i++)
 		{
-			if (!zs_conns[i]->closed)
-				zs_conn_flush(zs_conns[i]);
-			if (!zs_conns[i]->closed)
+			ZsConn	   *c = zs_conns[i];
+
+			zs_conn_flush(c);
+			if (!c->closed && !c->write_shut)
+				nunsent++;
+			if (zs_conn_linger(c))
 				nopen++;
 		}
 		if (nopen == 0 || GetCurrentTimestamp() >= deadline)
@@ -272,8 +279,8 @@ close_at_exit(int code, Datum arg)
 				(errmsg_plural("zero_stream server shutting down: %d subscriber connection closed with 1001 going away",
 							   "zero_stream server shutting down: %d subscriber connections closed with 1001 going away",
 							   nclosing, nclosing),
-				 nopen > 0 ? errdetail_plural("%d of them had output not yet sent.",
-											  "%d of them had output not yet sent.", nopen, nopen) : 0));
+				 nunsent > 0 ? errdetail_plural("%d of them had output not yet sent.",
+												"%d of them had output not yet sent.", nunsent, nunsent) : 0));
 }
 
 static void
