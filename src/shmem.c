@@ -12,6 +12,7 @@
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
 #include "storage/ipc.h"
+#include "storage/pmsignal.h"
 #include "storage/shmem.h"
 #include "tcop/tcopprot.h"
 #include "utils/timestamp.h"
@@ -311,6 +312,15 @@ zs_worker_attach(ZsWorkerKind kind, const char *name)
 	zs_shared->workers[kind].starts++;
 	LWLockRelease(zs_shared->lock);
 	before_shmem_exit(worker_detach, Int32GetDatum((int32) kind));
+}
+
+void
+zs_worker_check_interrupts(void)
+{
+	CHECK_FOR_INTERRUPTS();
+	/* a flag set by the postmaster's death signal: cheap while it lives */
+	if (!PostmasterIsAlive())
+		proc_exit(1);
 }
 
 void

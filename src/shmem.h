@@ -303,6 +303,17 @@ extern void zs_require_shared_state(void);
 extern void zs_worker_attach(ZsWorkerKind kind, const char *name);
 
 /*
+ * A worker's check between two units of work, busy or idle:
+ * CHECK_FOR_INTERRUPTS(), and an exit (as WL_EXIT_ON_PM_DEATH's) once the
+ * postmaster has died. A loop that has more to do does not wait on its
+ * latch, where the postmaster's death would otherwise be noticed, so every
+ * loop of a worker calls this once per page, row or message: a worker of a
+ * dead server never goes on writing (the change log, a replica file) while
+ * PostgreSQL refuses to start the data directory again.
+ */
+extern void zs_worker_check_interrupts(void);
+
+/*
  * In a worker's PG_CATCH: record the error in its slot (and the decoder's
  * or backup's state), then re-throw; the postmaster restarts the worker.
  */

@@ -76,6 +76,7 @@
 #include "decoding/output_plugin.h"
 #include "decoding/schema_backfill.h"
 #include "guc.h"
+#include "shmem.h"
 
 #define BACKFILL_FETCH_ROWS 1000
 
@@ -423,7 +424,7 @@ stream_rows(Backfill *b, Oid relid)
 		MemoryContextSwitchTo(old);
 		MemoryContextReset(fetch_context);
 		SPI_freetuptable(SPI_tuptable);
-		CHECK_FOR_INTERRUPTS();
+		zs_worker_check_interrupts();
 	}
 	if (rows_in_chunk > 0)
 		send_rows(b, &rows);

@@ -412,7 +412,7 @@ read_rest(const RestView *view, const char *after_watermark, int64 after_pos, in
 				break;
 			}
 			index++;
-			CHECK_FOR_INTERRUPTS();
+			zs_worker_check_interrupts();
 		}
 	}
 

@@ -143,7 +143,7 @@ zs_claim_wait_while_taken_over(const char *slot_name, const char *taken_by)
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 1000L, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
+		zs_worker_check_interrupts();
 		if (ConfigReloadPending)
 		{
 			ConfigReloadPending = false;

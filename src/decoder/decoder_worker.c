@@ -293,7 +293,7 @@ run_decoder(MemoryContext worker_context)
 		char		reason[ZS_ERROR_LEN];
 		ZsResyncCause cause;
 
-		CHECK_FOR_INTERRUPTS();
+		zs_worker_check_interrupts();
 		busy = zs_round_run(s, &stored);
 		/* a backfill's messages, between rounds (backfill/backfill.c) */
 		if (zs_backfill_step(s->stored_head, s->ctx->reader->EndRecPtr))

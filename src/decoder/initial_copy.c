@@ -487,7 +487,7 @@ copy_rows(ZsReplica *r, const char *replica_version, const CopyTable *t,
 							qualified, rows, t->estimated_rows)));
 			last_log = GetCurrentTimestamp();
 		}
-		CHECK_FOR_INTERRUPTS();
+		zs_worker_check_interrupts();
 	}
 	SPI_cursor_close(portal);
 	zs_json_doc_free(&doc);

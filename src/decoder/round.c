@@ -154,6 +154,7 @@ store_batch(ZsStream *s, ZsStageBatch *batch)
 	zs_spool_start_read(batch->spool);
 	while (zs_spool_read(batch->spool, &header, &text))
 	{
+		zs_worker_check_interrupts();
 		if (header.is_schema)
 			zs_changelog_add_schema(header.watermark, header.pos, text.data, text.len);
 		else
@@ -359,7 +360,7 @@ zs_round_run(ZsStream *s, bool *stored)
 		LogicalDecodingProcessRecord(ctx, ctx->reader);
 		/* an aborted replay transaction resets the resource owner */
 		CurrentResourceOwner = s->decoding_owner;
-		CHECK_FOR_INTERRUPTS();
+		zs_worker_check_interrupts();
 	}
 	s->decoding = false;
 	error_context_stack = callback.previous;

@@ -34,6 +34,7 @@
 #include "decoding/change_encode.h"
 #include "decoding/schema_diff.h"
 #include "guc.h"
+#include "shmem.h"
 
 /* the rows of a stored transaction that are not changes: begin and commit */
 #define ZS_TXN_ENVELOPE_ROWS 2
@@ -134,6 +135,8 @@ stage_row(ZsStageTxn *txn, ZsStageBatch *batch, const StringInfo out,
 {
 	ZsSpoolRecord header;
 
+	/* a commit record replays its whole transaction: a row at a time */
+	zs_worker_check_interrupts();
 	memset(&header, 0, sizeof(header));
 	memcpy(header.watermark, txn->watermark, sizeof(header.watermark));
 	header.pos = txn->pos++;

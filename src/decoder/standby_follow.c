@@ -90,7 +90,7 @@ zs_standby_follow(void)
 	{
 		XLogRecPtr	replayed = GetXLogReplayRecPtr(NULL);
 
-		CHECK_FOR_INTERRUPTS();
+		zs_worker_check_interrupts();
 		if (ConfigReloadPending)
 		{
 			ConfigReloadPending = false;

@@ -159,7 +159,7 @@ zs_startup_wait_for_extension(void)
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 1000L, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
+		zs_worker_check_interrupts();
 	}
 }
 

@@ -205,7 +205,7 @@ zs_purge_step(const char *gate, bool decoding)
 			zs_shared->purged_bytes += bytes;
 			LWLockRelease(zs_shared->lock);
 		}
-		CHECK_FOR_INTERRUPTS();
+		zs_worker_check_interrupts();
 	} while (result == ZS_PURGE_BATCH_MORE &&
 			 !TimestampDifferenceExceeds(start, GetCurrentTimestamp(), budget_ms));
 

@@ -407,6 +407,7 @@ apply_page(Replicator *rep)
 	{
 		/* reading the next row is not applying the last one */
 		at.row = NULL;
+		zs_worker_check_interrupts();
 		if (!zs_changelog_scan_next(&scan))
 			break;
 		at.row = &scan;
@@ -428,6 +429,8 @@ apply_page(Replicator *rep)
 	/* whole transactions only: a page never ends inside one for long */
 	if (applied && !zs_replica_in_transaction(rep->replica))
 	{
+		/* a dead server's replica is not committed to */
+		zs_worker_check_interrupts();
 		if (!zs_replica_flush(rep->replica))
 			ereport(ERROR,
 					(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
@@ -459,7 +462,7 @@ run_replicator(Replicator *rep)
 		MemoryContext old;
 		bool		busy = false;
 
-		CHECK_FOR_INTERRUPTS();
+		zs_worker_check_interrupts();
 		old = MemoryContextSwitchTo(loop_context);
 		if (!honour_release(rep) && (rep->replica != NULL || open_replica(rep)))
 			busy = apply_page(rep);

@@ -403,7 +403,7 @@ zs_standby_restore(const char *path, const char *lineage, char *replica_version,
 				 errmsg("could not create \"%s\": %m", tmp)));
 	while (done < copy.size)
 	{
-		CHECK_FOR_INTERRUPTS();
+		zs_worker_check_interrupts();
 		*error = NULL;
 		if (!query_primary(psprintf("SELECT zero_stream.backup_replica_read(" INT64_FORMAT ", %d)",
 									done, RESTORE_CHUNK_BYTES),

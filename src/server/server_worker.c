@@ -310,7 +310,7 @@ run_server(void)
 	{
 		MemoryContext old;
 
-		CHECK_FOR_INTERRUPTS();
+		zs_worker_check_interrupts();
 		old = MemoryContextSwitchTo(loop_context);
 		timeout = serve_round(events, nevents);
 		MemoryContextSwitchTo(old);
