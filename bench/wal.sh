@@ -5,7 +5,7 @@
 #
 #   bench/wal.sh [bulk_rows] [single_txns]     (defaults 200000 20000)
 #
-# Workloads (ZS_BENCH_ONLY=bulk|single_insert|single_update measures one):
+# Workloads (ZS_BENCH_ONLY=<name> measures one):
 #   bulk           bulk_rows rows in 1,000-row inserts (bench/workload.sh's
 #                  rows table, 5 columns, and its bulk procedure);
 #   single_insert  single_txns one-row inserts into the same table;
@@ -15,21 +15,16 @@
 #                  (before CREATE EXTENSION: the change log does not hold
 #                  them) and vacuumed; transaction i updates n and at of row
 #                  5 * i, so every page of the table is updated about twelve
-#                  times.
-# Each workload runs on a fresh cluster, so its change log starts empty
-# (ZS_BENCH_SHARED=1: one cluster for all three, in this order, each
-# workload's change log after the others'). Empty matters: each full page of
-# the change log keeps its last few free bytes in PostgreSQL's free space map,
-# and a later small row (a begin or commit message) that fits there pays a
-# full-page image of that old page after every checkpoint; after a bulk
-# workload, single-row transactions fill those holes at about one full-page
-# image per new page. That cost belongs to the log's history, not to the
-# workload, and the shared mode shows it.
-# Each workload has two phases, and nothing else writes during either:
+#                  times;
+#   single_insert_live  single_insert's transactions committed with
+#                  synchronous_commit on while the decoder streams
+#                  (ZS_BENCH_LIVE=0 skips it; see below).
+# The first three have two phases each, and nothing else writes during either:
 #   1. the application: the decoder is held back (zero_stream.database names a
 #      database without the extension, as in decode_vs_store.sh, so it waits)
-#      while the workload writes; its WAL is the difference of
-#      pg_current_wal_insert_lsn() around it;
+#      while the workload writes (synchronous_commit off: the same WAL,
+#      sooner); its WAL is the difference of pg_current_wal_insert_lsn()
+#      around it;
 #   2. the change log: the server restarts with the real database and the
 #      decoder catches up (zero_stream.wait_for_catchup, then until the WAL
 #      stops growing); its WAL is the LSN difference from before the restart
@@ -45,12 +40,29 @@
 # the bench database's schema zs_walinspect) splits each phase's WAL by
 # resource manager and by relation (of a record's first block) and gives the
 # full-page images' share; the ratio without them is printed too.
+# Caught up this way, the decoder stores a whole backlog in a few local
+# commits. single_insert_live is the other end: one client committing one row
+# at a time, durably, reaches a decoder that keeps up one transaction at a
+# time, and it stores nearly each in a local commit of its own (a commit
+# record, a replicationState update). Both write at once there, so the WAL
+# after a CHECKPOINT is split by transaction with pg_walinspect: the
+# decoder's (those that wrote to the change log's schema) and the
+# application's.
+# Each workload runs on a fresh cluster, so its change log starts empty
+# (ZS_BENCH_SHARED=1: one cluster for all, in this order, each workload's
+# change log after the others'). Empty matters: PostgreSQL's free space map
+# keeps each full page's last free bytes, and a later small row (a begin or
+# commit message) that fits there pays a full-page image of that old page
+# after every checkpoint; after a bulk workload, single-row transactions fill
+# those holes. That cost belongs to the log's history more than to the
+# workload, and the shared mode shows it.
 # Also printed per workload: the growth of the change log's relations (the sum
 # of pg_total_relation_size over every table of the change-log schema, so a
 # chunk table counts as the changeLog table does today) per stored change and
-# per row, the changes stored (status().changes_stored: the decoder's counter
-# since the restart), the change text's bytes per change, and one line a
-# script can read:
+# per row, the changes stored (changeLog's messages: begin, each row's,
+# commit; and status()'s counters: rows' changes, transactions, local
+# commits), the change text's bytes per change, and one line a script can
+# read:
 #   RESULT wal workload=bulk rows=... txns=... app_wal_bytes=... log_wal_bytes=...
 #   ratio=... table_bytes=... table_bytes_per_row=... (then more fields)
 # Settings: autovacuum off (an autovacuum of the application's table during
@@ -58,9 +70,11 @@
 # log during the application's phase as the application's) and
 # zero_stream.purge_interval = 0 (the purge's deletes are another cost; this
 # measures storing); checkpoint_timeout 30min and max_wal_size 8GB, so no
-# checkpoint starts inside a phase. ZS_BENCH_CONF adds postgresql.conf lines
-# (e.g. wal_compression = on). The figures do not depend on the machine's
-# speed or load (WAL bytes, not time), only on these settings and the code.
+# checkpoint starts inside a phase; wal_keep_size 8GB, so the WAL of both
+# phases is still there for pg_walinspect after the checkpoints.
+# ZS_BENCH_CONF adds postgresql.conf lines (e.g. wal_compression = on). The
+# figures do not depend on the machine's speed or load (WAL bytes, not time),
+# only on these settings, the code and the workloads' order.
 # Places: ZS_BENCH_DIR (default /tmp/zero_stream-bench-wal-USER),
 # ZS_BENCH_PORT (54361), ZS_BENCH_SERVER_PORT (zero_stream's server, 54362).
 set -euo pipefail
@@ -116,6 +130,7 @@ setup() {
 shared_buffers = 512MB
 max_wal_size = 8GB
 checkpoint_timeout = 30min
+wal_keep_size = 8GB
 autovacuum = off
 zero_stream.purge_interval = 0
 ${ZS_BENCH_CONF:-}"
@@ -210,46 +225,106 @@ walsplit() {
 	SQL
 }
 
-# measure NAME ROWS TXNS CALL
+# walsides FROM TO OUT: the same WAL split between the application and the
+# change log when both write at once (the live workload): a record belongs to
+# the change log if its transaction wrote to a relation of the change log's
+# schema (the decoder's transactions), or, without a transaction, if its
+# block is in one (e.g. pruning replicationState); to the application if its
+# transaction wrote elsewhere; else to neither (checkpoint, running
+# transactions). Lines side|app, log or other|records|bytes|full-page image bytes.
+walsides() {
+	sql -d bench -F '|' -f - > "$3" <<-SQL
+		WITH r AS (
+		  SELECT xid::text::bigint AS x, record_length AS len, fpi_length AS fpi,
+		         (regexp_match(block_ref, 'rel \d+/\d+/(\d+)'))[1]::oid AS node
+		    FROM zs_walinspect.pg_get_wal_records_info('$1', '$2')),
+		cdc AS (
+		  SELECT pg_relation_filenode(c.oid) AS node FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		   WHERE n.nspname = '$CDC' AND pg_relation_filenode(c.oid) IS NOT NULL
+		  UNION ALL
+		  SELECT pg_relation_filenode(c.reltoastrelid) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		   WHERE n.nspname = '$CDC' AND c.reltoastrelid <> 0),
+		lx AS (SELECT DISTINCT x FROM r WHERE x <> 0 AND node IN (SELECT node FROM cdc))
+		SELECT 'side', CASE WHEN x IN (SELECT x FROM lx) THEN 'log'
+		                    WHEN x = 0 AND node IN (SELECT node FROM cdc) THEN 'log'
+		                    WHEN x <> 0 THEN 'app' ELSE 'other' END AS side,
+		       count(*), sum(len), sum(fpi)
+		  FROM r GROUP BY 2;
+	SQL
+}
+
+# measure NAME ROWS TXNS CALL [live]
+# held back (the default): the application's phase, then the decoder's
+# catch-up, each LSN difference alone; live: the decoder streams while the
+# workload commits with synchronous_commit on, as an application's
+# transactions are committed, and pg_walinspect tells the two apart
+# (walsides). Held back, the decoder stores a whole backlog in a few local
+# commits; live, one client's single-row transactions reach it one at a
+# time, and it stores nearly each in its own local commit.
 measure() {
-	local name=$1 rows=$2 txns=$3 call=$4
+	local name=$1 rows=$2 txns=$3 call=$4 mode=${5:-held}
 	[ -z "${ZS_BENCH_ONLY:-}" ] || [ "$ZS_BENCH_ONLY" = "$name" ] || return 0
 	# each workload on a fresh cluster and change log, unless ZS_BENCH_SHARED=1
 	if [ "$SHARED" != 1 ]; then
 		if [ "$name" = single_update ]; then setup items; else setup; fi
 	fi
+	if [ "$mode" = live ] && [ "$WALINSPECT" != 1 ]; then
+		echo "$name: skipped (it needs pg_walinspect to tell the application's WAL from the change log's)"
+		[ "$SHARED" = 1 ] || run "$BIN/pg_ctl" -D "$DIR/data" stop -m fast >/dev/null
+		return 0
+	fi
 	# the change log's text of this workload is what follows the last stored watermark
 	local from; from=$(sql -d bench -c "SELECT last_watermark FROM zero_stream.status()")
-	# 1. the application's WAL, the decoder held back
-	set_database postgres; restart_retry
-	sql -d bench -c "CHECKPOINT"
-	local a0 a1; a0=$(lsn)
-	sql -d bench -c "SET synchronous_commit = off" -c "$call"
-	a1=$(lsn)
-	# 2. the change log's WAL: the decoder's catch-up alone
-	sql -d bench -c "CHECKPOINT"
-	local size0 size1 nrel1 l0 l1 ok
-	read -r size0 _ <<< "$(log_size)"
-	l0=$(lsn)
-	set_database bench; restart_retry
-	ok=$(sql -d bench -c "SELECT zero_stream.wait_for_catchup('900s')")
-	[ "$ok" = t ] || { echo "the decoder did not catch up within 900 s (see $DIR/server.log)" >&2; exit 1; }
-	quiet
-	l1=$(lsn)
+	local counts="SELECT changes_stored, transactions_stored, local_commits FROM zero_stream.status()"
+	local a0 a1 l0 l1 size0 size1 nrel1 ok c0
+	if [ "$mode" = live ]; then
+		c0=$(sql -d bench -c "$counts")
+		sql -d bench -c "CHECKPOINT"
+		read -r size0 _ <<< "$(log_size)"
+		a0=$(lsn)
+		sql -d bench -c "SET synchronous_commit = on" -c "$call"
+		ok=$(sql -d bench -c "SELECT zero_stream.wait_for_catchup('900s')")
+		[ "$ok" = t ] || { echo "the decoder did not catch up within 900 s (see $DIR/server.log)" >&2; exit 1; }
+		quiet
+		a1=$(lsn) l0=$a0 l1=$a1
+	else
+		# 1. the application's WAL, the decoder held back
+		set_database postgres; restart_retry
+		sql -d bench -c "CHECKPOINT"
+		a0=$(lsn)
+		sql -d bench -c "SET synchronous_commit = off" -c "$call"
+		a1=$(lsn)
+		# 2. the change log's WAL: the decoder's catch-up alone (its counters
+		# start at 0 with the restart)
+		sql -d bench -c "CHECKPOINT"
+		read -r size0 _ <<< "$(log_size)"
+		l0=$(lsn) c0="0|0|0"
+		set_database bench; restart_retry
+		ok=$(sql -d bench -c "SELECT zero_stream.wait_for_catchup('900s')")
+		[ "$ok" = t ] || { echo "the decoder did not catch up within 900 s (see $DIR/server.log)" >&2; exit 1; }
+		quiet
+		l1=$(lsn)
+	fi
 	read -r size1 nrel1 <<< "$(log_size)"
-	local counts; counts=$(sql -d bench -c "SELECT changes_stored, transactions_stored FROM zero_stream.status()")
+	local c1; c1=$(sql -d bench -c "$counts")
 	# the stored change text (changeLog keeps zero-cache's columns, a view over
 	# a chunked log included): its bytes per change
 	local text; text=$(sql -d bench -c "SELECT count(*), coalesce(sum(octet_length(change::text)), 0) FROM \"$CDC\".\"changeLog\" WHERE watermark COLLATE \"C\" > '$from' COLLATE \"C\"")
 	# pg_walinspect reads flushed WAL only: a checkpoint flushes it (after l1)
 	sql -d bench -c "CHECKPOINT"
-	walsplit "$a0" "$a1" "$DIR/app.split"
+	if [ "$mode" = live ]; then
+		: > "$DIR/app.split"
+		walsides "$l0" "$l1" "$DIR/sides.split"
+	else
+		walsplit "$a0" "$a1" "$DIR/app.split"
+		: > "$DIR/sides.split"
+	fi
 	walsplit "$l0" "$l1" "$DIR/log.split"
 	local sum; sum=$(lib_sum)
 	[ "$sum" = "$LIB_SUM" ] || echo "(zero_stream.so was reinstalled during the run: this workload may have been stored by another build)" >&2
 	LIB_SUM=$sum
-	python3 - "$name" "$rows" "$txns" "$a0" "$a1" "$l0" "$l1" "$size0" "$size1" "$nrel1" "$counts" "$text" \
-		"$DIR/app.split" "$DIR/log.split" <<'PY'
+	python3 - "$name" "$rows" "$txns" "$a0" "$a1" "$l0" "$l1" "$size0" "$size1" "$nrel1" "$c0" "$c1" "$text" \
+		"$DIR/app.split" "$DIR/log.split" "$DIR/sides.split" "$mode" <<'PY'
 import sys
 name, rows, txns = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 def lsn(s):
@@ -259,55 +334,76 @@ a0, a1, l0, l1 = map(lsn, sys.argv[4:8])
 size0, size1, nrel = int(sys.argv[8]), int(sys.argv[9]), int(sys.argv[10])
 # changes: the change log's messages (begin, one per row changed, commit),
 # as changeLog lists them; row_changes: status().changes_stored, the rows'
-row_changes, stored_txns = map(int, sys.argv[11].split('|'))
-changes, text_bytes = map(int, sys.argv[12].split('|'))
-app, log, table = a1 - a0, l1 - l0, size1 - size0
-MB = 1048576
+row_changes, stored_txns, local_commits = (b - a for a, b in zip(map(int, sys.argv[11].split('|')), map(int, sys.argv[12].split('|'))))
+changes, text_bytes = map(int, sys.argv[13].split('|'))
+live = sys.argv[17] == 'live'
+MB = 1e6
 def split(path):
-    rm, rel = [], []
+    rm, rel, side = [], [], {}
     for line in open(path):
         kind, label, n, size, fpi = line.rstrip('\n').split('|')
-        (rm if kind == 'rm' else rel).append((label, int(n), int(size), int(fpi)))
-    return sorted(rm, key=lambda r: -r[2]), sorted(rel, key=lambda r: -r[2])
-app_rm, app_rel = split(sys.argv[13])
-log_rm, log_rel = split(sys.argv[14])
-app_fpi = sum(r[3] for r in app_rm) if app_rm else None
-log_fpi = sum(r[3] for r in log_rm) if log_rm else None
+        if kind == 'side':
+            side[label] = (int(n), int(size), int(fpi))
+        else:
+            (rm if kind == 'rm' else rel).append((label, int(n), int(size), int(fpi)))
+    return sorted(rm, key=lambda r: -r[2]), sorted(rel, key=lambda r: -r[2]), side
+app_rm, app_rel, _ = split(sys.argv[14])
+log_rm, log_rel, _ = split(sys.argv[15])
+_, _, sides = split(sys.argv[16])
+table = size1 - size0
+if live:
+    # one stretch of WAL: each side's records, and the page headers and
+    # alignment between them in proportion
+    recs = sum(v[1] for v in sides.values())
+    scale = (l1 - l0) / recs if recs else float('nan')
+    side = lambda k, i: sides.get(k, (0, 0, 0))[i]
+    app, log, other = (round(side(k, 1) * scale) for k in ('app', 'log', 'other'))
+    app_fpi, log_fpi = side('app', 2), side('log', 2)
+else:
+    app, log, other = a1 - a0, l1 - l0, 0
+    app_fpi = sum(r[3] for r in app_rm) if app_rm else None
+    log_fpi = sum(r[3] for r in log_rm) if log_rm else None
 ratio = log / app if app else float('nan')
-kinds = {'bulk': '1,000-row inserts', 'single_insert': 'single-row inserts', 'single_update': 'single-row updates of a ~100-byte row'}
+per = lambda a, b: a / b if b else float('nan')
+kinds = {'bulk': '1,000-row inserts', 'single_insert': 'single-row inserts',
+         'single_update': 'single-row updates of a ~100-byte row',
+         'single_insert_live': 'single-row inserts committed one at a time while the decoder streams'}
 print(f"{name}: {rows} rows in {txns} transactions ({kinds.get(name, name)})")
 fpi = lambda b: f", of it full-page images {b / MB:.2f} MB" if b is not None else ""
 print(f"  application WAL {app / MB:8.2f} MB = {app / rows:7.1f} bytes per row{fpi(app_fpi)}")
 print(f"  change log WAL  {log / MB:8.2f} MB = {log / rows:7.1f} bytes per row{fpi(log_fpi)};  ratio {ratio:.2f}x"
       + (f" ({(log - log_fpi) / (app - app_fpi):.2f}x without full-page images)" if app_fpi is not None and app > app_fpi else ""))
-per = lambda a, b: a / b if b else float('nan')
+if live:
+    print(f"  (one stretch of WAL, {(l1 - l0) / MB:.2f} MB, split by transaction: the decoder's or the application's;"
+          f" neither, e.g. checkpoints, {other / MB:.2f} MB)")
 print(f"  change-log table +{table / MB:.2f} MB (the {nrel} tables of its schema, with indexes and TOAST): "
       f"{per(table, changes):.1f} bytes per change, {per(table, rows):.1f} per row; {changes} changes stored "
-      f"(begin, each row's, commit: {per(changes, rows):.2f} per row; status(): {row_changes} rows' changes in {stored_txns} transactions); "
+      f"(begin, each row's, commit: {per(changes, rows):.2f} per row; status(): {row_changes} rows' changes in "
+      f"{stored_txns} transactions, {local_commits} local commits); "
       f"change text {per(text_bytes, changes):.0f} bytes per change, {per(text_bytes, rows):.0f} per row")
-def top(rs, total, n=6):
+def top(rs, n=6):
     out = [f"{label} {size / MB:.2f}" + (f" (FPI {f / MB:.2f})" if f else "") for label, _, size, f in rs[:n]]
     rest = sum(r[2] for r in rs[n:])
     if rest:
         out.append(f"{len(rs) - n} more {rest / MB:.2f}")
     return ", ".join(out)
-for label, rm, rel, total in (("application", app_rm, app_rel, app), ("change log", log_rm, log_rel, log)):
+for label, rm, rel, total in (("application", app_rm, app_rel, app),
+                              ("application and change log" if live else "change log", log_rm, log_rel, l1 - l0)):
     if rm:
         recs = sum(r[2] for r in rm)
-        print(f"  {label} WAL by resource manager, MB: {top(rm, total)}; records {recs / MB:.2f} MB of the {total / MB:.2f} MB"
+        print(f"  {label} WAL by resource manager, MB: {top(rm)}; records {recs / MB:.2f} MB of the {total / MB:.2f} MB"
               " (the rest: page headers, alignment)")
-        print(f"  {label} WAL by relation, MB: {top(rel, total)}")
+        print(f"  {label} WAL by relation, MB: {top(rel)}")
 result = dict(workload=name, rows=rows, txns=txns, app_wal_bytes=app, log_wal_bytes=log, ratio=round(ratio, 3),
-              table_bytes=table, table_bytes_per_row=round(table / rows, 1),
+              table_bytes=table, table_bytes_per_row=round(per(table, rows), 1),
               changes=changes, table_bytes_per_change=round(per(table, changes), 1),
               app_wal_bytes_per_row=round(per(app, rows), 1), log_wal_bytes_per_row=round(per(log, rows), 1),
               change_text_bytes_per_change=round(per(text_bytes, changes), 1), row_changes=row_changes,
-              stored_txns=stored_txns)
+              stored_txns=stored_txns, local_commits=local_commits)
 if app_fpi is not None:
     result.update(app_fpi_bytes=app_fpi, log_fpi_bytes=log_fpi,
                   ratio_without_fpi=round((log - log_fpi) / (app - app_fpi), 3) if app > app_fpi else 'nan')
-line = "RESULT wal " + " ".join(f"{k}={v}" for k, v in result.items())
-print(line)
+print("RESULT wal " + " ".join(f"{k}={v}" for k, v in result.items()))
 PY
 	[ "$SHARED" = 1 ] || run "$BIN/pg_ctl" -D "$DIR/data" stop -m fast >/dev/null
 }
@@ -318,14 +414,14 @@ HEADER=""
 header() {
 	HEADER=1
 	echo "zero_stream WAL benchmark: $(sql -d bench -c 'SELECT version()' | cut -d' ' -f1-2)," \
-		"zero_stream $(sql -d bench -c "SELECT extension_version || ' (library ' || library_version || ')' FROM zero_stream.status()"); MB = 2^20 bytes"
+		"zero_stream $(sql -d bench -c "SELECT extension_version || ' (library ' || library_version || ')' FROM zero_stream.status()"); MB = 10^6 bytes"
 	echo "depends on: default_toast_compression $(setting default_toast_compression), wal_compression $(setting wal_compression)," \
 		"full_page_writes $(setting full_page_writes), wal_log_hints $(setting wal_log_hints), data_checksums $(setting data_checksums)," \
 		"wal_level $(setting wal_level), shared_buffers $(setting shared_buffers), checkpoint_timeout $(setting checkpoint_timeout)," \
 		"max_wal_size $(setting max_wal_size) (no checkpoint inside a phase), autovacuum $(setting autovacuum)," \
 		"zero_stream.purge_interval $(setting zero_stream.purge_interval) (no purge), commit_batch_size $(setting zero_stream.commit_batch_size)," \
 		"changelog_batch_size $(setting zero_stream.changelog_batch_size), backup replica '$(setting zero_stream.replica_file)' (SQLite, no WAL);" \
-		"the workloads commit with synchronous_commit off (the same WAL, sooner)"
+		"the held-back workloads commit with synchronous_commit off (the same WAL, sooner), single_insert_live with on"
 	echo "each phase starts after a checkpoint (application: CHECKPOINT; change log: CHECKPOINT and the restart's shutdown checkpoint)," \
 		"so each pays the full-page images of the pages it touches first, as once per checkpoint cycle;" \
 		"$( [ "$SHARED" = 1 ] && echo "one cluster and change log for all workloads, in order (ZS_BENCH_SHARED=1)" || echo "each workload on a fresh cluster and change log")," \
@@ -340,4 +436,6 @@ fi
 measure bulk "$BULK_ROWS" $((BULK_ROWS / 1000)) "CALL bulk($BULK_ROWS, 1000)"
 measure single_insert "$SINGLE_TXNS" "$SINGLE_TXNS" "CALL bulk($SINGLE_TXNS, 1)"
 measure single_update "$SINGLE_TXNS" "$SINGLE_TXNS" "CALL updates($SINGLE_TXNS, $STRIDE)"
+# the same single-row inserts with the decoder keeping up (ZS_BENCH_LIVE=0 skips it)
+[ "${ZS_BENCH_LIVE:-1}" = 0 ] || measure single_insert_live "$SINGLE_TXNS" "$SINGLE_TXNS" "CALL bulk($SINGLE_TXNS, 1)" live
 [ "$SHARED" != 1 ] || run "$BIN/pg_ctl" -D "$DIR/data" stop -m fast >/dev/null
