@@ -9,6 +9,7 @@ OBJS = \
 	src/spi_xact.o \
 	src/slot_health.o \
 	src/standby_slots.o \
+	src/standby_hold.o \
 	src/extension_version.o \
 	src/codec/watermark.o \
 	src/codec/json_out.o \

@@ -541,6 +541,20 @@ log_evicted(const char *evicted)
 }
 
 void
+zs_forget_departed_locked(const char *id, ZsSubscriberMode mode)
+{
+	ZsDepartedSubscriber *entries = zs_departed_entries();
+
+	for (int i = 0; i < zs_shared->max_departed; i++)
+	{
+		ZsDepartedSubscriber *d = &entries[i];
+
+		if (d->departed_at != 0 && d->mode == mode && strcmp(d->id, id) == 0)
+			memset(d, 0, sizeof(*d));
+	}
+}
+
+void
 zs_record_departed_subscriber(const char *id, ZsSubscriberMode mode, const char *replica_version,
 							  const char *watermark)
 {

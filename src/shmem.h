@@ -208,6 +208,7 @@ typedef struct ZsSharedState
 	char		purge_floor[ZS_WATERMARK_MAXLEN];
 	char		purge_holder[ZS_ERROR_LEN / 4];	/* what holds the floor, or why no purge */
 	bool		positions_restored; /* the decoder read back the saved positions */
+	char		standby_held_as[ZS_NAME_LEN];	/* standby_hold.c */
 
 	/* values stored as text because they could not be encoded */
 	uint64		value_errors;
@@ -364,6 +365,14 @@ extern void zs_publish_stored(const char *head, uint64 ntxns, uint64 nchanges,
  * brought them; wakes the server and the replicator when they moved.
  */
 extern void zs_publish_followed(const char *replica_version, const char *head);
+
+/*
+ * With zs_shared->lock held exclusively: a subscription of (id, mode) is
+ * connected and holds its own position, so a departed or restored entry
+ * of the same id and mode (an earlier connection of the same subscriber,
+ * e.g. before its restart) is superseded and forgotten.
+ */
+extern void zs_forget_departed_locked(const char *id, ZsSubscriberMode mode);
 
 /*
  * A subscriber (serving or backup mode) of lineage replica_version left,

@@ -30,7 +30,10 @@
  *
  * ZsSyncOptions of sync:
  *	  --task-id ID     reservation and subscription task (default zero-stream-replica)
- *	  --id ID          subscriber id (default <task-id>-<pid>)
+ *	  --id ID          subscriber id (default <task-id>-<16 hex digits>, derived
+ *	                   from the host's name and FILE's absolute path: a replica
+ *	                   restarted on the same file keeps its id, so the server
+ *	                   holds one position for it, not one per process)
  *	  --change-log     keep "_zero.changeLog2" as a zero-cache serving replica
  *	                   does (every row's last op, for IVM; costs about 40%
  *	                   of the apply rate); without it the file is kept like
@@ -64,12 +67,14 @@
  */
 #include "postgres_fe.h"
 
+#include <limits.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "common/hashfn.h"
 #include "common/logging.h"
 
 #include "client/cli_options.h"
@@ -82,6 +87,47 @@ static void
 handle_stop(int signo)
 {
 	zs_replica_cli_stop_requested = 1;
+}
+
+/*
+ * The default subscriber id of a replica file: the task id and a hash of
+ * the host's name and the file's absolute path (its folder resolved, the
+ * file itself may not exist yet). The same file keeps the same id across
+ * restarts and restores; another file, or the same path on another host,
+ * has another.
+ */
+static char *
+default_id(const char *task_id, const char *file)
+{
+	char		host[256];
+	char		dir[MAXPGPATH];
+	char		resolved[PATH_MAX];
+	const char *slash = strrchr(file, '/');
+	const char *base = slash ? slash + 1 : file;
+	StringInfoData key;
+	uint64		hash;
+
+	if (gethostname(host, sizeof(host)) != 0)
+		strlcpy(host, "localhost", sizeof(host));
+	host[sizeof(host) - 1] = '\0';
+	if (slash == NULL)
+		strlcpy(dir, ".", sizeof(dir));
+	else if (slash == file)
+		strlcpy(dir, "/", sizeof(dir));
+	else
+		strlcpy(dir, file, Min(sizeof(dir), (size_t) (slash - file) + 1));
+	initStringInfo(&key);
+	appendStringInfo(&key, "%s", host);
+	appendStringInfoChar(&key, '\0');
+	if (realpath(dir, resolved) != NULL)
+		appendStringInfo(&key, "%s/%s", resolved, base);
+	else if (file[0] == '/' || getcwd(resolved, sizeof(resolved)) == NULL)
+		appendStringInfoString(&key, file);
+	else
+		appendStringInfo(&key, "%s/%s", resolved, file);
+	hash = hash_bytes_extended((const unsigned char *) key.data, key.len, 0);
+	pfree(key.data);
+	return psprintf("%s-%016" INT64_MODIFIER "x", task_id, hash);
 }
 
 static int
@@ -183,6 +229,6 @@ main(int argc, char **argv)
 	if (i != argc - 2)
 		zs_replica_cli_usage();
 	if (opt.id == NULL)
-		opt.id = psprintf("%s-%d", opt.task_id, (int) getpid());
+		opt.id = default_id(opt.task_id, argv[i + 1]);
 	return zs_replica_sync(argv[i], argv[i + 1], &opt);
 }

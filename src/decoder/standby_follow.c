@@ -39,6 +39,7 @@
 #include "guc.h"
 #include "shmem.h"
 #include "spi_xact.h"
+#include "standby_hold.h"
 #include "standby_slots.h"
 
 /*
@@ -80,6 +81,8 @@ zs_standby_follow(void)
 		return;
 	slot_name = zs_effective_slot_name();
 	zs_set_decoder_state(ZS_DECODER_STANDBY);
+	/* what the primary holds of this server is not ours to keep once promoted */
+	zs_standby_hold_note(zs_standby_name());
 	ereport(LOG,
 			(errmsg("zero_stream is on a standby: the decoder follows the replicated change log %s until a promotion",
 					zs_cdc_schema_name()),

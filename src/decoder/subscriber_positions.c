@@ -50,6 +50,7 @@
 #include "guc.h"
 #include "shmem.h"
 #include "spi_xact.h"
+#include "standby_hold.h"
 
 #define SAVE_INTERVAL_MS	1000
 #define POSITIONS_TABLE		"subscriber_positions"
@@ -344,6 +345,14 @@ zs_positions_restore(const char *replica_version)
 			entry.restored = true;
 			if (!zs_departed_is_retained(&entry, replica_version, now, zs_subscriber_retention_ms))
 				continue;
+			/* a promoted server's own hold as its primary's standby */
+			if (zs_standby_hold_is_own(entry.id))
+			{
+				ereport(LOG,
+						(errmsg("zero_stream does not retain \"%s\" at %s: it is this server's own position from when it was a standby",
+								entry.id, entry.watermark)));
+				continue;
+			}
 			zs_restore_departed_subscriber(&entry);
 			nretained++;
 		}

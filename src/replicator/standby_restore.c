@@ -49,6 +49,7 @@
 #include "replica/replica_apply.h"
 #include "replicator/standby_restore.h"
 #include "shmem.h"
+#include "standby_hold.h"
 
 /* bytes read from the primary's copy per query */
 #define RESTORE_CHUNK_BYTES (8 * 1024 * 1024)
@@ -122,24 +123,6 @@ primary_conninfo(void)
 		append_conninfo_value(&conninfo, zs_database);
 	}
 	return conninfo.data;
-}
-
-/* the name the primary holds this standby's position under */
-static const char *
-standby_name(void)
-{
-	if (PrimarySlotName != NULL && PrimarySlotName[0] != '\0')
-		return PrimarySlotName;
-	if (cluster_name != NULL && cluster_name[0] != '\0')
-		return cluster_name;
-	{
-		char		host[256];
-
-		if (gethostname(host, sizeof(host)) != 0)
-			strlcpy(host, "localhost", sizeof(host));
-		host[sizeof(host) - 1] = '\0';
-		return psprintf("%.40s:%d", host, PostPortNumber);
-	}
 }
 
 /* The connection to the primary, made if needed; NULL with *error. */
@@ -378,8 +361,9 @@ zs_standby_restore(const char *path, const char *lineage, char *replica_version,
 	TimestampTz start = GetCurrentTimestamp();
 
 	zs_set_backup_state(ZS_BACKUP_RESTORING, "copying the primary's backup replica", NULL);
+	zs_standby_hold_note(zs_standby_name());
 	if (!query_primary(psprintf("SELECT size, replica_version, watermark FROM zero_stream.backup_replica_copy(%s, %s)",
-								quote_literal_cstr(standby_name()), quote_literal_cstr(lineage)),
+								quote_literal_cstr(zs_standby_name()), quote_literal_cstr(lineage)),
 					   3, copy_types, take_copy_row, &copy, error))
 		return false;
 	if (copy.size <= 0)
@@ -460,8 +444,10 @@ zs_standby_report_position(const char *replica_version, const char *watermark)
 	if (!TimestampDifferenceExceeds(last_report, now, REPORT_INTERVAL_MS))
 		return;
 	last_report = now;
+	/* a promotion reads the primary's hold of this name back: not ours to keep */
+	zs_standby_hold_note(zs_standby_name());
 	sql = psprintf("SELECT FROM zero_stream.hold_backup_position(%s, %s, %s)",
-				   quote_literal_cstr(standby_name()),
+				   quote_literal_cstr(zs_standby_name()),
 				   quote_literal_cstr(replica_version),
 				   quote_literal_cstr(watermark));
 	/* a report that fails must not stop the replica from following */

@@ -230,6 +230,29 @@ conn_ready(ZsConn *c)
 
 /* ---------------------------------------------------------------- output */
 
+/*
+ * Does another open connection subscribe as (id, backup_mode)? Then it
+ * holds the subscriber's position, and the one that leaves holds none: a
+ * subscriber that reconnected before its old connection was closed.
+ */
+static bool
+subscribed_elsewhere(const ZsConn *leaving, const char *id, bool backup_mode)
+{
+	for (int i = 0; i < zs_nconns; i++)
+	{
+		const ZsConn *c = zs_conns[i];
+		ZsSubscriberInfo info;
+
+		if (c == leaving || c->closed || c->sub == NULL)
+			continue;
+		zs_subscriber_describe(c->sub, "", &info);
+		if (info.state != ZS_SUB_FAILED && info.backup_mode == backup_mode &&
+			strcmp(info.id, id) == 0)
+			return true;
+	}
+	return false;
+}
+
 void
 zs_conn_close(ZsConn *c)
 {
@@ -241,7 +264,7 @@ zs_conn_close(ZsConn *c)
 
 		/* the change log keeps what it needs for a while (the purge floor) */
 		zs_subscriber_describe(c->sub, "", &info);
-		if (info.state != ZS_SUB_FAILED)
+		if (info.state != ZS_SUB_FAILED && !subscribed_elsewhere(c, info.id, info.backup_mode))
 			zs_record_departed_subscriber(info.id, info.backup_mode ? ZS_SUB_MODE_BACKUP :
 										  ZS_SUB_MODE_SERVING, info.replica_version,
 										  info.watermark_acked);

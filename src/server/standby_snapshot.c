@@ -45,6 +45,7 @@
 #include "replica/backup_file.h"
 #include "server/standby_snapshot.h"
 #include "shmem.h"
+#include "standby_hold.h"
 
 PG_FUNCTION_INFO_V1(zs_hold_backup_position);
 PG_FUNCTION_INFO_V1(zs_backup_replica_copy);

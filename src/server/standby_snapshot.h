@@ -8,7 +8,4 @@
 #ifndef ZS_STANDBY_SNAPSHOT_H
 #define ZS_STANDBY_SNAPSHOT_H
 
-/* the departed-subscriber id under which a standby's position is held */
-#define ZS_STANDBY_HOLD_PREFIX "standby "
-
 #endif							/* ZS_STANDBY_SNAPSHOT_H */

@@ -36,6 +36,9 @@ describe_subscription(ZsConn *c, const char *head, ZsSubscriberSlot *slot)
 	slot->messages_sent = info.messages_sent;
 	slot->messages_acked = info.messages_acked;
 	slot->state = c->close_after_flush ? ZS_SUB_CLOSING : info.state;
+	/* back, at a position of its own: what it left behind holds nothing */
+	if (slot->id[0] != '\0' && slot->state != ZS_SUB_FAILED)
+		zs_forget_departed_locked(slot->id, slot->mode);
 }
 
 /* a reservation pins the change log at its watermark, of the current lineage */

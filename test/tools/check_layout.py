@@ -25,7 +25,7 @@ LAYOUT_DOC = os.path.join(ROOT, 'docs', 'architecture.md')
 MAX_LINES = 800
 
 # the infrastructure at src/'s top; the other top-level files are the entry
-INFRA = {'guc', 'ownership', 'shmem', 'spi_xact', 'slot_health', 'standby_slots', 'extension_version'}
+INFRA = {'guc', 'ownership', 'shmem', 'spi_xact', 'slot_health', 'standby_slots', 'standby_hold', 'extension_version'}
 
 # each layer and the layers it may include (besides itself), bottom up
 LAYERS = {
