@@ -49,6 +49,8 @@ typedef struct KnownVersion
 static const KnownVersion known_versions[] = {
 	/* 0.2.0 added metrics() and status()'s versions; the log is the same */
 	{"0.1.0", true},
+	/* 0.3.0 added subscribers().retained_because; the log is the same */
+	{"0.2.0", true},
 };
 
 ZsSqlFit

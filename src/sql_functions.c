@@ -36,6 +36,7 @@
 #include "guc.h"
 #include "shmem.h"
 #include "slot_health.h"
+#include "standby_hold.h"
 #include "standby_slots.h"
 
 PG_FUNCTION_INFO_V1(zs_status);
@@ -359,35 +360,60 @@ zs_status(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
 }
 
-#define SUBSCRIBER_COLUMNS 13
+/*
+ * subscribers()'s columns: version 0.3.0 added retained_because at the end,
+ * so the row of 0.1.0's and 0.2.0's SQL is its prefix; a newer SQL's row
+ * gets these columns, and NULL in those after them.
+ */
+#define SUBSCRIBER_COLUMNS 14
+#define SUBSCRIBER_COLUMNS_0_2 13
+
+/* Why a position is retained after its subscriber left (retained_because). */
+static const char *
+retained_because(const ZsDepartedSubscriber *d)
+{
+	if (d->mode == ZS_SUB_MODE_SNAPSHOT)
+		return "reservation";
+	if (d->mode == ZS_SUB_MODE_BACKUP &&
+		strncmp(d->id, ZS_STANDBY_HOLD_PREFIX, strlen(ZS_STANDBY_HOLD_PREFIX)) == 0)
+		return "standby";
+	return d->restored ? "restarted" : "disconnected";
+}
 
 /*
  * zero_stream.subscribers(): one row per connection of the subscriber
  * server, then one per position retained for a subscriber that left (state
  * departed), or that was read back after a restart (state restored): what
- * the purge floor counts until retained_until.
+ * the purge floor counts until retained_until, and why.
  */
 Datum
 zs_subscribers(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	TimestampTz now = GetCurrentTimestamp();
+	int			natts;
+	Datum	   *values;
+	bool	   *nulls;
 
 	zs_require_shared_state();
 	InitMaterializedSRF(fcinfo, 0);
-	check_row_type(rsinfo->setDesc, SUBSCRIBER_COLUMNS, "subscribers");
+	natts = rsinfo->setDesc->natts;
+	if (natts != SUBSCRIBER_COLUMNS_0_2 && natts < SUBSCRIBER_COLUMNS)
+		check_row_type(rsinfo->setDesc, SUBSCRIBER_COLUMNS, "subscribers");
+	/* (a newer SQL's columns after this library's stay NULL) */
+	values = palloc0(sizeof(Datum) * Max(natts, SUBSCRIBER_COLUMNS));
+	nulls = palloc(sizeof(bool) * Max(natts, SUBSCRIBER_COLUMNS));
 
 	LWLockAcquire(zs_shared->lock, LW_SHARED);
 	for (int s = 0; s < zs_shared->max_subscribers; s++)
 	{
 		ZsSubscriberSlot *slot = &zs_shared->subscribers[s];
-		Datum		values[SUBSCRIBER_COLUMNS];
-		bool		nulls[SUBSCRIBER_COLUMNS];
 		int			i = 0;
 
 		if (!slot->in_use)
 			continue;
-		memset(nulls, 0, sizeof(nulls));
+		memset(nulls, true, sizeof(bool) * Max(natts, SUBSCRIBER_COLUMNS));
+		memset(nulls, false, sizeof(bool) * SUBSCRIBER_COLUMNS_0_2);
 		values[i] = id_text(slot->id, &nulls[i]);
 		i++;
 		values[i] = text_or_null(slot->address, &nulls[i]);
@@ -409,19 +435,18 @@ zs_subscribers(PG_FUNCTION_ARGS)
 		i++;
 		nulls[i++] = true;		/* disconnected_at */
 		nulls[i++] = true;		/* retained_until */
+		i++;					/* retained_because: a connection is not retained */
 		Assert(i == SUBSCRIBER_COLUMNS);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	for (int s = 0; s < zs_shared->max_departed; s++)
 	{
 		ZsDepartedSubscriber *d = &zs_departed_entries()[s];
-		Datum		values[SUBSCRIBER_COLUMNS];
-		bool		nulls[SUBSCRIBER_COLUMNS];
 		int			i = 0;
 
 		if (!zs_departed_is_retained(d, zs_shared->replica_version, now, zs_subscriber_retention_ms))
 			continue;
-		memset(nulls, true, sizeof(nulls));
+		memset(nulls, true, sizeof(bool) * Max(natts, SUBSCRIBER_COLUMNS));
 		values[i] = id_text(d->id, &nulls[i]);
 		i += 2;					/* no address */
 		values[i] = text_or_null(zs_subscriber_mode_name(d->mode), &nulls[i]);
@@ -437,6 +462,8 @@ zs_subscribers(PG_FUNCTION_ARGS)
 		values[i] = TimestampTzGetDatum(TimestampTzPlusMilliseconds(d->departed_at,
 																	zs_subscriber_retention_ms));
 		nulls[i++] = false;
+		values[i] = CStringGetTextDatum(retained_because(d));
+		nulls[i++] = (natts == SUBSCRIBER_COLUMNS_0_2);
 		Assert(i == SUBSCRIBER_COLUMNS);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}

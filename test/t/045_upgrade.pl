@@ -1,10 +1,11 @@
-# Upgrades: the SQL of the previous version (0.1.0) installed, the library
+# Upgrades: the SQL of the first release (0.1.0) installed, the library
 # of this one streams and says what to run; ALTER EXTENSION zero_stream
 # UPDATE under load keeps the change log, the slot, the lineage and every
 # subscriber's position (the decoder never stops, a zero-stream-replica
 # follows across it); the updated objects equal a fresh install's; SQL of
 # a version the library does not know stops the decoder before its next
-# store, and nothing is lost once it is put right.
+# store, and nothing is lost once it is put right. The update runs every
+# update script from 0.1.0 to this version's (zero_stream.control).
 use strict;
 use warnings;
 
@@ -20,6 +21,10 @@ use ZeroStreamTest;
 
 my $CLI = "$FindBin::RealBin/../../zero-stream-replica";
 my $CDC = $ZeroStreamTest::CDC;
+# this library's version, the control file's default_version
+my ($CURRENT) = slurp_file("$FindBin::RealBin/../../zero_stream.control") =~ /^default_version = '([^']+)'/m
+  or die 'no default_version in zero_stream.control';
+(my $CURRENT_RE = $CURRENT) =~ s/\./\\./g;
 
 my $node = zs_new_node('upgrade', no_extension => 1, before_extension => q{
 CREATE TABLE t (id int PRIMARY KEY, v text);
@@ -38,7 +43,7 @@ is($node->safe_psql('postgres', q{SELECT count(*) FROM json_object_keys(row_to_j
 	'43', "0.1.0's status() is answered with its own columns");
 my $log = slurp_file($node->logfile);
 like($log,
-	qr/WARNING:  the zero_stream library is version 0\.2\.0, but the extension's SQL objects are still version 0\.1\.0/,
+	qr/WARNING:  the zero_stream library is version $CURRENT_RE, but the extension's SQL objects are still version 0\.1\.0/,
 	'the decoder says the SQL is older than the library');
 like($log, qr/HINT:  Run ALTER EXTENSION zero_stream UPDATE in the streamed database\./,
 	'and what to run');
@@ -52,6 +57,12 @@ my $file = "$dir/app.db";
 my $cli = IPC::Run::start([ $CLI, 'sync', '--task-id', 'app', "ws://127.0.0.1:$sport", $file ],
 	'>', "$dir/app.out", '2>>', "$dir/app.log");
 ok(zs_replica_at_head($node, $file, "$dir/app.log"), 'a zero-stream-replica follows on 0.1.0');
+is($node->safe_psql('postgres',
+		q{SELECT string_agg(k, ',' ORDER BY n)
+		    FROM (SELECT row_to_json(s) j FROM zero_stream.subscribers() s WHERE s.mode = 'serving' LIMIT 1) r,
+		         json_object_keys(r.j) WITH ORDINALITY AS k(k, n)}),
+	'id,address,mode,protocol,state,watermark_sent,watermark_acked,messages_sent,messages_acked,backlog_bytes,connected_since,disconnected_at,retained_until',
+	"0.1.0's subscribers() is answered with its own columns");
 # its position, as the decoder keeps it across restarts
 $node->poll_query_until('postgres', 'SELECT count(*) > 0 FROM zero_stream.subscriber_positions')
   or die 'no subscriber position was written';
@@ -81,7 +92,7 @@ my $noticed = 0;
 for (1 .. 600)
 {
 	$noticed = substr(slurp_file($node->logfile), $log_at)
-	  =~ /the extension's SQL objects are now version 0\.2\.0 \(they were 0\.1\.0\); the decoder goes on/;
+	  =~ /the extension's SQL objects are now version $CURRENT_RE \(they were 0\.1\.0\); the decoder goes on/;
 	last if $noticed;
 	usleep(100_000);
 }
@@ -92,10 +103,10 @@ $load->finish;
 zs_wait_catchup($node);
 
 is($node->safe_psql('postgres', q{SELECT extversion FROM pg_extension WHERE extname = 'zero_stream'}),
-	'0.2.0', 'the SQL is 0.2.0');
+	$CURRENT, "the SQL is $CURRENT");
 is($node->safe_psql('postgres',
 		q{SELECT state || ' ' || extension_version || ' ' || library_version || ' ' || coalesce(last_error, '-') FROM zero_stream.status()}),
-	'streaming 0.2.0 0.2.0 -', "0.2.0's status() tells both versions, and no error");
+	"streaming $CURRENT $CURRENT -", "${CURRENT}'s status() tells both versions, and no error");
 is(zs_decoder_pid($node), $decoder, 'the decoder streamed across the update (the same process)');
 is($node->safe_psql('postgres', 'SELECT replica_version || slot_name FROM zero_stream.status()'),
 	$replica_version . $slot, 'the same lineage and slot');
@@ -168,7 +179,8 @@ cmp_ok(scalar(() = $fresh =~ /^function /mg), '>=', 15, 'the comparison sees the
 like($fresh, qr/^event trigger zero_stream_capture_ddl_start on ddl_command_start/m,
 	'and the event triggers');
 like($fresh, qr/^function metrics\(\) returns text/m, "and 0.2.0's new function");
-is($updated, $fresh, "0.1.0 updated to 0.2.0 has a fresh 0.2.0's objects, grants and event triggers");
+like($fresh, qr/^function subscribers\(.*OUT retained_because text\)/m, "and 0.3.0's new column");
+is($updated, $fresh, "0.1.0 updated to $CURRENT has a fresh ${CURRENT}'s objects, grants and event triggers");
 $node->safe_psql('postgres', 'DROP DATABASE fresh');
 
 # --------------------------------------------------------------------------
@@ -181,14 +193,14 @@ $node->poll_query_until('postgres',
 	q{SELECT state = 'waiting for ALTER EXTENSION UPDATE' FROM zero_stream.status()})
   or die 'the decoder did not wait: ' . $node->safe_psql('postgres', 'SELECT state FROM zero_stream.status()');
 like($node->safe_psql('postgres', 'SELECT last_error FROM zero_stream.status()'),
-	qr/the extension's SQL objects are version 9\.0\.0, which this zero_stream library \(version 0\.2\.0\) does not know: the decoder waits\. Install the zero_stream library of the installed SQL's version/,
+	qr/the extension's SQL objects are version 9\.0\.0, which this zero_stream library \(version $CURRENT_RE\) does not know: the decoder waits\. Install the zero_stream library of the installed SQL's version/,
 	'status() says what is wrong and what to install');
 like(slurp_file($node->logfile), qr/ERROR:  the extension's SQL objects are version 9\.0\.0/,
 	"the store was refused in the store's own transaction");
 usleep(500_000);
 is($node->safe_psql('postgres', qq{SELECT "lastWatermark" FROM $CDC."replicationState"}), $head,
 	'nothing was written to the log');
-$node->safe_psql('postgres', q{UPDATE pg_extension SET extversion = '0.2.0' WHERE extname = 'zero_stream'});
+$node->safe_psql('postgres', qq{UPDATE pg_extension SET extversion = '$CURRENT' WHERE extname = 'zero_stream'});
 zs_wait_streaming($node);
 zs_wait_catchup($node);
 is($node->safe_psql('postgres', qq{SELECT count(*) FROM $CDC."changeLog" WHERE change->'new'->>'v' = 'after 9.0.0'}),

@@ -79,8 +79,8 @@ is($floor, $head, "the purge reaches the lowest live position, the head ($held)"
 cmp_ok($rows, '>', 0, "and purges the rows below it ($rows)");
 $cli->signal('TERM');
 $cli->finish;
-is(sql($node, q{SELECT state || ' ' || watermark_acked FROM zero_stream.subscribers() WHERE id LIKE 'app-%'}),
-	"departed $head", 'once it stops, its one position is retained');
+is(sql($node, q{SELECT state || ' ' || watermark_acked || ' ' || retained_because FROM zero_stream.subscribers() WHERE id LIKE 'app-%'}),
+	"departed $head disconnected", 'once it stops, its one position is retained, and subscribers() says why');
 my $other = "$dir/other.db";
 IPC::Run::run([ $CLI, 'sync', '--task-id', 'app', '--idle', '2', "ws://127.0.0.1:$sport", $other ],
 	'>', "$dir/other.out", '2>', "$dir/other.log");
@@ -104,8 +104,8 @@ SKIP:
 	{
 		my $standby = sp_new_standby($prev, $name);
 		ok($prev->poll_query_until('postgres',
-				qq{SELECT count(*) = 1 FROM zero_stream.subscribers() WHERE id = '$hold'}),
-			"$name: its primary holds its backup replica as '$hold'");
+				qq{SELECT count(*) = 1 FROM zero_stream.subscribers() WHERE id = '$hold' AND retained_because = 'standby'}),
+			"$name: its primary holds its backup replica as '$hold' (retained_because standby)");
 		ok(sp_wait_synced($standby, slot => $slot, nudge => sub { write_txns($prev, 1) }),
 			"$name: it holds a synchronized copy of the slot");
 		write_txns($prev, 5);
