@@ -110,6 +110,9 @@ SKIP:
 			"$name: it holds a synchronized copy of the slot");
 		write_txns($prev, 5);
 		# until the standby has replayed the saved positions with its hold
+		$prev->poll_query_until('postgres',
+			qq{SELECT count(*) = 1 FROM zero_stream.subscriber_positions WHERE id = '$hold'})
+		  or die "the primary of $name did not save its hold";
 		my $lsn = sql($prev, 'SELECT pg_current_wal_flush_lsn()');
 		$standby->poll_query_until('postgres', "SELECT pg_last_wal_replay_lsn() >= '$lsn'")
 		  or die "$name did not replay";
@@ -121,6 +124,9 @@ SKIP:
 			"$name, promoted: subscribers() holds no entry for itself as its old primary's standby");
 		$prev = $standby;
 	}
+	# its configuration, the first primary's, names a standby it does not have
+	$prev->append_conf('postgresql.conf', "synchronized_standby_slots = ''\n");
+	$prev->reload;
 	write_txns($prev, 5);
 	zs_wait_backup($prev);
 	my $backup = sql($prev, 'SELECT backup_watermark FROM zero_stream.status()');
