@@ -25,6 +25,7 @@ OBJS = \
 	src/decoder/claim.o \
 	src/decoder/stage.o \
 	src/decoder/round.o \
+	src/decoder/store.o \
 	src/decoder/resync.o \
 	src/decoder/lineage.o \
 	src/decoding/output_plugin.o \

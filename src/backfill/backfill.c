@@ -14,8 +14,9 @@
  * One backfill runs at a time, in a worker of its own (backfill_worker.c)
  * that sends its messages through a bounded queue. The decoder takes them
  * between decoding rounds, at most BACKFILL_STEP_BYTES per step, so the
- * live stream is never held back for long by a large table; each message
- * is stored as a synthetic transaction (begin with skipAck, the message,
+ * live stream is never held back for long by a large table, and hands
+ * them to the change log's one writer (decoder/store.c): each message is
+ * stored as a synthetic transaction (begin with skipAck, the message,
  * commit) at the next minor version of the log's head ("<major>.<minor>"),
  * so it sorts after everything stored before it and before the next
  * upstream commit. "backfill-completed" is stored only once decoding has
@@ -61,7 +62,6 @@
 #include "backfill/backfill_worker.h"
 #include "shmem.h"
 #include "spi_xact.h"
-#include "standby_slots.h"
 
 /* backfill messages stored per step at most, between decoding rounds */
 #define BACKFILL_STEP_BYTES (4 * 1024 * 1024)
@@ -78,9 +78,6 @@
  * a lock_timeout) cannot keep it from ever finishing.
  */
 #define MAX_GIVE_WAYS 3
-
-static const char begin_change[] = "{\"tag\":\"begin\",\"json\":\"s\",\"skipAck\":true}";
-static const char commit_change[] = "{\"tag\":\"commit\"}";
 
 typedef struct Running
 {
@@ -441,74 +438,69 @@ launch(const char *request)
 	set_progress(psprintf("%s: starting", r->table));
 }
 
-/* Store backfill messages as synthetic transactions, in one local transaction. */
-static void
-store(char *head, List *chunks, const char *completed, XLogRecPtr completed_lsn)
+/*
+ * What a step took from the worker, until its batch is stored (or at once,
+ * when there is nothing to store): its progress, and how the step ended.
+ */
+static struct
 {
-	char		watermark[ZS_WATERMARK_MAXLEN];
-	ListCell   *lc;
-	int			ntxns = 0;
+	int64		rows;			/* rows sent so far, -1 if no message came */
+	int64		total_rows;
+	bool		finished;		/* backfill-completed is in the batch */
+	bool		detached;		/* the worker is gone */
+} step;
 
-	zs_spi_xact_begin("zero_stream: storing a backfill");
-	zs_changelog_begin();
-	foreach(lc, chunks)
+/* After a step, its batch stored (up to head) or empty: what comes next. */
+static void
+end_step(const char *head)
+{
+	if (running == NULL)
+		return;
+	if (step.rows >= 0)
+		set_progress(psprintf("%s: " INT64_FORMAT " of " INT64_FORMAT " rows", running->table,
+							  step.rows, step.total_rows));
+	if (step.finished)
 	{
-		const char *change = (const char *) lfirst(lc);
+		long		secs;
+		int			usecs;
 
-		if (!zs_watermark_next_minor(head, watermark))
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("the change log's head \"%s\" is not a watermark", head)));
-		zs_changelog_add(watermark, 0, begin_change, strlen(begin_change), false);
-		zs_changelog_add(watermark, 1, change, strlen(change), false);
-		zs_changelog_add(watermark, 2, commit_change, strlen(commit_change), true);
-		strlcpy(head, watermark, ZS_WATERMARK_MAXLEN);
-		ntxns++;
+		TimestampDifference(running->started, GetCurrentTimestamp(), &secs, &usecs);
+		ereport(LOG,
+				(errmsg("zero_stream backfill of %s stored in %ld.%03d s, up to watermark %s",
+						running->table, secs, usecs / 1000, head)));
+		stop_running(NULL);
+		forget_backoff();
+		give_ways = 0;
+		requests_stale = true;	/* the completion removed its request */
 	}
-	if (completed != NULL)
+	else if (step.detached)
 	{
-		char		snapshot[ZS_WATERMARK_MAXLEN];
+		char	   *table = pstrdup(running->table);
+		char	   *request = pstrdup(running->request);
 
-		if (!zs_watermark_next_minor(head, watermark))
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("the change log's head \"%s\" is not a watermark", head)));
-		/* at or after the backfill's snapshot (zero-cache's rule) */
-		zs_watermark_encode(completed_lsn - 1, snapshot);
-		if (strcmp(watermark, snapshot) < 0)
-			strlcpy(watermark, snapshot, sizeof(watermark));
-		zs_changelog_add(watermark, 0, begin_change, strlen(begin_change), false);
-		zs_changelog_add_schema(watermark, 1, completed, strlen(completed));
-		zs_changelog_add(watermark, 2, commit_change, strlen(commit_change), true);
-		strlcpy(head, watermark, ZS_WATERMARK_MAXLEN);
-		ntxns++;
+		stop_running(NULL);
+		back_off(request, -1,
+				 psprintf("the worker backfilling %s exited before it completed (see its log lines)", table));
 	}
-	zs_changelog_finish(head);
-	zs_spi_xact_commit();
+	else if (give_ways < MAX_GIVE_WAYS && command_waits_for_table(running))
+	{
+		char	   *request = pstrdup(running->request);
 
-	/*
-	 * With a failover slot, nobody may read these rows before the standbys
-	 * have them (readers stop at the published head): unlike decoded
-	 * transactions, a promoted standby would not store them again with the
-	 * same watermarks, and a subscriber that had them would have to restore.
-	 */
-	zs_failover_wait_for(XactLastCommitEnd);
-	zs_publish_stored(head, ntxns, ntxns, 0);
+		give_ways++;
+		stop_running("a command waits for a lock on the table");
+		back_off(request, BACKOFF_MIN_MS, "after the command that waited for the table");
+	}
 }
 
 bool
-zs_backfill_step(char *head, XLogRecPtr decoded_upto)
+zs_backfill_step(XLogRecPtr decoded_upto, ZsBackfillBatch *batch)
 {
-	List	   *chunks = NIL;
 	Size		bytes = 0;
-	bool		detached = false;
-	bool		finished = false;
-	bool		stored;
-	int64		rows = -1;
-	int64		total_rows = 0;
-
 	MemoryContext old;
 
+	memset(batch, 0, sizeof(*batch));
+	memset(&step, 0, sizeof(step));
+	step.rows = -1;
 	ensure_context();
 	MemoryContextReset(step_context);
 	old = MemoryContextSwitchTo(step_context);
@@ -540,7 +532,7 @@ zs_backfill_step(char *head, XLogRecPtr decoded_upto)
 			break;
 		if (res != SHM_MQ_SUCCESS)
 		{
-			detached = true;
+			step.detached = true;
 			break;
 		}
 		if (nbytes < sizeof(header))
@@ -556,10 +548,11 @@ zs_backfill_step(char *head, XLogRecPtr decoded_upto)
 
 			stop_running(why);
 			MemoryContextSwitchTo(old);
+			batch->rows = NIL;
 			return false;		/* the next step starts it again */
 		}
-		rows = header.rows;
-		total_rows = header.total_rows;
+		step.rows = header.rows;
+		step.total_rows = header.total_rows;
 		if (header.kind == ZS_BACKFILL_COMPLETED)
 		{
 			running->completed = MemoryContextAlloc(running->context, nbytes - sizeof(header) + 1);
@@ -568,47 +561,32 @@ zs_backfill_step(char *head, XLogRecPtr decoded_upto)
 			running->completed_lsn = header.snapshot_lsn;
 		}
 		else
-			chunks = lappend(chunks, pnstrdup((char *) data + sizeof(header), nbytes - sizeof(header)));
+			batch->rows = lappend(batch->rows, pnstrdup((char *) data + sizeof(header), nbytes - sizeof(header)));
 		bytes += nbytes;
 	}
 
-	finished = running->completed != NULL && decoded_upto >= running->completed_lsn;
-	if (chunks != NIL || finished)
-		store(head, chunks, finished ? running->completed : NULL, running->completed_lsn);
-	if (rows >= 0)
-		set_progress(psprintf("%s: " INT64_FORMAT " of " INT64_FORMAT " rows", running->table, rows, total_rows));
-	if (finished)
+	step.finished = running->completed != NULL && decoded_upto >= running->completed_lsn;
+	if (step.finished)
 	{
-		long		secs;
-		int			usecs;
-
-		TimestampDifference(running->started, GetCurrentTimestamp(), &secs, &usecs);
-		ereport(LOG,
-				(errmsg("zero_stream backfill of %s stored in %ld.%03d s, up to watermark %s",
-						running->table, secs, usecs / 1000, head)));
-		stop_running(NULL);
-		forget_backoff();
-		give_ways = 0;
-		requests_stale = true;	/* the completion removed its request */
+		/* (a copy: the running backfill goes once it is stored) */
+		batch->completed = pstrdup(running->completed);
+		batch->completed_lsn = running->completed_lsn;
 	}
-	else if (detached)
+	if (batch->rows == NIL && !step.finished)
 	{
-		char	   *table = pstrdup(running->table);
-		char	   *request = pstrdup(running->request);
-
-		stop_running(NULL);
-		back_off(request, -1,
-				 psprintf("the worker backfilling %s exited before it completed (see its log lines)", table));
+		end_step(NULL);
+		MemoryContextSwitchTo(old);
+		return false;
 	}
-	else if (give_ways < MAX_GIVE_WAYS && command_waits_for_table(running))
-	{
-		char	   *request = pstrdup(running->request);
-
-		give_ways++;
-		stop_running("a command waits for a lock on the table");
-		back_off(request, BACKOFF_MIN_MS, "after the command that waited for the table");
-	}
-	stored = chunks != NIL || finished;
 	MemoryContextSwitchTo(old);
-	return stored;
+	return true;
+}
+
+void
+zs_backfill_stored(const char *head)
+{
+	MemoryContext old = MemoryContextSwitchTo(step_context);
+
+	end_step(head);
+	MemoryContextSwitchTo(old);
 }

@@ -9,6 +9,7 @@
 #define ZS_BACKFILL_H
 
 #include "access/xlogdefs.h"
+#include "nodes/pg_list.h"
 
 /*
  * Forget any running backfill and read the unfinished ones from the change
@@ -34,12 +35,28 @@ extern const char *const *zs_backfill_key_columns(int *nkeys);
 extern void zs_backfill_key_changed(const char *watermark);
 
 /*
- * One step, between decoding rounds: start a backfill if one is needed,
- * store what its worker sent (each message as a synthetic transaction at
- * the next minor version of *head, which is updated). decoded_upto is
- * where decoding is: every commit before it is stored. Returns true if it
- * stored something.
+ * What a step has for the change log: the worker's messages (JSON texts),
+ * each to be stored as a synthetic transaction after the head, then
+ * backfill-completed once decoding has passed the backfill's snapshot.
+ * It lives until the next step.
  */
-extern bool zs_backfill_step(char *head, XLogRecPtr decoded_upto);
+typedef struct ZsBackfillBatch
+{
+	List	   *rows;			/* "backfill" messages */
+	const char *completed;		/* "backfill-completed", or NULL */
+	XLogRecPtr	completed_lsn;	/* its snapshot: stored at a watermark not before it */
+} ZsBackfillBatch;
+
+/*
+ * One step, between decoding rounds: start a backfill if one is needed,
+ * take what its worker sent. decoded_upto is where decoding is: every
+ * commit before it is stored. True if *batch holds something to store:
+ * the decoder's one writer stores it (decoder/store.c), then calls
+ * zs_backfill_stored.
+ */
+extern bool zs_backfill_step(XLogRecPtr decoded_upto, ZsBackfillBatch *batch);
+
+/* The last step's batch is stored, up to the change log's head. */
+extern void zs_backfill_stored(const char *head);
 
 #endif							/* ZS_BACKFILL_H */

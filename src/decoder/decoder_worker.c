@@ -51,6 +51,7 @@
 #include "decoder/shard_setup.h"
 #include "decoder/standby_follow.h"
 #include "decoder/startup.h"
+#include "decoder/store.h"
 #include "decoder/stream.h"
 #include "decoder/subscriber_positions.h"
 #include "decoding/relcache.h"
@@ -290,14 +291,19 @@ run_decoder(MemoryContext worker_context)
 	{
 		bool		busy;
 		bool		stored;
+		ZsBackfillBatch backfill;
 		char		reason[ZS_ERROR_LEN];
 		ZsResyncCause cause;
 
 		zs_worker_check_interrupts();
 		busy = zs_round_run(s, &stored);
-		/* a backfill's messages, between rounds (backfill/backfill.c) */
-		if (zs_backfill_step(s->stored_head, s->ctx->reader->EndRecPtr))
+		/* a backfill's messages, between rounds, through the one writer */
+		if (zs_backfill_step(s->ctx->reader->EndRecPtr, &backfill))
+		{
+			zs_store_backfill(s, &backfill);
+			zs_backfill_stored(s->stored_head);
 			busy = true;
+		}
 		/* the purge yields to rounds that stored (its deletes are WAL we skip) */
 		if (zs_purge_step(s->purge_gate, busy && stored))
 			busy = true;

@@ -39,7 +39,6 @@
 #include "pgstat.h"
 #include "replication/decode.h"
 #include "replication/logical.h"
-#include "replication/origin.h"
 #include "replication/slot.h"
 #include "storage/sinval.h"
 #include "utils/guc.h"
@@ -50,6 +49,7 @@
 #include "changelog/changelog.h"
 #include "changelog/changelog_live.h"
 #include "decoder/round.h"
+#include "decoder/store.h"
 #include "guc.h"
 #include "shmem.h"
 #include "spi_xact.h"
@@ -135,49 +135,33 @@ publish_round(const ZsStream *s, ZsStageBatch *batch)
 	}
 }
 
-/* Store the staged transactions in one local transaction. */
+/* Store the staged transactions in one local transaction (store.c). */
 static void
 store_batch(ZsStream *s, ZsStageBatch *batch)
 {
+	ZsStore		st;
 	ZsSpoolRecord header;
 	StringInfoData text;
 	ErrorContextCallback callback;
+	ZsStoreProgress progress = {batch->last_end_lsn, batch->last_commit_time};
 
 	callback.callback = store_error_context;
 	callback.arg = batch;
 	callback.previous = error_context_stack;
 	error_context_stack = &callback;
-	zs_spi_xact_begin("zero_stream: storing decoded transactions");
-
-	zs_changelog_begin();
+	zs_store_begin(&st, s, "zero_stream: storing decoded transactions");
 	initStringInfo(&text);
 	zs_spool_start_read(batch->spool);
 	while (zs_spool_read(batch->spool, &header, &text))
 	{
 		zs_worker_check_interrupts();
-		if (header.is_schema)
-			zs_changelog_add_schema(header.watermark, header.pos, text.data, text.len);
-		else
-			zs_changelog_add(header.watermark, header.pos, text.data, text.len, header.is_commit);
+		zs_store_row(&st, header.watermark, header.pos, text.data, text.len,
+					 header.is_commit, header.is_schema);
 	}
 	if (batch->baseline_changed)
 		zs_changelog_write_published_schema(s->stage.schema_baseline);
-	zs_changelog_finish(batch->last_watermark);
-
-	/* the commit stamps our progress into the origin, atomically */
-	replorigin_session_origin_lsn = batch->last_end_lsn;
-	replorigin_session_origin_timestamp = batch->last_commit_time;
-	/* not waiting for its flush: the slot is confirmed once it is (below) */
-	SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_OVERRIDE);
-	zs_spi_xact_commit();
-	SetConfigOption("synchronous_commit", "on", PGC_SUSET, PGC_S_OVERRIDE);
-	s->unflushed_store = Max(s->unflushed_store, XactLastCommitEnd);
+	zs_store_commit_decoded(&st, batch->last_watermark, batch->ntxns, batch->nchanges, &progress);
 	error_context_stack = callback.previous;
-	replorigin_session_origin_lsn = InvalidXLogRecPtr;
-	pgstat_report_stat(false);
-
-	memcpy(s->stored_head, batch->last_watermark, sizeof(s->stored_head));
-	zs_publish_stored(s->stored_head, batch->ntxns, batch->nchanges, batch->last_commit_time);
 }
 
 static void
