@@ -50,13 +50,16 @@ CREATE FUNCTION status(
     OUT failover_warning text,
     OUT failover_hint text,
     OUT extension_version text,
-    OUT library_version text)
+    OUT library_version text,
+    OUT timeline integer,
+    OUT promoted_at timestamptz,
+    OUT promoted_from_timeline integer)
 RETURNS record
 AS 'MODULE_PATHNAME', 'zs_status'
 LANGUAGE C STRICT VOLATILE;
 
 COMMENT ON FUNCTION status() IS
-  'State of the zero_stream decoder: slot positions, change-log head, counters, lag, last error, and the versions of the SQL objects and of the library';
+  'State of the zero_stream decoder: slot positions, change-log head, counters, lag, last error, the versions of the SQL objects and of the library, the timeline and this server''s promotion';
 
 REVOKE ALL ON FUNCTION status() FROM PUBLIC;
 

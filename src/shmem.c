@@ -7,6 +7,8 @@
  */
 #include "postgres.h"
 
+#include "access/xlog.h"
+#include "access/xlogrecovery.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
@@ -312,6 +314,18 @@ zs_worker_attach(ZsWorkerKind kind, const char *name)
 	zs_shared->workers[kind].starts++;
 	LWLockRelease(zs_shared->lock);
 	before_shmem_exit(worker_detach, Int32GetDatum((int32) kind));
+}
+
+TimeLineID
+zs_current_timeline(void)
+{
+	TimeLineID	timeline = 0;
+
+	if (RecoveryInProgress())
+		(void) GetXLogReplayRecPtr(&timeline);
+	else
+		timeline = GetWALInsertionTimeLine();
+	return timeline;
 }
 
 void

@@ -209,6 +209,9 @@ typedef struct ZsSharedState
 	char		purge_holder[ZS_ERROR_LEN / 4];	/* what holds the floor, or why no purge */
 	bool		positions_restored; /* the decoder read back the saved positions */
 	char		standby_held_as[ZS_NAME_LEN];	/* standby_hold.c */
+	/* this server's promotion since the postmaster started (0: none) */
+	TimestampTz promoted_at;
+	TimeLineID	promoted_from_timeline;
 
 	/* values stored as text because they could not be encoded */
 	uint64		value_errors;
@@ -302,6 +305,12 @@ extern void zs_require_shared_state(void);
  * latch in its slot, cleared again when it exits.
  */
 extern void zs_worker_attach(ZsWorkerKind kind, const char *name);
+
+/*
+ * This server's timeline: where WAL is inserted on a primary, where replay
+ * is on a standby.
+ */
+extern TimeLineID zs_current_timeline(void);
 
 /*
  * A worker's check between two units of work, busy or idle:

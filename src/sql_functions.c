@@ -45,12 +45,14 @@ PG_FUNCTION_INFO_V1(zs_workers);
 
 /*
  * status()'s columns: version 0.2.0 added extension_version and
- * library_version at the end, so the row of 0.1.0's SQL (a library newer
- * than the installed SQL, before ALTER EXTENSION ... UPDATE) is its prefix;
- * a newer SQL's row (a newer library not loaded yet) gets these columns,
- * and NULL in those after them.
+ * library_version at the end, 0.3.0 timeline, promoted_at and
+ * promoted_from_timeline after them, so the row of an older SQL (a library
+ * newer than the installed SQL, before ALTER EXTENSION ... UPDATE) is its
+ * prefix; a newer SQL's row (a newer library not loaded yet) gets these
+ * columns, and NULL in those after them.
  */
-#define STATUS_COLUMNS 45
+#define STATUS_COLUMNS 48
+#define STATUS_COLUMNS_0_2 45
 #define STATUS_COLUMNS_0_1 43
 
 /*
@@ -243,7 +245,8 @@ zs_status(PG_FUNCTION_ARGS)
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 	/* a newer SQL's columns after this library's are NULL */
-	if (tupdesc->natts != STATUS_COLUMNS_0_1 && tupdesc->natts < STATUS_COLUMNS)
+	if (tupdesc->natts != STATUS_COLUMNS_0_1 && tupdesc->natts != STATUS_COLUMNS_0_2 &&
+		tupdesc->natts < STATUS_COLUMNS)
 		check_row_type(tupdesc, STATUS_COLUMNS, "status");
 	values = palloc0(sizeof(Datum) * tupdesc->natts);
 	nulls = palloc0(sizeof(bool) * tupdesc->natts);
@@ -345,13 +348,22 @@ zs_status(PG_FUNCTION_ARGS)
 	values[i] = text_or_null(failover.hint, &nulls[i]);
 	i++;
 	Assert(i == STATUS_COLUMNS_0_1);
-	if (tupdesc->natts >= STATUS_COLUMNS)
+	if (tupdesc->natts >= STATUS_COLUMNS_0_2)
 	{
 		char	   *installed = zs_installed_sql_version();
 
 		values[i] = text_or_null(installed, &nulls[i]);
 		i++;
 		values[i++] = CStringGetTextDatum(ZS_LIBRARY_VERSION);
+		Assert(i == STATUS_COLUMNS_0_2);
+	}
+	if (tupdesc->natts >= STATUS_COLUMNS)
+	{
+		values[i++] = Int32GetDatum((int32) zs_current_timeline());
+		values[i] = time_or_null(snap.promoted_at, &nulls[i]);
+		i++;
+		values[i] = Int32GetDatum((int32) snap.promoted_from_timeline);
+		nulls[i++] = (snap.promoted_at == 0);
 		Assert(i == STATUS_COLUMNS);
 		while (i < tupdesc->natts)
 			nulls[i++] = true;

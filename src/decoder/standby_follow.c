@@ -74,6 +74,7 @@ void
 zs_standby_follow(void)
 {
 	XLogRecPtr	followed = InvalidXLogRecPtr;
+	TimeLineID	replay_timeline = 0;
 	bool		have_extension = false;
 	char	   *slot_name;
 
@@ -91,7 +92,7 @@ zs_standby_follow(void)
 
 	while (RecoveryInProgress())
 	{
-		XLogRecPtr	replayed = GetXLogReplayRecPtr(NULL);
+		XLogRecPtr	replayed = GetXLogReplayRecPtr(&replay_timeline);
 
 		zs_worker_check_interrupts();
 		if (ConfigReloadPending)
@@ -108,8 +109,14 @@ zs_standby_follow(void)
 						 Min(zs_poll_interval_ms, ZS_STANDBY_REPLAY_POLL_MS), PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 	}
+	/* what operators act on: status().promoted_at, the metrics, the alert */
+	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
+	zs_shared->promoted_at = GetCurrentTimestamp();
+	zs_shared->promoted_from_timeline = replay_timeline;
+	LWLockRelease(zs_shared->lock);
 	ereport(LOG,
-			(errmsg("zero_stream: this server was promoted; the decoder starts"),
+			(errmsg("zero_stream: this server was promoted from timeline %u to timeline %u; the decoder starts",
+					replay_timeline, GetWALInsertionTimeLine()),
 			 zs_standby_slots_has_synced_copy(slot_name) ?
 			 errdetail("Replication slot \"%s\" was synchronized from the old primary: the change log's lineage goes on.",
 					   slot_name) :

@@ -174,6 +174,13 @@ decoder_metrics(StringInfo out, const ZsSharedState *snap)
 		   "With zero_stream.failover: 1 when the standbys have the slot's position (on a standby: when it holds the slot's synchronized copy), status().failover_synced.");
 	if (failover.synced_known)
 		sample(out, "zero_stream_failover_synced", failover.synced ? 1 : 0);
+	family(out, "zero_stream_timeline", "gauge",
+		   "This server's timeline (status().timeline): it changes with a promotion.");
+	sample_u64(out, "zero_stream_timeline", zs_current_timeline());
+	family(out, "zero_stream_last_promotion_timestamp_seconds", "gauge",
+		   "When this server was promoted, since its postmaster started (status().promoted_at).");
+	if (snap->promoted_at != 0)
+		sample(out, "zero_stream_last_promotion_timestamp_seconds", epoch_seconds(snap->promoted_at));
 
 	family(out, "zero_stream_lag_seconds", "gauge",
 		   "From the upstream commit of the newest stored transaction to its store.");
