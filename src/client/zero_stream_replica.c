@@ -127,7 +127,7 @@ default_id(const char *task_id, const char *file)
 		appendStringInfo(&key, "%s/%s", resolved, file);
 	hash = hash_bytes_extended((const unsigned char *) key.data, key.len, 0);
 	pfree(key.data);
-	return psprintf("%s-%016" INT64_MODIFIER "x", task_id, hash);
+	return psprintf("%s-%08x%08x", task_id, (uint32) (hash >> 32), (uint32) hash);
 }
 
 static int
