@@ -300,15 +300,15 @@ $primary->wait_for_replay_catchup($standby);
 ok(sp_wait_synced($standby, slot => $slot), 'the standby\'s slot copy is synchronized before the promotion');
 my $old_rows = log_rows($primary);
 my $timeline = psql($primary, 'SELECT timeline_id FROM pg_control_checkpoint()');
-is(psql($standby, 'SELECT timeline || \' \' || (promoted_at IS NULL) || \' \' || (promoted_from_timeline IS NULL) FROM zero_stream.status()'),
-	"$timeline t t", 'status() on the standby: the primary\'s timeline, no promotion');
+is(psql($standby, 'SELECT timeline || \' \' || (promoted_at IS NULL)::int || \' \' || (promoted_from_timeline IS NULL)::int FROM zero_stream.status()'),
+	"$timeline 1 1", 'status() on the standby: the primary\'s timeline, no promotion');
 $primary->stop;
 my $promoting = psql($standby, 'SELECT now()');
 sp_promote($standby);
 my $new = $standby;
 is(psql($new, 'SELECT replica_version FROM zero_stream.status()'), $rv, 'promoted: streaming, the same replicaVersion');
-is(psql($new, qq{SELECT timeline || ' ' || promoted_from_timeline || ' ' || (promoted_at >= '$promoting' AND promoted_at <= now())
-	FROM zero_stream.status()}), ($timeline + 1) . " $timeline t",
+is(psql($new, qq{SELECT timeline || ' ' || promoted_from_timeline || ' ' || (promoted_at >= '$promoting' AND promoted_at <= now())::int
+	FROM zero_stream.status()}), ($timeline + 1) . " $timeline 1",
 	'status() says when the server was promoted, and from which timeline to which');
 my $metrics = psql($new, 'SELECT zero_stream.metrics()');
 like($metrics, qr/^zero_stream_timeline ${\($timeline + 1)}$/m, 'metrics: the new timeline');
