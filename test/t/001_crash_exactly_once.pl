@@ -53,7 +53,10 @@ for my $round (1 .. 2)
 		ok($pid =~ /^\d+$/, "round $round: decoder is running ($pid)");
 		kill 'KILL', $pid;
 		# the postmaster reinitializes after a child's crash; wait for it
+		# (a psql started during crash recovery can die of EPIPE, which
+		# poll_query_until does not retry: zs_wait_ready's pg_isready first)
 		usleep(300_000);
+		zs_wait_ready($node);
 		$node->poll_query_until('postgres', 'SELECT true') or die "server did not come back";
 	}
 	$load->finish;
