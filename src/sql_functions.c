@@ -386,8 +386,7 @@ retained_because(const ZsDepartedSubscriber *d)
 {
 	if (d->mode == ZS_SUB_MODE_SNAPSHOT)
 		return "reservation";
-	if (d->mode == ZS_SUB_MODE_BACKUP &&
-		strncmp(d->id, ZS_STANDBY_HOLD_PREFIX, strlen(ZS_STANDBY_HOLD_PREFIX)) == 0)
+	if (d->mode == ZS_SUB_MODE_BACKUP && zs_standby_hold_name(d->id) != NULL)
 		return "standby";
 	return d->restored ? "restarted" : "disconnected";
 }

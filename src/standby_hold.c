@@ -55,17 +55,25 @@ zs_standby_hold_note(const char *name)
 	LWLockRelease(zs_shared->lock);
 }
 
+const char *
+zs_standby_hold_name(const char *id)
+{
+	const size_t prefix = strlen(ZS_STANDBY_HOLD_PREFIX);
+
+	return strncmp(id, ZS_STANDBY_HOLD_PREFIX, prefix) == 0 ? id + prefix : NULL;
+}
+
 bool
 zs_standby_hold_is_own(const char *id)
 {
-	const size_t prefix = strlen(ZS_STANDBY_HOLD_PREFIX);
+	const char *name = zs_standby_hold_name(id);
 	bool		own;
 
-	if (strncmp(id, ZS_STANDBY_HOLD_PREFIX, prefix) != 0)
+	if (name == NULL)
 		return false;
 	LWLockAcquire(zs_shared->lock, LW_SHARED);
 	own = zs_shared->standby_held_as[0] != '\0' &&
-		strcmp(id + prefix, zs_shared->standby_held_as) == 0;
+		strcmp(name, zs_shared->standby_held_as) == 0;
 	LWLockRelease(zs_shared->lock);
 	return own;
 }

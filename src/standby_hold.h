@@ -16,6 +16,9 @@
  */
 extern const char *zs_standby_name(void);
 
+/* The standby's name in a held subscriber id, or NULL if it is no standby's hold. */
+extern const char *zs_standby_hold_name(const char *id);
+
 /*
  * This server is a standby, held (or about to be) by its primary under
  * name: kept in shared memory until the postmaster restarts.
