@@ -19,6 +19,7 @@ OBJS = \
 	src/codec/websocket.o \
 	src/codec/change_message.o \
 	src/codec/stream_frame.o \
+	src/codec/changelog_chunk.o \
 	src/decoder/decoder_worker.o \
 	src/decoder/startup.o \
 	src/decoder/standby_follow.o \
@@ -49,6 +50,7 @@ OBJS = \
 	src/decoder/lag_report.o \
 	src/changelog/changelog.o \
 	src/changelog/changelog_read.o \
+	src/changelog/changelog_rows.o \
 	src/changelog/changelog_insert.o \
 	src/changelog/changelog_live.o \
 	src/purge/purge_batch.o \
@@ -82,7 +84,7 @@ OBJS = \
 EXTENSION = zero_stream
 DATA = sql/zero_stream--0.1.0.sql sql/zero_stream--0.2.0.sql sql/zero_stream--0.3.0.sql sql/zero_stream--0.1.0--0.2.0.sql sql/zero_stream--0.2.0--0.3.0.sql
 # OpenSSL is the one PostgreSQL itself links (TLS of the subscriber server)
-SHLIB_LINK = -lcjson -lsqlite3 -lssl -lcrypto
+SHLIB_LINK = -lcjson -lsqlite3 -lssl -lcrypto -llz4
 PGFILEDESC = "zero_stream - in-server Zero change streamer"
 
 PG_CONFIG ?= pg_config
@@ -157,7 +159,7 @@ PG_PERL_LIB = $(dir $(PGXS))../../src/test/perl
 UNIT_TESTS = test/unit/test_watermark test/unit/test_json test/unit/test_pgoutput \
 	test/unit/test_websocket test/unit/test_http test/unit/test_codec \
 	test/unit/test_replica test/unit/test_schema_diff test/unit/test_stream_frame \
-	test/unit/test_extension_version
+	test/unit/test_extension_version test/unit/test_chunk
 UNIT_CFLAGS = -O2 -g -Wall $(ZS_WERROR) -DFRONTEND -DUSE_PRIVATE_ENCODING_FUNCS -I$(srcdir)/src -I$(PG_INCLUDEDIR) \
 	-I$(shell $(PG_CONFIG) --includedir)
 UNIT_LIBS = -L$(PG_LIBDIR) -lpgcommon -lpgport -lcrypto -lm
@@ -188,6 +190,9 @@ test/unit/test_schema_diff: test/unit/test_schema_diff.c src/decoding/schema_dif
 
 test/unit/test_extension_version: test/unit/test_extension_version.c src/extension_version.c test/unit/unit.h src/extension_version.h
 	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_extension_version.c src/extension_version.c $(UNIT_LIBS)
+
+test/unit/test_chunk: test/unit/test_chunk.c src/codec/changelog_chunk.c test/unit/unit.h $(wildcard $(srcdir)/src/*/*.h)
+	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_chunk.c src/codec/changelog_chunk.c $(UNIT_LIBS) -llz4
 
 test/unit/test_stream_frame: test/unit/test_stream_frame.c src/codec/stream_frame.c src/codec/change_message.c test/unit/unit.h $(wildcard $(srcdir)/src/*/*.h)
 	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_stream_frame.c src/codec/stream_frame.c src/codec/change_message.c $(UNIT_LIBS)

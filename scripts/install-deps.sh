@@ -23,7 +23,7 @@ esac
 
 # the build and the main job (scripts/demo.sh)
 packages=(build-essential postgresql-15 postgresql-server-dev-15 postgresql-client-15
-	libssl-dev libcjson-dev libsqlite3-dev sqlite3)
+	libssl-dev libcjson-dev libsqlite3-dev liblz4-dev sqlite3)
 if [ "$set_" = all ]; then
 	# the tests: TAP (IPC::Run), the test tools and scripts (python3, bc, openssl, curl)
 	packages+=(libipc-run-perl python3 bc openssl curl)

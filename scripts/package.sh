@@ -57,7 +57,7 @@ SUDO=()
 host_deps() {
 	local p missing=()
 	for p in debhelper postgresql-server-dev-all dpkg-dev fakeroot postgresql-server-dev-15 \
-		libcjson-dev libsqlite3-dev libssl-dev build-essential; do
+		libcjson-dev libsqlite3-dev liblz4-dev libssl-dev build-essential; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 	done
 	[ ${#missing[@]} -eq 0 ] && return 0

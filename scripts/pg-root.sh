@@ -190,7 +190,7 @@ logfile="$cache/pg$version.log"
 # scripts/package.sh); procps for ps. A cached root that lacks one of them
 # gets it before it is used (top_up).
 packages=("postgresql-$version" "postgresql-server-dev-$version" "postgresql-client-$version"
-	gcc make libc6-dev libssl-dev libcjson-dev libsqlite3-dev sqlite3 libipc-run-perl perl
+	gcc make libc6-dev libssl-dev libcjson-dev libsqlite3-dev liblz4-dev sqlite3 libipc-run-perl perl
 	python3 bc openssl curl ca-certificates npm procps
 	build-essential debhelper postgresql-server-dev-all dpkg-dev fakeroot prometheus python3-jsonschema)
 

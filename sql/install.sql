@@ -49,6 +49,7 @@ SELECT count(*) AS mutations FROM zero_0.mutations;
 SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
  WHERE n.nspname = 'zero_0/cdc' AND c.relkind = 'r' ORDER BY 1;
 \d "zero_0/cdc"."changeLog"
+\d "zero_0/cdc"."changeLogChunks"
 \d "zero_0/cdc"."replicationState"
 \d "zero_0/cdc"."replicationConfig"
 \d "zero_0/cdc"."tableMetadata"
@@ -85,8 +86,9 @@ SELECT transactions_stored >= 1 AS stored, last_watermark > replica_version COLL
 -- the worker's parameters are reserved and validated
 SET zero_stream.no_such_setting = 1;
 SHOW zero_stream.app_id;
-SHOW zero_stream.changelog_batch_size;
-SET zero_stream.changelog_batch_size = 10;
+SHOW zero_stream.changelog_chunk_size;
+SHOW zero_stream.changelog_compression;
+SET zero_stream.changelog_compression = 'zstd';
 
 -- no subscriber server in this instance (zero_stream.port = 0): no connections,
 -- no retained positions, nothing saved; a healthy slot

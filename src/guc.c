@@ -19,6 +19,7 @@
 #include "utils/memutils.h"
 #include "utils/varlena.h"
 
+#include "codec/changelog_chunk.h"
 #include "guc.h"
 
 char	   *zs_database = NULL;
@@ -27,7 +28,27 @@ int			zs_shard_num = 0;
 char	   *zs_publications = NULL;
 char	   *zs_slot_name = NULL;
 char	   *zs_task_id = NULL;
-int			zs_changelog_batch_size = 2000;
+int			zs_changelog_chunk_kb = 256;
+int			zs_changelog_compression = ZS_CHUNK_LZ4;
+
+static const struct config_enum_entry compression_options[] = {
+	{"lz4", ZS_CHUNK_LZ4, false},
+	{"pglz", ZS_CHUNK_PGLZ, false},
+	{"none", ZS_CHUNK_NONE, false},
+	{NULL, 0, false}
+};
+
+/* lz4 only where the server was built with it, as default_toast_compression */
+static bool
+check_compression(int *newval, void **extra, GucSource source)
+{
+	if (*newval == ZS_CHUNK_LZ4 && !zs_chunk_lz4_available())
+	{
+		GUC_check_errdetail("This build of PostgreSQL does not support lz4.");
+		return false;
+	}
+	return true;
+}
 int			zs_commit_batch_kb = 16384;
 int			zs_test_unencodable_type = 0;
 int			zs_poll_interval_ms = 50;
@@ -179,11 +200,18 @@ zs_define_gucs(void)
 							   NULL,
 							   &zs_task_id, "zero_stream", PGC_POSTMASTER, 0,
 							   NULL, NULL, NULL);
-	DefineCustomIntVariable("zero_stream.changelog_batch_size",
-							"Change-log rows per INSERT statement (ZERO_CHANGE_LOG_BATCH_SIZE).",
-							NULL,
-							&zs_changelog_batch_size, 2000, 1, 100000, PGC_SIGHUP, 0,
+	DefineCustomIntVariable("zero_stream.changelog_chunk_size",
+							"Change text stored in one change-log chunk.",
+							"Every local commit stores its transactions in chunks of at most this much change text before compression; a larger transaction is split into several.",
+							&zs_changelog_chunk_kb, 256, 8, 65536, PGC_SIGHUP, GUC_UNIT_KB,
 							NULL, NULL, NULL);
+	DefineCustomEnumVariable("zero_stream.changelog_compression",
+							 "How change-log chunks are compressed.",
+							 "lz4 (where PostgreSQL was built with it), pglz or none; chunks written before a change keep theirs.",
+							 &zs_changelog_compression,
+							 zs_chunk_lz4_available() ? ZS_CHUNK_LZ4 : ZS_CHUNK_PGLZ,
+							 compression_options, PGC_SIGHUP, 0,
+							 check_compression, NULL, NULL);
 	DefineCustomIntVariable("zero_stream.commit_batch_size",
 							"Decoded data grouped into one local change-log commit.",
 							"Whole upstream transactions are grouped until this much change text is pending; one larger transaction is still committed whole.",

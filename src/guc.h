@@ -14,7 +14,8 @@ extern int	zs_shard_num;
 extern char *zs_publications;
 extern char *zs_slot_name;
 extern char *zs_task_id;
-extern int	zs_changelog_batch_size;
+extern int	zs_changelog_chunk_kb;
+extern int	zs_changelog_compression;	/* a ZsChunkCompression */
 extern int	zs_commit_batch_kb;
 extern int	zs_poll_interval_ms;
 extern int	zs_slot_save_interval_ms;

@@ -25,7 +25,12 @@
 #include "replication/slot.h"
 #include "catalog/pg_type_d.h"
 #include "catalog/namespace.h"
+#include "access/relation.h"
+#include "access/tableam.h"
 #include "catalog/pg_class.h"
+#include "executor/tuptable.h"
+#include "storage/lmgr.h"
+#include "utils/snapmgr.h"
 #include "utils/syscache.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -200,30 +205,58 @@ worker_name(ZsWorkerKind kind)
 }
 
 /*
- * The change log's rows (the planner's estimate: counting them would read
- * the whole table) and its size on disk with indexes and TOAST; NULL
- * before the decoder created it.
+ * The change log's rows (each chunk counts its own: a sum over the chunks,
+ * which are few next to the rows) and its size on disk with indexes and
+ * TOAST; NULL before the decoder created it. The table's lock is held only
+ * while it is read, and not waited for (rows NULL then): a monitoring
+ * query that calls status() in a long transaction must never hold up the
+ * decoder's TRUNCATE of a new lineage, nor wait for it.
  */
 static void
 change_log_size(Datum *rows, bool *rows_null, Datum *bytes, bool *bytes_null)
 {
 	Oid			relid = InvalidOid;
 	Oid			nsp = get_namespace_oid(zs_cdc_schema_name(), true);
+	AttrNumber	rows_att;
+	int64		sum = 0;
 
 	if (OidIsValid(nsp))
-		relid = get_relname_relid("changeLog", nsp);
+		relid = get_relname_relid("changeLogChunks", nsp);
 	*rows_null = *bytes_null = !OidIsValid(relid);
 	if (!OidIsValid(relid))
 		return;
-	{
-		HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-
-		*rows = Int64GetDatum(HeapTupleIsValid(tup) ?
-							  (int64) Max(((Form_pg_class) GETSTRUCT(tup))->reltuples, 0) : 0);
-		if (HeapTupleIsValid(tup))
-			ReleaseSysCache(tup);
-	}
 	*bytes = DirectFunctionCall1(pg_total_relation_size, ObjectIdGetDatum(relid));
+	rows_att = get_attnum(relid, "rows");
+	*rows_null = true;
+	if (rows_att == InvalidAttrNumber || get_atttype(relid, rows_att) != INT4OID ||
+		!ConditionalLockRelationOid(relid, AccessShareLock))
+		return;
+	{
+		Relation	rel = try_relation_open(relid, NoLock);
+		TableScanDesc scan;
+		TupleTableSlot *slot;
+
+		if (rel == NULL)
+		{
+			UnlockRelationOid(relid, AccessShareLock);
+			return;
+		}
+		slot = table_slot_create(rel, NULL);
+		scan = table_beginscan(rel, GetActiveSnapshot(), 0, NULL);
+		while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
+		{
+			bool		isnull;
+			Datum		n = slot_getattr(slot, rows_att, &isnull);
+
+			if (!isnull)
+				sum += DatumGetInt32(n);
+		}
+		table_endscan(scan);
+		ExecDropSingleTupleTableSlot(slot);
+		relation_close(rel, AccessShareLock);
+	}
+	*rows = Int64GetDatum(sum);
+	*rows_null = false;
 }
 
 Datum

@@ -2,13 +2,13 @@
  * changelog.c
  *	  SPI access to the change log.
  *
- * Rows are written in batches with the table AM's multi-insert
- * (changelog_insert.c). A change log whose table was altered is written
- * with one constant statement that unnests four arrays, so a batch of any
- * size uses the same saved plan (zero-cache does the same with
- * json_to_recordset, rocicorp/mono#3511). Either way the change texts go
- * in as-is: they are our own JSON.stringify-exact output, and json's input
- * function would only re-parse them.
+ * The log is stored in chunks (codec/changelog_chunk.h): the writer
+ * gathers the rows of a local commit into a chunk of at most
+ * changelog_chunk_size of changes, compresses it and inserts it into
+ * changeLogChunks, keyed by its last row (changelog_insert.c; a table
+ * someone altered, through SPI). zero-cache's changeLog is a view over
+ * the chunks, one row per change, for SQL readers. The change texts go in
+ * as-is: they are our own JSON.stringify-exact output.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -22,6 +22,7 @@
 
 #include "changelog/changelog.h"
 #include "changelog/changelog_insert.h"
+#include "codec/changelog_chunk.h"
 #include "extension_version.h"
 #include "guc.h"
 #include "ownership.h"
@@ -30,20 +31,17 @@
 
 typedef struct ChangelogWriter
 {
-	MemoryContext batch_context;	/* reset after every INSERT */
-	bool		multi_insert;	/* this transaction's rows go to changelog_insert.c */
+	MemoryContext context;		/* the chunk being built, the packed one */
+	bool		direct;			/* this transaction's chunks go to changelog_insert.c */
 	SPIPlanPtr	insert_plan;
 	SPIPlanPtr	owner_plan;		/* the state row's owner, FOR UPDATE */
 	SPIPlanPtr	head_plan;		/* lastWatermark = $1 */
-	char	   *insert_plan_schema;
-	int			capacity;
-	int			count;
-	Datum	   *watermarks;
-	Datum	   *positions;
-	Datum	   *changes;
-	Datum	   *precommits;
-	bool	   *precommit_nulls;
+	char	   *plan_schema;
+	ZsChunkBuilder chunk;
+	StringInfoData packed;		/* a varlena header, then the stored chunk */
 } ChangelogWriter;
+
+#define CHUNK_COLUMNS 7
 
 static ChangelogWriter writer;
 
@@ -105,11 +103,12 @@ tables_exist(void)
 {
 	bool		isnull;
 
-	exec_sql(psprintf("SELECT count(*) = 7 FROM pg_catalog.pg_class c "
+	exec_sql(psprintf("SELECT count(*) = 8 FROM pg_catalog.pg_class c "
 					  "  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
-					  " WHERE n.nspname = %s AND c.relkind = 'r' AND c.relname IN "
-					  "  ('versionHistory', 'changeLog', 'replicationState', 'replicationConfig', "
-					  "   'tableMetadata', 'backfilling', 'publishedSchema')",
+					  " WHERE n.nspname = %s AND ((c.relkind = 'r' AND c.relname IN "
+					  "  ('versionHistory', 'changeLogChunks', 'replicationState', 'replicationConfig', "
+					  "   'tableMetadata', 'backfilling', 'publishedSchema')) "
+					  "  OR (c.relkind = 'v' AND c.relname = 'changeLog'))",
 					  quote_literal_cstr(zs_cdc_schema_name())),
 			 SPI_OK_SELECT);
 	return DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
@@ -120,22 +119,25 @@ static void
 create_tables(const char *s)
 {
 	/*
-	 * zero-cache's columns, with the watermark in the "C" collation:
-	 * watermarks are ordered byte by byte (§4), whatever the database's
-	 * collation, and the primary key's comparisons (one per stored row)
-	 * become memcmp instead of strcoll. Queries with text parameters use
-	 * the column's collation, so zero-cache's reads order the same way.
+	 * The chunks, keyed by their last row (watermark, pos): the chunk that
+	 * holds the first row after a position is the first whose key is past
+	 * it. Watermarks in the "C" collation: they are ordered byte by byte
+	 * (§4), whatever the database's collation, and the key's comparisons
+	 * become memcmp instead of strcoll. A chunk is compressed already
+	 * (EXTERNAL: not compressed again; out of line when large).
 	 *
-	 * The purge deletes millions of rows at a time from the log's start,
-	 * and the space comes back only once autovacuum has vacuumed them: with
-	 * its default cost delay that took minutes on a 7 GB log, and a second
-	 * burst of ten million rows grew the table by 2.5 GB where, unthrottled,
-	 * it grew by 0.4 GB, at the same store rate (bench/purge.sh).
+	 * The purge deletes whole chunks from the log's start, and the space
+	 * comes back only once autovacuum has vacuumed them: with its default
+	 * cost delay that took minutes on a large log (bench/purge.sh).
 	 */
-	exec_sql(psprintf("CREATE TABLE IF NOT EXISTS %s.\"changeLog\" ("
-					  "\"watermark\" TEXT COLLATE \"C\", \"pos\" INT8, \"change\" JSON NOT NULL, "
-					  "\"precommit\" TEXT, PRIMARY KEY (\"watermark\", \"pos\")) "
+	exec_sql(psprintf("CREATE TABLE IF NOT EXISTS %s.\"changeLogChunks\" ("
+					  "\"watermark\" TEXT COLLATE \"C\" NOT NULL, \"pos\" INT8 NOT NULL, "
+					  "\"firstWatermark\" TEXT COLLATE \"C\" NOT NULL, \"firstPos\" INT8 NOT NULL, "
+					  "\"rows\" INT4 NOT NULL, \"size\" INT4 NOT NULL, \"chunk\" BYTEA NOT NULL, "
+					  "PRIMARY KEY (\"watermark\", \"pos\")) "
 					  "WITH (autovacuum_vacuum_cost_delay = 0)", s),
+			 SPI_OK_UTILITY);
+	exec_sql(psprintf("ALTER TABLE %s.\"changeLogChunks\" ALTER COLUMN \"chunk\" SET STORAGE EXTERNAL", s),
 			 SPI_OK_UTILITY);
 	exec_sql(psprintf("CREATE TABLE IF NOT EXISTS %s.\"replicationState\" ("
 					  "\"lastWatermark\" TEXT NOT NULL, \"owner\" TEXT, \"ownerAddress\" TEXT, "
@@ -160,6 +162,117 @@ create_tables(const char *s)
 					  "\"snapshot\" TEXT NOT NULL, "
 					  "\"lock\" INTEGER PRIMARY KEY DEFAULT 1 CHECK (lock=1))", s),
 			 SPI_OK_UTILITY);
+}
+
+static void write_chunk(void);
+static void writer_open(void);
+static void writer_close(void);
+static void writer_add(const char *watermark, int64 pos, const char *change, int change_len,
+					   const char *precommit);
+
+/*
+ * zero-cache's changeLog, one row per change, as a view over the chunks,
+ * for SQL readers (the golden comparisons, operators' queries); its rows
+ * come from the chunks' own function, kept in the schema so that the log
+ * does not depend on the extension's objects.
+ */
+static void
+create_view(const char *s)
+{
+	exec_sql(psprintf("CREATE OR REPLACE FUNCTION %s.\"changeLogRows\"(chunk bytea, "
+					  "OUT \"watermark\" text, OUT \"pos\" int8, OUT \"change\" json, OUT \"precommit\" text) "
+					  "RETURNS SETOF record LANGUAGE C STRICT IMMUTABLE PARALLEL SAFE "
+					  "AS '$libdir/zero_stream', 'zs_changelog_chunk_rows'", s),
+			 SPI_OK_UTILITY);
+	exec_sql(psprintf("CREATE OR REPLACE VIEW %1$s.\"changeLog\" AS "
+					  "SELECT r.\"watermark\" COLLATE \"C\" AS \"watermark\", r.\"pos\", r.\"change\", r.\"precommit\" "
+					  "  FROM %1$s.\"changeLogChunks\" c CROSS JOIN LATERAL %1$s.\"changeLogRows\"(c.\"chunk\") r", s),
+			 SPI_OK_UTILITY);
+}
+
+/*
+ * A change log of rows (zero-cache's, or zero_stream's before 0.4.0)
+ * becomes chunks, in key order, in the decoder's start-up transaction:
+ * the lineage, the head and every position stay, and memory stays bounded
+ * (a cursor, chunks of changelog_chunk_size).
+ */
+static void
+convert_row_table(const char *s)
+{
+	Portal		portal;
+	SPIPlanPtr	plan;
+	int64		rows = 0;
+	int64		chunks_before;
+	MemoryContext batch;
+
+	exec_sql(psprintf("SELECT c.relkind FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n "
+					  "  ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname = 'changeLog'",
+					  quote_literal_cstr(zs_cdc_schema_name())),
+			 SPI_OK_SELECT);
+	if (SPI_processed == 0 ||
+		strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), "r") != 0)
+		return;
+	plan = SPI_prepare(psprintf("SELECT \"watermark\"::text, \"pos\", \"change\"::text, \"precommit\" "
+								"  FROM %s.\"changeLog\" ORDER BY \"watermark\" COLLATE \"C\", \"pos\"", s),
+					   0, NULL);
+	if (plan == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg_internal("SPI_prepare failed: %s", SPI_result_code_string(SPI_result))));
+	portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
+	writer_open();
+	chunks_before = 0;
+	batch = AllocSetContextCreate(CurrentMemoryContext, "zero_stream changelog conversion",
+								  ALLOCSET_DEFAULT_SIZES);
+	for (;;)
+	{
+		MemoryContext old;
+
+		SPI_cursor_fetch(portal, true, 10000);
+		if (SPI_processed == 0)
+			break;
+		old = MemoryContextSwitchTo(batch);
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			HeapTuple	tuple = SPI_tuptable->vals[i];
+			TupleDesc	desc = SPI_tuptable->tupdesc;
+			bool		isnull;
+			char	   *watermark = SPI_getvalue(tuple, desc, 1);
+			int64		pos = DatumGetInt64(SPI_getbinval(tuple, desc, 2, &isnull));
+			char	   *change = SPI_getvalue(tuple, desc, 3);
+			char	   *precommit = SPI_getvalue(tuple, desc, 4);
+
+			if (watermark == NULL || strlen(watermark) >= ZS_WATERMARK_MAXLEN ||
+				(precommit != NULL && strlen(precommit) >= ZS_WATERMARK_MAXLEN) || change == NULL)
+				ereport(ERROR,
+						(errcode(ERRCODE_DATA_CORRUPTED),
+						 errmsg("change-log row %s/" INT64_FORMAT " cannot be converted into a chunk",
+								watermark ? watermark : "(null)", pos),
+						 errdetail("Its watermark or precommit is longer than a state version, or its change is NULL."),
+						 errhint("Drop schema %s to let zero_stream start a new change log.", s)));
+			zs_chunk_builder_add(&writer.chunk, watermark, pos, change, strlen(change), precommit);
+			if (writer.chunk.raw.len >= zs_changelog_chunk_kb * 1024)
+			{
+				write_chunk();
+				chunks_before++;
+			}
+			rows++;
+		}
+		MemoryContextSwitchTo(old);
+		MemoryContextReset(batch);
+		SPI_freetuptable(SPI_tuptable);
+	}
+	MemoryContextDelete(batch);
+	SPI_cursor_close(portal);
+	if (writer.chunk.nrows > 0)
+		chunks_before++;
+	writer_close();
+	SPI_freeplan(plan);
+	exec_sql(psprintf("DROP TABLE %s.\"changeLog\"", s), SPI_OK_UTILITY);
+	ereport(LOG,
+			(errmsg("converted the change log's " INT64_FORMAT " rows into " INT64_FORMAT " chunks",
+					rows, chunks_before),
+			 errdetail("%s.\"changeLog\" is now a view over %s.\"changeLogChunks\".", s, s)));
 }
 
 void
@@ -195,7 +308,11 @@ zs_changelog_ensure_schema(void)
 	}
 
 	if (!exist)
+	{
 		create_tables(s);
+		convert_row_table(s);
+		create_view(s);
+	}
 	exec_sql(psprintf("INSERT INTO %s.\"versionHistory\" "
 					  "(\"dataVersion\", \"schemaVersion\", \"minSafeVersion\") "
 					  "VALUES (%d, %d, 1) ON CONFLICT (lock) DO NOTHING",
@@ -231,7 +348,7 @@ zs_changelog_initialize(const char *replica_version, List *publications, bool ta
 	if (!take_over && zs_changelog_taken_over(&owner))
 		zs_changelog_report_taken_over(owner);
 	/* the storer's lock order (docs/zero-protocol.md §6.3) */
-	exec_sql(psprintf("TRUNCATE %s.\"replicationState\", %s.\"changeLog\", "
+	exec_sql(psprintf("TRUNCATE %s.\"replicationState\", %s.\"changeLogChunks\", "
 					  "%s.\"replicationConfig\", %s.\"tableMetadata\", %s.\"backfilling\", "
 					  "%s.\"publishedSchema\"",
 					  s, s, s, s, s, s),
@@ -247,12 +364,11 @@ zs_changelog_initialize(const char *replica_version, List *publications, bool ta
 	exec_sql_args(psprintf("INSERT INTO %s.\"replicationState\" (\"lastWatermark\", \"owner\", \"ownerAddress\") "
 						   "VALUES ($1, $3, NULL)", s),
 				  3, types, values, NULL, SPI_OK_INSERT);
-	exec_sql_args(psprintf("INSERT INTO %s.\"changeLog\" (\"watermark\", \"pos\", \"change\", \"precommit\") "
-						   "VALUES ($1, 0, '{\"tag\":\"begin\"}', NULL), ($1, 1, '{\"tag\":\"commit\"}', NULL)", s),
-				  1, types, values, NULL, SPI_OK_INSERT);
-	strlcpy(last_row_watermark, replica_version, sizeof(last_row_watermark));
-	last_row_pos = 1;
-	last_row_known = true;
+	/* the seed transaction, through the writer (its commit as zero-cache's: no precommit) */
+	writer_open();
+	writer_add(replica_version, 0, "{\"tag\":\"begin\"}", 15, NULL);
+	writer_add(replica_version, 1, "{\"tag\":\"commit\"}", 16, NULL);
+	writer_close();
 }
 
 /* The text column just selected from the single replicationState row, or NULL. */
@@ -340,8 +456,8 @@ zs_changelog_read_last_row(void)
 	bool		isnull;
 	Datum		pos;
 
-	/* a backward scan of the primary key; purge keeps the newest transaction */
-	exec_sql(psprintf("SELECT watermark, pos FROM %s.\"changeLog\" "
+	/* the last chunk's key is its last row; purge keeps the newest transaction */
+	exec_sql(psprintf("SELECT watermark, pos FROM %s.\"changeLogChunks\" "
 					  "ORDER BY watermark DESC, pos DESC LIMIT 1", quoted_schema()),
 			 SPI_OK_SELECT);
 	last_row_known = SPI_processed == 1;
@@ -374,91 +490,121 @@ static void
 prepare_writer(void)
 {
 	char	   *schema = zs_cdc_schema_name();
-	Oid			types[4] = {TEXTARRAYOID, INT8ARRAYOID, JSONARRAYOID, TEXTARRAYOID};
 
-	if (writer.batch_context == NULL)
-		writer.batch_context = AllocSetContextCreate(TopMemoryContext,
-													 "zero_stream changelog batch",
-													 ALLOCSET_DEFAULT_SIZES);
-	if (writer.capacity != zs_changelog_batch_size)
+	if (writer.context == NULL)
 	{
-		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+		MemoryContext old;
 
-		if (writer.capacity > 0)
-		{
-			pfree(writer.watermarks);
-			pfree(writer.positions);
-			pfree(writer.changes);
-			pfree(writer.precommits);
-			pfree(writer.precommit_nulls);
-		}
-		writer.capacity = zs_changelog_batch_size;
-		writer.watermarks = palloc(sizeof(Datum) * writer.capacity);
-		writer.positions = palloc(sizeof(Datum) * writer.capacity);
-		writer.changes = palloc(sizeof(Datum) * writer.capacity);
-		writer.precommits = palloc(sizeof(Datum) * writer.capacity);
-		writer.precommit_nulls = palloc(sizeof(bool) * writer.capacity);
+		writer.context = AllocSetContextCreate(TopMemoryContext, "zero_stream changelog writer",
+											   ALLOCSET_DEFAULT_SIZES);
+		old = MemoryContextSwitchTo(writer.context);
+		zs_chunk_builder_init(&writer.chunk);
+		initStringInfo(&writer.packed);
 		MemoryContextSwitchTo(old);
 	}
-	if (writer.insert_plan == NULL || strcmp(writer.insert_plan_schema, schema) != 0)
+	if (writer.insert_plan == NULL || strcmp(writer.plan_schema, schema) != 0)
 	{
+		Oid			types[CHUNK_COLUMNS] = {TEXTOID, INT8OID, TEXTOID, INT8OID, INT4OID, INT4OID, BYTEAOID};
 		Oid			head_types[1] = {TEXTOID};
 
-		writer.insert_plan = keep_plan(psprintf("INSERT INTO %s.\"changeLog\" "
-												"(\"watermark\", \"pos\", \"change\", \"precommit\") "
-												"SELECT * FROM unnest($1, $2, $3, $4)",
+		writer.insert_plan = keep_plan(psprintf("INSERT INTO %s.\"changeLogChunks\" "
+												"(\"watermark\", \"pos\", \"firstWatermark\", \"firstPos\", "
+												"\"rows\", \"size\", \"chunk\") VALUES ($1, $2, $3, $4, $5, $6, $7)",
 												quote_identifier(schema)),
-									   4, types);
+									   CHUNK_COLUMNS, types);
 		writer.owner_plan = keep_plan(psprintf("SELECT \"owner\" FROM %s.\"replicationState\" FOR UPDATE",
 											   quote_identifier(schema)),
 									  0, NULL);
 		writer.head_plan = keep_plan(psprintf("UPDATE %s.\"replicationState\" SET \"lastWatermark\" = $1",
 											  quote_identifier(schema)),
 									 1, head_types);
-		writer.insert_plan_schema = MemoryContextStrdup(TopMemoryContext, schema);
+		writer.plan_schema = MemoryContextStrdup(TopMemoryContext, schema);
 	}
-	writer.count = 0;
 }
 
+/* The writer for this transaction: nothing gathered, the table opened. */
 static void
-flush_rows(void)
+writer_open(void)
 {
-	int			dims[1];
-	int			lbs[1] = {1};
-	Datum		args[4];
-	int			rc;
+	prepare_writer();
+	zs_chunk_builder_reset(&writer.chunk);
+	writer.direct = zs_changelog_insert_open(zs_cdc_schema_name());
+}
+
+/* The chunk gathered so far, compressed and inserted (nothing if empty). */
+static void
+write_chunk(void)
+{
+	ZsChunkBuilder *b = &writer.chunk;
+	Datum		values[CHUNK_COLUMNS];
 	MemoryContext old;
 
-	if (writer.count == 0)
+	if (b->nrows == 0)
 		return;
-	old = MemoryContextSwitchTo(writer.batch_context);
-	if (writer.multi_insert)
-	{
-		zs_changelog_insert_rows(writer.count, writer.watermarks, writer.positions,
-								 writer.changes, writer.precommits, writer.precommit_nulls);
-		MemoryContextSwitchTo(old);
-		MemoryContextReset(writer.batch_context);
-		writer.count = 0;
-		return;
-	}
-	dims[0] = writer.count;
-	args[0] = PointerGetDatum(construct_array(writer.watermarks, writer.count, TEXTOID,
-											  -1, false, TYPALIGN_INT));
-	args[1] = PointerGetDatum(construct_array(writer.positions, writer.count, INT8OID,
-											  8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-	args[2] = PointerGetDatum(construct_array(writer.changes, writer.count, JSONOID,
-											  -1, false, TYPALIGN_INT));
-	args[3] = PointerGetDatum(construct_md_array(writer.precommits, writer.precommit_nulls,
-												 1, dims, lbs, TEXTOID, -1, false,
-												 TYPALIGN_INT));
-	rc = SPI_execute_plan(writer.insert_plan, args, NULL, false, 0);
-	if (rc != SPI_OK_INSERT)
-		ereport(ERROR,
-				(errcode(ERRCODE_INTERNAL_ERROR),
-				 errmsg_internal("change-log insert failed: %s", SPI_result_code_string(rc))));
+	old = MemoryContextSwitchTo(writer.context);
+	/* the stored chunk after a varlena header: the bytea datum itself */
+	resetStringInfo(&writer.packed);
+	appendBinaryStringInfo(&writer.packed, "\0\0\0\0", VARHDRSZ);
+	zs_chunk_pack(b, (ZsChunkCompression) zs_changelog_compression, &writer.packed);
+	SET_VARSIZE(writer.packed.data, writer.packed.len);
+	values[0] = CStringGetTextDatum(b->last_watermark);
+	values[1] = Int64GetDatum(b->last_pos);
+	values[2] = CStringGetTextDatum(b->first_watermark);
+	values[3] = Int64GetDatum(b->first_pos);
+	values[4] = Int32GetDatum(b->nrows);
+	values[5] = Int32GetDatum(b->raw.len);
+	values[6] = PointerGetDatum(writer.packed.data);
 	MemoryContextSwitchTo(old);
-	MemoryContextReset(writer.batch_context);
-	writer.count = 0;
+	if (writer.direct)
+		zs_changelog_insert_chunk(values);
+	else
+	{
+		int			rc = SPI_execute_plan(writer.insert_plan, values, NULL, false, 0);
+
+		if (rc != SPI_OK_INSERT)
+			ereport(ERROR,
+					(errcode(ERRCODE_INTERNAL_ERROR),
+					 errmsg_internal("change-log insert failed: %s", SPI_result_code_string(rc))));
+	}
+	pfree(DatumGetPointer(values[0]));
+	pfree(DatumGetPointer(values[2]));
+	zs_chunk_builder_reset(b);
+	/* a huge transaction's buffers do not stay allocated */
+	if (writer.packed.maxlen > 4 * zs_changelog_chunk_kb * 1024)
+	{
+		old = MemoryContextSwitchTo(writer.context);
+		pfree(writer.packed.data);
+		initStringInfo(&writer.packed);
+		pfree(b->raw.data);
+		initStringInfo(&b->raw);
+		MemoryContextSwitchTo(old);
+	}
+}
+
+/* Before the transaction commits: the last chunk written, the table closed. */
+static void
+writer_close(void)
+{
+	write_chunk();
+	if (writer.direct)
+		zs_changelog_insert_close();
+	writer.direct = false;
+}
+
+/* A row into the chunk, which is written once it is full. */
+static void
+writer_add(const char *watermark, int64 pos, const char *change, int change_len,
+		   const char *precommit)
+{
+	MemoryContext old = MemoryContextSwitchTo(writer.context);
+
+	zs_chunk_builder_add(&writer.chunk, watermark, pos, change, change_len, precommit);
+	MemoryContextSwitchTo(old);
+	strlcpy(last_row_watermark, watermark, sizeof(last_row_watermark));
+	last_row_pos = pos;
+	last_row_known = true;
+	if (writer.chunk.raw.len >= zs_changelog_chunk_kb * 1024)
+		write_chunk();
 }
 
 /*
@@ -501,8 +647,7 @@ zs_changelog_begin(void)
 {
 	char	   *owner;
 
-	prepare_writer();
-	writer.multi_insert = zs_changelog_insert_open(zs_cdc_schema_name());
+	writer_open();
 	/* the row stays locked until our commit: no takeover can interleave */
 	if (SPI_execute_plan(writer.owner_plan, NULL, NULL, false, 0) != SPI_OK_SELECT)
 		ereport(ERROR,
@@ -518,22 +663,7 @@ void
 zs_changelog_add(const char *watermark, int64 pos, const char *change, int change_len,
 				 bool is_commit)
 {
-	MemoryContext old = MemoryContextSwitchTo(writer.batch_context);
-	int			i = writer.count;
-	text	   *wm = cstring_to_text(watermark);
-
-	writer.watermarks[i] = PointerGetDatum(wm);
-	writer.positions[i] = Int64GetDatum(pos);
-	writer.changes[i] = PointerGetDatum(cstring_to_text_with_len(change, change_len));
-	writer.precommits[i] = PointerGetDatum(wm);
-	writer.precommit_nulls[i] = !is_commit;
-	writer.count++;
-	strlcpy(last_row_watermark, watermark, sizeof(last_row_watermark));
-	last_row_pos = pos;
-	last_row_known = true;
-	MemoryContextSwitchTo(old);
-	if (writer.count >= writer.capacity)
-		flush_rows();
+	writer_add(watermark, pos, change, change_len, is_commit ? watermark : NULL);
 }
 
 void
@@ -541,10 +671,7 @@ zs_changelog_finish(const char *last_watermark)
 {
 	Datum		values[1];
 
-	flush_rows();
-	if (writer.multi_insert)
-		zs_changelog_insert_close();
-	writer.multi_insert = false;
+	writer_close();
 	values[0] = CStringGetTextDatum(last_watermark);
 	if (SPI_execute_plan(writer.head_plan, values, NULL, false, 0) != SPI_OK_UPDATE)
 		ereport(ERROR,
@@ -644,10 +771,8 @@ zs_changelog_add_schema(const char *watermark, int64 pos, const char *change, in
 	Jsonb	   *jsonb;
 	JsonbValue *tag;
 
-	/* schema rows go alone, after the rows before them, with their bookkeeping */
-	flush_rows();
-	zs_changelog_add(watermark, pos, change, change_len, false);
-	flush_rows();
+	/* the row in its chunk, then zero-cache's bookkeeping of it */
+	writer_add(watermark, pos, change, change_len, NULL);
 	values[0] = DirectFunctionCall1(jsonb_in, CStringGetDatum(pnstrdup(change, change_len)));
 	jsonb = DatumGetJsonbP(values[0]);
 	tag = getKeyJsonValueFromContainer(&jsonb->root, "tag", 3, NULL);

@@ -118,6 +118,7 @@ typedef struct ZsChangeLogPage
 	bool		full;			/* more rows may follow */
 	int			nrows;
 	ZsChangeLogRow  *rows;
+	char	   *error;			/* the page ends at a chunk that cannot be read: why */
 } ZsChangeLogPage;
 
 /* A page's row: its key, and its wire message built once from the change. */
@@ -137,15 +138,15 @@ extern ZsChangeLogPage *zs_changelog_read_page(const char *after_watermark, int6
 /*
  * The same page, row by row, as it is read: no wire message is built and
  * nothing is copied (the replicator applies the stored changes
- * themselves). change points into the row as read, or into its detoasted
- * copy for a compressed or TOASTed change; both last until the next row
- * is read, or scan_end. Between begin and end the caller must not run
- * SPI queries of its own.
+ * themselves). change points into the current chunk's decompressed rows,
+ * which last until the next chunk is read, or scan_end. A chunk that
+ * cannot be read ends the scan with error set (naming it); nothing after
+ * it is read.
  */
 typedef struct ZsChangeLogScan
 {
-	struct ZsChangeLogKeyScan *key_scan;	/* through the primary key, or NULL */
-	struct SPITupleTable *result;	/* else the query's result */
+	struct ZsChangeLogKeyScan *key_scan;	/* through the chunks' primary key */
+	char	   *error;			/* why the scan ended early, or NULL */
 	uint64		next;
 	int			limit;
 	bool		full;			/* the page reached its limit (known at its end) */
@@ -166,20 +167,23 @@ extern void zs_changelog_scan_end(ZsChangeLogScan *scan);
 extern void zs_changelog_read_floor(char *floor);
 
 /*
- * changeLog opened (heap with lockmode, its primary key with
- * AccessShareLock) if it has the shape changelog.c creates: a plain table
- * without children whose key is the btree on (watermark text, pos int8),
- * with a change of json or text; false (nothing open) otherwise, when only
- * queries may read or write it. Close the index with index_close(NoLock)
- * and the heap with table_close(NoLock).
+ * changeLogChunks opened (heap with lockmode, its primary key with
+ * AccessShareLock); false (nothing open) if it does not exist, as in a
+ * change log of rows not converted yet. A table that lacks the shape
+ * changelog.c creates (a plain table without children whose key is the
+ * btree on (watermark text, pos int8), with the chunk columns) is an
+ * ERROR. Close the index with index_close(NoLock) and the heap with
+ * table_close(NoLock).
  */
 typedef struct ZsChangeLogKeyed
 {
 	Relation	heap;
 	Relation	index;
-	AttrNumber	watermark_att;
+	AttrNumber	watermark_att;	/* the chunk's last row */
 	AttrNumber	pos_att;
-	AttrNumber	change_att;
+	AttrNumber	first_watermark_att;	/* its first row's */
+	AttrNumber	rows_att;
+	AttrNumber	chunk_att;
 } ZsChangeLogKeyed;
 
 extern bool zs_changelog_open_keyed(LOCKMODE lockmode, ZsChangeLogKeyed *keyed);

@@ -1,19 +1,18 @@
 /*-------------------------------------------------------------------------
  * changelog_insert.c
- *	  Appending rows to changeLog with the table AM's multi-insert.
+ *	  Appending chunks to changeLogChunks with the table AM.
  *
- * The decoder's stores are most of its time. An SPI
- * `INSERT ... SELECT unnest(...)` materializes every batch twice (the
- * parameter arrays, then the function scan's tuplestore) and writes one
- * heap WAL record per row. Here a batch goes straight to
- * table_multi_insert, as COPY FROM does: one WAL record per heap page,
- * then the index entries row by row (the primary key's uniqueness is
- * checked there, as for any insert).
+ * The decoder's stores are most of its time. An SPI INSERT plans,
+ * projects and copies each chunk (a compressed value of up to
+ * changelog_chunk_size of changes); here a chunk goes straight to
+ * table_tuple_insert (which moves a large value out of line, as any
+ * insert does), then its primary-key entry, whose uniqueness is checked
+ * there.
  *
- * Used only while changeLog has exactly the shape changelog.c creates (the
- * four columns, no triggers, rules, check constraints or generated
- * columns, a plain table): anything else (a table someone altered) is
- * written through SPI, where PostgreSQL applies all of it.
+ * Used only while changeLogChunks has exactly the shape changelog.c
+ * creates (its seven columns, no triggers, rules, check constraints or
+ * generated columns, a plain table): anything else (a table someone
+ * altered) is written through SPI, where PostgreSQL applies all of it.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -38,12 +37,10 @@ typedef struct ChangelogInserter
 {
 	MemoryContext context;		/* the transaction's: all of the below */
 	Relation	rel;
-	TupleDesc	desc;			/* a copy of rel's, not reference-counted */
 	ResultRelInfo *rri;
 	EState	   *estate;
 	BulkInsertState bistate;
-	TupleTableSlot **slots;
-	int			nslots;
+	TupleTableSlot *slot;
 } ChangelogInserter;
 
 /* the open transaction's, in its memory: NULL when none is open */
@@ -56,8 +53,11 @@ static const struct
 }			expected_columns[] = {
 	{"watermark", TEXTOID},
 	{"pos", INT8OID},
-	{"change", JSONOID},
-	{"precommit", TEXTOID},
+	{"firstWatermark", TEXTOID},
+	{"firstPos", INT8OID},
+	{"rows", INT4OID},
+	{"size", INT4OID},
+	{"chunk", BYTEAOID},
 };
 
 /* Is rel exactly the table changelog.c creates, with nothing that fires on insert? */
@@ -95,7 +95,7 @@ zs_changelog_insert_open(const char *schema)
 	/* a previous transaction's inserter went with its memory and locks */
 	inserter = NULL;
 
-	relid = get_relname_relid("changeLog", get_namespace_oid(schema, false));
+	relid = get_relname_relid("changeLogChunks", get_namespace_oid(schema, false));
 	if (!OidIsValid(relid))
 		return false;
 	rel = table_open(relid, RowExclusiveLock);
@@ -113,14 +113,6 @@ zs_changelog_insert_open(const char *schema)
 	MemoryContextSwitchTo(inserter->context);
 	inserter->rel = rel;
 
-	/*
-	 * The slots share a copy of the descriptor that is not
-	 * reference-counted: a batch's slots each pinning the relation's own
-	 * would register the same pointer thousands of times with the
-	 * transaction's resource owner, whose hash probes linearly past equal
-	 * entries (quadratic in the batch).
-	 */
-	inserter->desc = CreateTupleDescCopy(RelationGetDescr(rel));
 	inserter->estate = CreateExecutorState();
 	rte = makeNode(RangeTblEntry);
 	rte->rtekind = RTE_RELATION;
@@ -133,60 +125,37 @@ zs_changelog_insert_open(const char *schema)
 	ExecOpenIndices(inserter->rri, false);
 	inserter->estate->es_output_cid = GetCurrentCommandId(true);
 	inserter->bistate = GetBulkInsertState();
+	inserter->slot = table_slot_create(rel, NULL);
 	MemoryContextSwitchTo(old);
 	return true;
 }
 
 void
-zs_changelog_insert_rows(int n, const Datum *watermarks, const Datum *positions,
-						 const Datum *changes, const Datum *precommits,
-						 const bool *precommit_nulls)
+zs_changelog_insert_chunk(const Datum *values)
 {
 	MemoryContext old;
 	EState	   *estate;
+	TupleTableSlot *slot;
+	List	   *recheck;
 
 	Assert(inserter != NULL);
 	estate = inserter->estate;
-	old = MemoryContextSwitchTo(inserter->context);
-	if (inserter->nslots < n)
+	slot = inserter->slot;
+	ExecClearTuple(slot);
+	for (int i = 0; i < (int) lengthof(expected_columns); i++)
 	{
-		inserter->slots = inserter->slots == NULL ?
-			palloc(sizeof(TupleTableSlot *) * n) :
-			repalloc(inserter->slots, sizeof(TupleTableSlot *) * n);
-		while (inserter->nslots < n)
-			inserter->slots[inserter->nslots++] =
-				MakeSingleTupleTableSlot(inserter->desc, table_slot_callbacks(inserter->rel));
+		slot->tts_values[i] = values[i];
+		slot->tts_isnull[i] = false;
 	}
-	for (int i = 0; i < n; i++)
-	{
-		TupleTableSlot *slot = inserter->slots[i];
-
-		ExecClearTuple(slot);
-		slot->tts_values[0] = watermarks[i];
-		slot->tts_values[1] = positions[i];
-		slot->tts_values[2] = changes[i];
-		slot->tts_values[3] = precommits[i];
-		slot->tts_isnull[0] = false;
-		slot->tts_isnull[1] = false;
-		slot->tts_isnull[2] = false;
-		slot->tts_isnull[3] = precommit_nulls[i];
-		ExecStoreVirtualTuple(slot);
-	}
-	/* heap pages first (one WAL record each), then each row's index entries */
-	MemoryContextSwitchTo(GetPerTupleMemoryContext(estate));
-	table_multi_insert(inserter->rel, inserter->slots, n, estate->es_output_cid, 0,
-					   inserter->bistate);
-	for (int i = 0; i < n; i++)
-	{
-		List	   *recheck;
-
-		recheck = zs_exec_insert_index_tuples(inserter->rri, inserter->slots[i], estate);
-		list_free(recheck);
-		ExecClearTuple(inserter->slots[i]);
-	}
+	ExecStoreVirtualTuple(slot);
+	old = MemoryContextSwitchTo(GetPerTupleMemoryContext(estate));
+	table_tuple_insert(inserter->rel, slot, estate->es_output_cid, 0, inserter->bistate);
+	recheck = zs_exec_insert_index_tuples(inserter->rri, slot, estate);
+	list_free(recheck);
+	ExecClearTuple(slot);
 	MemoryContextSwitchTo(old);
 	ResetPerTupleExprContext(estate);
-	/* later statements of this transaction see the rows */
+	/* later statements of this transaction see the chunk */
 	CommandCounterIncrement();
 	inserter->estate->es_output_cid = GetCurrentCommandId(true);
 }
@@ -201,8 +170,7 @@ zs_changelog_insert_close(void)
 	ExecCloseIndices(inserter->rri);
 	FreeExecutorState(inserter->estate);
 	table_close(inserter->rel, NoLock);
-	for (int i = 0; i < inserter->nslots; i++)
-		ExecDropSingleTupleTableSlot(inserter->slots[i]);
+	ExecDropSingleTupleTableSlot(inserter->slot);
 	MemoryContextDelete(inserter->context);
 	inserter = NULL;
 }

@@ -6,10 +6,12 @@
  *	  oldest watermark still stored (snapshot reservations). Every function
  *	  runs inside the caller's transaction with SPI connected.
  *
- * A page is an index range scan of the primary key wherever it starts,
- * read straight through the index (or, if someone changed the table's key,
- * with one prepared keyset query); the server shares one page among every
- * subscriber at the same position.
+ * A page is an index range scan of the chunks' primary key (each chunk
+ * keyed by its last row) wherever it starts, read straight through the
+ * index, each chunk decompressed once and its rows read in order; the
+ * server shares one page among every subscriber at the same position. A
+ * chunk that does not decompress or parse ends the page with an error
+ * naming it (the reader decides what that stops), never a skipped row.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -34,19 +36,16 @@
 
 #include "changelog/changelog.h"
 #include "codec/change_message.h"
+#include "codec/changelog_chunk.h"
 #include "compat/executor.h"
 #include "guc.h"
 
-static SPIPlanPtr page_plan = NULL;
-static SPIPlanPtr holds_plan = NULL;
-
 /*
- * A page read through changeLog's primary key (watermark, pos), as the
- * page query's plan reads it, without the executor and SPI: they took a
- * tenth of the replicator's time (the query's projection, and a copy of
- * every row into SPI's result). The rows after (w, p) in key order are
- * those with watermark = w and pos > p, then those with watermark > w:
- * two index scans, one after the other.
+ * A page read through changeLogChunks' primary key (watermark, pos of each
+ * chunk's last row), without the executor and SPI. The chunks after
+ * (w, p) in key order are those with watermark = w and pos > p, then those
+ * with watermark > w: two index scans, one after the other. The first
+ * chunk may begin before (w, p): its rows up to there are skipped.
  */
 typedef struct ZsChangeLogKeyScan
 {
@@ -54,12 +53,18 @@ typedef struct ZsChangeLogKeyScan
 	Relation	index;
 	IndexScanDesc scan;
 	TupleTableSlot *slot;
-	AttrNumber	watermark_att;
-	AttrNumber	pos_att;
-	AttrNumber	change_att;
+	ZsChangeLogKeyed keyed;
 	Datum		after_watermark;
-	bool		greater;		/* past the rows of after_watermark */
-	MemoryContext row_context;	/* the current row's detoasted values */
+	char		after_text[ZS_WATERMARK_MAXLEN];
+	int64		after_pos;
+	bool		greater;		/* past the chunks of after_watermark */
+	bool		in_chunk;		/* reader holds a chunk's rows */
+	bool		past_after;		/* rows from here on are after (w, p) */
+	char		chunk_watermark[ZS_WATERMARK_MAXLEN];	/* the chunk's key */
+	int64		chunk_pos;
+	StringInfoData raw;			/* the chunk's rows' encoding */
+	ZsChunkReader reader;
+	MemoryContext chunk_context;	/* the current chunk's detoasted value */
 } ZsChangeLogKeyScan;
 
 /* The key of the index's column (0-based) compared by strategy with arg. */
@@ -76,6 +81,21 @@ zs_changelog_key_init(ScanKey key, Relation index, int column, StrategyNumber st
 						   index->rd_indcollation[column], get_opcode(opno), arg);
 }
 
+static AttrNumber
+column_of(Relation heap, const char *name, Oid type)
+{
+	AttrNumber	att = get_attnum(RelationGetRelid(heap), name);
+
+	if (att == InvalidAttrNumber || get_atttype(RelationGetRelid(heap), att) != type)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("%s.\"changeLogChunks\" has no column \"%s\" of type %s",
+						zs_cdc_schema_name(), name, format_type_be(type)),
+				 errhint("The change log's tables are zero_stream's own; drop schema %s to let zero_stream start a new change log.",
+						 quote_identifier(zs_cdc_schema_name()))));
+	return att;
+}
+
 bool
 zs_changelog_open_keyed(LOCKMODE lockmode, ZsChangeLogKeyed *keyed)
 {
@@ -83,103 +103,114 @@ zs_changelog_open_keyed(LOCKMODE lockmode, ZsChangeLogKeyed *keyed)
 	Relation	heap;
 	Relation	index;
 	Oid			index_oid;
-	AttrNumber	watermark_att,
-				pos_att,
-				change_att;
-	Oid			change_type;
 
-	relid = RangeVarGetRelid(makeRangeVar(zs_cdc_schema_name(), "changeLog", -1),
+	relid = RangeVarGetRelid(makeRangeVar(zs_cdc_schema_name(), "changeLogChunks", -1),
 							 lockmode, true);
 	if (!OidIsValid(relid))
 		return false;
 	heap = table_open(relid, NoLock);
-	if (heap->rd_rel->relkind != RELKIND_RELATION || heap->rd_rel->relhassubclass)
-	{
-		table_close(heap, lockmode);
-		return false;
-	}
+	keyed->watermark_att = column_of(heap, "watermark", TEXTOID);
+	keyed->pos_att = column_of(heap, "pos", INT8OID);
+	keyed->first_watermark_att = column_of(heap, "firstWatermark", TEXTOID);
+	keyed->rows_att = column_of(heap, "rows", INT4OID);
+	keyed->chunk_att = column_of(heap, "chunk", BYTEAOID);
 	index_oid = zs_relation_primary_key_index(heap);
-	watermark_att = get_attnum(relid, "watermark");
-	pos_att = get_attnum(relid, "pos");
-	change_att = get_attnum(relid, "change");
-	change_type = change_att == InvalidAttrNumber ? InvalidOid : get_atttype(relid, change_att);
-	if (!OidIsValid(index_oid) || (change_type != JSONOID && change_type != TEXTOID))
-	{
-		table_close(heap, lockmode);
-		return false;
-	}
-	index = index_open(index_oid, AccessShareLock);
-	if (index->rd_rel->relkind != RELKIND_INDEX || index->rd_rel->relam != BTREE_AM_OID ||
+	index = OidIsValid(index_oid) ? index_open(index_oid, AccessShareLock) : NULL;
+	if (heap->rd_rel->relkind != RELKIND_RELATION || heap->rd_rel->relhassubclass ||
+		index == NULL || index->rd_rel->relam != BTREE_AM_OID ||
 		IndexRelationGetNumberOfKeyAttributes(index) != 2 ||
 		index->rd_indoption[0] != 0 || index->rd_indoption[1] != 0 ||
-		index->rd_index->indkey.values[0] != watermark_att ||
-		index->rd_index->indkey.values[1] != pos_att ||
-		index->rd_opcintype[0] != TEXTOID || index->rd_opcintype[1] != INT8OID ||
-		get_atttype(relid, watermark_att) != TEXTOID || get_atttype(relid, pos_att) != INT8OID)
-	{
-		index_close(index, AccessShareLock);
-		table_close(heap, lockmode);
-		return false;
-	}
+		index->rd_index->indkey.values[0] != keyed->watermark_att ||
+		index->rd_index->indkey.values[1] != keyed->pos_att ||
+		index->rd_opcintype[0] != TEXTOID || index->rd_opcintype[1] != INT8OID)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("%s.\"changeLogChunks\" is not keyed as zero_stream creates it",
+						zs_cdc_schema_name()),
+				 errdetail("Its primary key must be (watermark, pos), and it may have no children."),
+				 errhint("The change log's tables are zero_stream's own; drop schema %s to let zero_stream start a new change log.",
+						 quote_identifier(zs_cdc_schema_name()))));
 	keyed->heap = heap;
 	keyed->index = index;
-	keyed->watermark_att = watermark_att;
-	keyed->pos_att = pos_att;
-	keyed->change_att = change_att;
 	return true;
 }
 
+/* The change log as the reader finds it: chunks, or an ERROR saying why not. */
+static void
+open_chunks(LOCKMODE lockmode, ZsChangeLogKeyed *keyed)
+{
+	if (!ActiveSnapshotSet())
+		elog(ERROR, "reading the change log needs an active snapshot");
+	if (!zs_changelog_open_keyed(lockmode, keyed))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("change log %s has no changeLogChunks table", zs_cdc_schema_name()),
+				 errdetail("A change log written before zero_stream 0.4.0 stores rows; the decoder of a primary converts it into chunks when it starts."),
+				 errhint("Restart the primary with this version of zero_stream, then let this server replay its WAL.")));
+}
+
 /*
- * Open a scan after (after_watermark, after_pos) through the primary key,
- * or NULL if changeLog is not a plain table without children (the query
- * reads those too) whose key is the btree on (watermark text, pos int8)
- * that changelog.c creates, with a change of json or text.
+ * The chunk in slot, unpacked into raw: NULL, or why it cannot be read
+ * (naming it by its key).
+ */
+static char *
+unpack_chunk(const ZsChangeLogKeyed *keyed, TupleTableSlot *slot, StringInfo raw,
+			 char *watermark, int64 *pos)
+{
+	bool		isnull;
+	bytea	   *chunk;
+	const char *error = NULL;
+
+	text_to_cstring_buffer(DatumGetTextPP(slot_getattr(slot, keyed->watermark_att, &isnull)),
+						   watermark, ZS_WATERMARK_MAXLEN);
+	*pos = DatumGetInt64(slot_getattr(slot, keyed->pos_att, &isnull));
+	chunk = DatumGetByteaPP(slot_getattr(slot, keyed->chunk_att, &isnull));
+	if (isnull)
+		error = "its chunk is NULL";
+	else if (zs_chunk_unpack(VARDATA_ANY(chunk), VARSIZE_ANY_EXHDR(chunk), raw, &error))
+		return NULL;
+	return psprintf("change-log chunk %s/" INT64_FORMAT " of %s cannot be read: %s",
+					watermark, *pos, zs_cdc_schema_name(), error);
+}
+
+/*
+ * Open a scan after (after_watermark, after_pos) through the chunks'
+ * primary key.
  */
 static ZsChangeLogKeyScan *
 key_scan_open(const char *after_watermark, int64 after_pos)
 {
-	ZsChangeLogKeyed keyed;
 	ZsChangeLogKeyScan *ks;
 	ScanKeyData keys[2];
-	Relation	heap;
-	Relation	index;
-
-	if (!ActiveSnapshotSet())
-		elog(ERROR, "reading the change log needs an active snapshot");
-	if (!zs_changelog_open_keyed(AccessShareLock, &keyed))
-		return NULL;
-	heap = keyed.heap;
-	index = keyed.index;
 
 	ks = palloc0(sizeof(ZsChangeLogKeyScan));
-	ks->heap = heap;
-	ks->index = index;
-	ks->watermark_att = keyed.watermark_att;
-	ks->pos_att = keyed.pos_att;
-	ks->change_att = keyed.change_att;
+	open_chunks(AccessShareLock, &ks->keyed);
+	ks->heap = ks->keyed.heap;
+	ks->index = ks->keyed.index;
 	ks->after_watermark = CStringGetTextDatum(after_watermark);
-	ks->slot = table_slot_create(heap, NULL);
-	ks->row_context = AllocSetContextCreate(CurrentMemoryContext, "zero_stream change-log row",
-											ALLOCSET_SMALL_SIZES);
-	ks->scan = zs_index_beginscan(heap, index, GetActiveSnapshot(), 2, 0);
-	zs_changelog_key_init(&keys[0], index, 0, BTEqualStrategyNumber, ks->after_watermark);
-	zs_changelog_key_init(&keys[1], index, 1, BTGreaterStrategyNumber, Int64GetDatum(after_pos));
+	strlcpy(ks->after_text, after_watermark, sizeof(ks->after_text));
+	ks->after_pos = after_pos;
+	ks->slot = table_slot_create(ks->heap, NULL);
+	ks->chunk_context = AllocSetContextCreate(CurrentMemoryContext, "zero_stream change-log chunk",
+											  ALLOCSET_DEFAULT_SIZES);
+	initStringInfo(&ks->raw);
+	ks->scan = zs_index_beginscan(ks->heap, ks->index, GetActiveSnapshot(), 2, 0);
+	zs_changelog_key_init(&keys[0], ks->index, 0, BTEqualStrategyNumber, ks->after_watermark);
+	zs_changelog_key_init(&keys[1], ks->index, 1, BTGreaterStrategyNumber, Int64GetDatum(after_pos));
 	index_rescan(ks->scan, keys, 2, NULL, 0);
 	return ks;
 }
 
-/* The next row in key order into scan's current row; false after the last. */
+/* The next chunk in key order into the reader; false after the last. */
 static bool
-key_scan_next(ZsChangeLogScan *scan)
+key_scan_next_chunk(ZsChangeLogScan *scan)
 {
 	ZsChangeLogKeyScan *ks = scan->key_scan;
-	TupleTableSlot *slot = ks->slot;
 	MemoryContext old;
-	text	   *change;
-	bool		isnull;
+	char	   *error;
 
-	MemoryContextReset(ks->row_context);
-	while (!index_getnext_slot(ks->scan, ForwardScanDirection, slot))
+	MemoryContextReset(ks->chunk_context);
+	while (!index_getnext_slot(ks->scan, ForwardScanDirection, ks->slot))
 	{
 		ScanKeyData key;
 
@@ -192,21 +223,64 @@ key_scan_next(ZsChangeLogScan *scan)
 		zs_changelog_key_init(&key, ks->index, 0, BTGreaterStrategyNumber, ks->after_watermark);
 		index_rescan(ks->scan, &key, 1, NULL, 0);
 	}
-	old = MemoryContextSwitchTo(ks->row_context);
-	text_to_cstring_buffer(DatumGetTextPP(slot_getattr(slot, ks->watermark_att, &isnull)),
-						   scan->watermark, sizeof(scan->watermark));
-	scan->pos = DatumGetInt64(slot_getattr(slot, ks->pos_att, &isnull));
-	change = (text *) DatumGetPointer(slot_getattr(slot, ks->change_att, &isnull));
-	if (isnull)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("change %s/" INT64_FORMAT " of the change log is NULL",
-						scan->watermark, scan->pos)));
-	change = pg_detoast_datum_packed(change);
+	old = MemoryContextSwitchTo(ks->chunk_context);
+	error = unpack_chunk(&ks->keyed, ks->slot, &ks->raw, ks->chunk_watermark, &ks->chunk_pos);
 	MemoryContextSwitchTo(old);
-	scan->change = VARDATA_ANY(change);
-	scan->change_len = VARSIZE_ANY_EXHDR(change);
+	if (error != NULL)
+	{
+		scan->error = pstrdup(error);
+		return false;
+	}
+	zs_chunk_reader_init(&ks->reader, ks->raw.data, ks->raw.len);
+	ks->in_chunk = true;
 	return true;
+}
+
+/* The next row after (w, p) in key order into scan's current row. */
+static bool
+key_scan_next(ZsChangeLogScan *scan)
+{
+	ZsChangeLogKeyScan *ks = scan->key_scan;
+	ZsChunkReader *r = &ks->reader;
+
+	for (;;)
+	{
+		const char *error = NULL;
+		int			rc;
+
+		if (!ks->in_chunk && !key_scan_next_chunk(scan))
+			return false;
+		rc = zs_chunk_reader_next(r, &error);
+		if (rc == 0)
+		{
+			/* a chunk ends at its key: anything else is damage */
+			if (r->nrows == 0 ||
+				zs_chunk_key_cmp(r->watermark, r->pos, ks->chunk_watermark, ks->chunk_pos) != 0)
+				error = "its last row is not its key";
+			else
+			{
+				ks->in_chunk = false;
+				continue;
+			}
+		}
+		if (error != NULL)
+		{
+			scan->error = psprintf("change-log chunk %s/" INT64_FORMAT " of %s cannot be read: %s",
+								   ks->chunk_watermark, ks->chunk_pos, zs_cdc_schema_name(), error);
+			return false;
+		}
+		if (!ks->past_after)
+		{
+			if (zs_chunk_key_cmp(r->watermark, r->pos, ks->after_text, ks->after_pos) <= 0)
+				continue;
+			ks->past_after = true;
+		}
+		strlcpy(scan->watermark, r->watermark, sizeof(scan->watermark));
+		scan->pos = r->pos;
+		scan->change = r->change;
+		scan->change_len = r->change_len;
+		return true;
+	}
 }
 
 static void
@@ -214,10 +288,11 @@ key_scan_end(ZsChangeLogKeyScan *ks)
 {
 	index_endscan(ks->scan);
 	ExecDropSingleTupleTableSlot(ks->slot);
-	MemoryContextDelete(ks->row_context);
+	MemoryContextDelete(ks->chunk_context);
 	index_close(ks->index, NoLock);
 	table_close(ks->heap, NoLock);
 	pfree(DatumGetPointer(ks->after_watermark));
+	pfree(ks->raw.data);
 	pfree(ks);
 }
 
@@ -238,54 +313,16 @@ zs_changelog_row_set(ZsChangeLogRow *row, const char *watermark, int64 pos,
 	row->message_len = msg.len;
 }
 
-static void
-prepare_page_plan(void)
-{
-	Oid			types[3] = {TEXTOID, INT8OID, INT8OID};
-	SPIPlanPtr	plan;
-
-	if (page_plan != NULL)
-		return;
-	plan = SPI_prepare(psprintf("SELECT watermark, pos, change::text FROM %s.\"changeLog\" "
-								"WHERE (watermark, pos) > ($1, $2) "
-								"ORDER BY watermark, pos LIMIT $3",
-								quote_identifier(zs_cdc_schema_name())),
-					   3, types);
-	if (plan == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_INTERNAL_ERROR),
-				 errmsg("could not prepare the change-log page query: %s",
-						SPI_result_code_string(SPI_result))));
-	SPI_keepplan(plan);
-	page_plan = plan;
-}
-
 void
 zs_changelog_scan_begin(ZsChangeLogScan *scan, const char *after_watermark, int64 after_pos,
 						int limit, const char *upto)
 {
-	Datum		args[3];
-	int			rc;
-
-	scan->result = NULL;
 	scan->next = 0;
 	scan->limit = limit;
 	scan->full = false;
+	scan->error = NULL;
 	strlcpy(scan->upto, upto ? upto : "", sizeof(scan->upto));
 	scan->key_scan = key_scan_open(after_watermark, after_pos);
-	if (scan->key_scan != NULL)
-		return;
-	prepare_page_plan();
-	args[0] = CStringGetTextDatum(after_watermark);
-	args[1] = Int64GetDatum(after_pos);
-	args[2] = Int64GetDatum(limit);
-	rc = SPI_execute_plan(page_plan, args, NULL, true, 0);
-	if (rc != SPI_OK_SELECT)
-		ereport(ERROR,
-				(errcode(ERRCODE_INTERNAL_ERROR),
-				 errmsg("could not read the change log: %s", SPI_result_code_string(rc))));
-	pfree(DatumGetPointer(args[0]));
-	scan->result = SPI_tuptable;
 }
 
 /* the current row is after the head the scan stops at (the page ends) */
@@ -301,47 +338,21 @@ past_upto(ZsChangeLogScan *scan)
 bool
 zs_changelog_scan_next(ZsChangeLogScan *scan)
 {
-	HeapTuple	tuple;
-	TupleDesc	desc;
-	bool		isnull;
-	text	   *change;
-
-	if (scan->next >= (uint64) scan->limit)
+	if (scan->next >= (uint64) scan->limit || scan->error != NULL)
 		return false;
-	if (scan->key_scan != NULL)
-	{
-		if (!key_scan_next(scan) || past_upto(scan))
-			return false;
-		scan->full = (++scan->next == (uint64) scan->limit);
-		return true;
-	}
-	if (scan->next >= scan->result->numvals)
+	if (!key_scan_next(scan) || past_upto(scan))
 		return false;
-	desc = scan->result->tupdesc;
-	tuple = scan->result->vals[scan->next];
-	text_to_cstring_buffer(DatumGetTextPP(SPI_getbinval(tuple, desc, 1, &isnull)),
-						   scan->watermark, sizeof(scan->watermark));
-	if (past_upto(scan))
-		return false;
-	scan->next++;
-	scan->full = (scan->next == (uint64) scan->limit);
-	scan->pos = DatumGetInt64(SPI_getbinval(tuple, desc, 2, &isnull));
-	change = DatumGetTextPP(SPI_getbinval(tuple, desc, 3, &isnull));
-	scan->change = VARDATA_ANY(change);
-	scan->change_len = VARSIZE_ANY_EXHDR(change);
+	scan->full = (++scan->next == (uint64) scan->limit);
 	return true;
 }
 
-/* a round reads many pages in one transaction: free each one's result */
+/* a round reads many pages in one transaction: free each one's scan */
 void
 zs_changelog_scan_end(ZsChangeLogScan *scan)
 {
 	if (scan->key_scan != NULL)
 		key_scan_end(scan->key_scan);
-	else
-		SPI_freetuptable(scan->result);
 	scan->key_scan = NULL;
-	scan->result = NULL;
 }
 
 ZsChangeLogPage *
@@ -366,6 +377,7 @@ zs_changelog_read_page(const char *after_watermark, int64 after_pos, int limit, 
 							 scan.change, scan.change_len);
 	}
 	page->full = scan.full;
+	page->error = scan.error;
 	zs_changelog_scan_end(&scan);
 	return page;
 }
@@ -373,7 +385,7 @@ zs_changelog_read_page(const char *after_watermark, int64 after_pos, int limit, 
 void
 zs_changelog_read_floor(char *floor)
 {
-	char	   *sql = psprintf("SELECT \"watermark\" FROM %s.\"changeLog\" ORDER BY \"watermark\", \"pos\" LIMIT 1",
+	char	   *sql = psprintf("SELECT \"firstWatermark\" FROM %s.\"changeLogChunks\" ORDER BY \"watermark\", \"pos\" LIMIT 1",
 							   quote_identifier(zs_cdc_schema_name()));
 
 	if (SPI_execute(sql, true, 1) != SPI_OK_SELECT)
@@ -388,58 +400,66 @@ zs_changelog_read_floor(char *floor)
 
 /*
  * Whether a row of the transaction at this watermark, at or before pos, is
- * stored: one descent of the primary key to it (a query, ordered by the
- * key so that no plan scans the table, if the table's shape differs). The
- * oldest watermark, by contrast, is the first live entry of the key,
- * behind every entry the purge deleted and vacuum has not yet removed:
- * after a purge of millions of rows, a walk over all of them.
+ * stored: the first chunk whose key is at or after (watermark, any pos)
+ * holds the transaction's first stored row if any is stored, found by one
+ * descent of the primary key. The oldest watermark, by contrast, is the
+ * first live entry of the key, behind every entry the purge deleted and
+ * vacuum has not yet removed.
  */
 bool
 zs_changelog_holds_position(const char *watermark, int64 pos)
 {
 	ZsChangeLogKeyed keyed;
-	Oid			types[2] = {TEXTOID, INT8OID};
-	Datum		args[2];
-	bool		found;
+	ScanKeyData key;
+	TupleTableSlot *slot;
+	IndexScanDesc scan;
+	Datum		arg = CStringGetTextDatum(watermark);
+	bool		found = false;
 
-	args[0] = CStringGetTextDatum(watermark);
-	args[1] = Int64GetDatum(pos);
-	if (!ActiveSnapshotSet())
-		elog(ERROR, "reading the change log needs an active snapshot");
-	if (zs_changelog_open_keyed(AccessShareLock, &keyed))
+	open_chunks(AccessShareLock, &keyed);
+	slot = table_slot_create(keyed.heap, NULL);
+	scan = zs_index_beginscan(keyed.heap, keyed.index, GetActiveSnapshot(), 1, 0);
+	zs_changelog_key_init(&key, keyed.index, 0, BTGreaterEqualStrategyNumber, arg);
+	index_rescan(scan, &key, 1, NULL, 0);
+	if (index_getnext_slot(scan, ForwardScanDirection, slot))
 	{
-		ScanKeyData keys[2];
-		TupleTableSlot *slot = table_slot_create(keyed.heap, NULL);
-		IndexScanDesc scan = zs_index_beginscan(keyed.heap, keyed.index, GetActiveSnapshot(), 2, 0);
+		StringInfoData raw;
+		char		chunk_watermark[ZS_WATERMARK_MAXLEN];
+		int64		chunk_pos;
+		char	   *error;
+		ZsChunkReader r;
+		const char *row_error = NULL;
+		int			rc;
 
-		zs_changelog_key_init(&keys[0], keyed.index, 0, BTEqualStrategyNumber, args[0]);
-		zs_changelog_key_init(&keys[1], keyed.index, 1, BTLessEqualStrategyNumber, args[1]);
-		index_rescan(scan, keys, 2, NULL, 0);
-		found = index_getnext_slot(scan, ForwardScanDirection, slot);
-		index_endscan(scan);
-		ExecDropSingleTupleTableSlot(slot);
-		index_close(keyed.index, NoLock);
-		table_close(keyed.heap, NoLock);
-		return found;
-	}
-	if (holds_plan == NULL)
-	{
-		SPIPlanPtr	plan = SPI_prepare(psprintf("SELECT FROM %s.\"changeLog\" WHERE \"watermark\" = $1 AND \"pos\" <= $2 "
-												"ORDER BY \"watermark\", \"pos\" LIMIT 1",
-												quote_identifier(zs_cdc_schema_name())),
-									   2, types);
-
-		if (plan == NULL)
+		initStringInfo(&raw);
+		error = unpack_chunk(&keyed, slot, &raw, chunk_watermark, &chunk_pos);
+		if (error != NULL)
 			ereport(ERROR,
-					(errcode(ERRCODE_INTERNAL_ERROR),
-					 errmsg("could not prepare the change-log position query: %s",
-							SPI_result_code_string(SPI_result))));
-		SPI_keepplan(plan);
-		holds_plan = plan;
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("%s", error)));
+		zs_chunk_reader_init(&r, raw.data, raw.len);
+		while ((rc = zs_chunk_reader_next(&r, &row_error)) == 1)
+		{
+			int			c = strcmp(r.watermark, watermark);
+
+			if (c > 0 || (c == 0 && r.pos > pos))
+				break;
+			if (c == 0)
+			{
+				found = true;
+				break;
+			}
+		}
+		if (rc == -1)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("change-log chunk %s/" INT64_FORMAT " of %s cannot be read: %s",
+							chunk_watermark, chunk_pos, zs_cdc_schema_name(), row_error)));
+		pfree(raw.data);
 	}
-	if (SPI_execute_plan(holds_plan, args, NULL, true, 1) != SPI_OK_SELECT)
-		ereport(ERROR,
-				(errcode(ERRCODE_INTERNAL_ERROR),
-				 errmsg("could not read the change log at %s/" INT64_FORMAT, watermark, pos)));
-	return SPI_processed == 1;
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	index_close(keyed.index, NoLock);
+	table_close(keyed.heap, NoLock);
+	return found;
 }

@@ -1,18 +1,21 @@
 /*-------------------------------------------------------------------------
  * purge_batch.c
- *	  Deleting change-log rows below the purge floor, in bounded batches
+ *	  Deleting change-log chunks below the purge floor, in bounded batches
  *	  (docs/zero-protocol.md §6.5, zero-cache's purgeRecordsBefore).
  *
  * One batch runs in the caller's transaction with SPI connected:
- *   1. the purge lock (first batch of a purge): the oldest row is locked
+ *   1. the purge lock (first batch of a purge): the oldest chunk is locked
  *      FOR UPDATE, skipping it if someone holds it (zero-cache's PurgeLocker
  *      keeps a row lock on the oldest row while it needs the log from
  *      there); a held lock means no purge now;
- *   2. at most `limit` rows below the floor are deleted, in (watermark,
- *      pos) order, never the newest stored transaction (the catch-up
- *      boundary): read through the primary key and deleted one by one as
- *      they are read, with the table AM (a query, if someone changed the
- *      table's shape: it also runs whatever was added, such as triggers);
+ *   2. at most `limit` chunks whose every row is below the floor are
+ *      deleted, in key order, never one that holds the newest stored
+ *      transaction (the catch-up boundary): a chunk is keyed by its last
+ *      row, so those are the chunks whose key's watermark is below both;
+ *      a floor inside a chunk keeps the chunk. They are read through the
+ *      primary key and deleted one by one as they are read, with the
+ *      table AM (a query, if someone added triggers or rules: it runs
+ *      them);
  *   3. ownership is checked after the delete, in the same transaction
  *      (FOR SHARE on the state row): a log another streamer has taken over
  *      is not purged by us.
@@ -69,14 +72,14 @@ purge_lock_taken(void)
 	Datum		values[2];
 	bool		isnull;
 
-	run(psprintf("SELECT \"watermark\", \"pos\" FROM %s.\"changeLog\" ORDER BY \"watermark\", \"pos\" LIMIT 1", s),
+	run(psprintf("SELECT \"watermark\", \"pos\" FROM %s.\"changeLogChunks\" ORDER BY \"watermark\", \"pos\" LIMIT 1", s),
 		0, NULL, NULL, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		return true;			/* empty: nothing to lock, nothing to purge */
 	values[0] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 	values[1] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
 	values[0] = PointerGetDatum(DatumGetTextPCopy(values[0]));
-	run(psprintf("SELECT FROM %s.\"changeLog\" WHERE \"watermark\" = $1 AND \"pos\" = $2 "
+	run(psprintf("SELECT FROM %s.\"changeLogChunks\" WHERE \"watermark\" = $1 AND \"pos\" = $2 "
 				 "FOR UPDATE SKIP LOCKED", s),
 		2, types, values, SPI_OK_SELECT);
 	return SPI_processed == 1;
@@ -120,14 +123,14 @@ read_newest(const ZsChangeLogKeyed *keyed, Snapshot snapshot, TupleTableSlot *sl
 }
 
 /*
- * A row's size as pg_column_size(row.*) counts it: the tuple, with its
- * TOASTed change as stored out of line.
+ * A chunk's size as pg_column_size(row.*) counts it: the tuple, with its
+ * chunk as stored out of line.
  */
 static int64
 row_bytes(const ZsChangeLogKeyed *keyed, TupleTableSlot *slot, HeapTuple tuple)
 {
 	bool		isnull;
-	Datum		change = slot_getattr(slot, keyed->change_att, &isnull);
+	Datum		change = slot_getattr(slot, keyed->chunk_att, &isnull);
 	int64		size = tuple->t_len;
 
 	if (!isnull && VARATT_IS_EXTERNAL_ONDISK(DatumGetPointer(change)))
@@ -135,7 +138,10 @@ row_bytes(const ZsChangeLogKeyed *keyed, TupleTableSlot *slot, HeapTuple tuple)
 	return size;
 }
 
-/* The scan's rows deleted as they are read, until found reaches limit. */
+/*
+ * The scan's chunks deleted as they are read, until the rows of those found
+ * reach limit.
+ */
 static void
 delete_scanned(const ZsChangeLogKeyed *keyed, Snapshot snapshot, TupleTableSlot *slot,
 			   ScanKey keys, int nkeys, int limit, char *after_watermark, int64 *after_pos,
@@ -149,6 +155,7 @@ delete_scanned(const ZsChangeLogKeyed *keyed, Snapshot snapshot, TupleTableSlot 
 	{
 		bool		isnull;
 		bool		should_free;
+		int32		nrows;
 		HeapTuple	tuple;
 		TM_FailureData tmfd;
 		TM_Result	result;
@@ -156,13 +163,14 @@ delete_scanned(const ZsChangeLogKeyed *keyed, Snapshot snapshot, TupleTableSlot 
 		text_to_cstring_buffer(DatumGetTextPP(slot_getattr(slot, keyed->watermark_att, &isnull)),
 							   after_watermark, ZS_WATERMARK_MAXLEN);
 		*after_pos = DatumGetInt64(slot_getattr(slot, keyed->pos_att, &isnull));
-		(*found)++;
+		nrows = DatumGetInt32(slot_getattr(slot, keyed->rows_att, &isnull));
+		*found += nrows;
 		tuple = ExecFetchSlotHeapTuple(slot, false, &should_free);
 		result = table_tuple_delete(keyed->heap, &slot->tts_tid, cid, snapshot,
 									InvalidSnapshot, true, &tmfd, false);
 		if (result == TM_Ok)
 		{
-			(*rows)++;
+			*rows += nrows;
 			*bytes += row_bytes(keyed, slot, tuple);
 		}
 		else if (result != TM_Deleted && result != TM_Updated)
@@ -183,9 +191,9 @@ delete_scanned(const ZsChangeLogKeyed *keyed, Snapshot snapshot, TupleTableSlot 
  * transaction's first row would walk again over the index entries the
  * earlier batches deleted and vacuum has not yet removed). The delete
  * waits for a row's lockers, as DELETE does; a row someone else deleted
- * meanwhile is counted as found, not deleted. False if changeLog lacks
- * the shape changelog.c creates or has triggers or rules (the query then,
- * which runs them).
+ * meanwhile is counted as found, not deleted. False if there are no
+ * chunks (a log of rows not converted yet) or the table has triggers or
+ * rules (the query then, which runs them).
  */
 static bool
 delete_keyed(const char *floor, int limit, char *after_watermark, int64 *after_pos,
@@ -266,26 +274,30 @@ zs_purge_batch(const char *floor, int limit, char *after_watermark, int64 *after
 	values[3] = Int64GetDatum(*after_pos);
 
 	/*
-	 * The batch: the first `limit` rows after the previous batch's last
-	 * (keyset continuation, so no batch walks again over the index entries
-	 * of rows deleted but not yet vacuumed), below the floor and never in
-	 * the newest stored transaction, in key order; each is deleted by its
-	 * TID. Both plans hold whatever the table's statistics say: an ordered
+	 * The batch: the chunks after the previous batch's last (keyset
+	 * continuation, so no batch walks again over the index entries of
+	 * chunks deleted but not yet vacuumed), below the floor and never
+	 * holding the newest stored transaction, in key order, up to the one
+	 * that brings their rows to `limit` (at most `limit` chunks are read:
+	 * each holds a row at least); each is deleted by its TID. Both plans hold whatever the table's statistics say: an ordered
 	 * LIMIT reads the primary key, a TID list is a TID scan. (A delete of
 	 * the key range instead was planned as a sequential scan of the whole
 	 * log when the table had never been analyzed, as after a bulk load of
 	 * ten million rows: one batch a minute.)
 	 */
-	run(psprintf("WITH batch AS MATERIALIZED ("
-				 "  SELECT ctid AS t, \"watermark\" AS w, \"pos\" AS p FROM %1$s.\"changeLog\" "
+	run(psprintf("WITH candidates AS MATERIALIZED ("
+				 "  SELECT ctid AS t, \"watermark\" AS w, \"pos\" AS p, \"rows\" AS n FROM %1$s.\"changeLogChunks\" "
 				 "   WHERE (\"watermark\", \"pos\") > ($3, $4) AND \"watermark\" < $1 "
-				 "     AND \"watermark\" < (SELECT max(\"watermark\") FROM %1$s.\"changeLog\") "
+				 "     AND \"watermark\" < (SELECT max(\"watermark\") FROM %1$s.\"changeLogChunks\") "
 				 "   ORDER BY \"watermark\", \"pos\" LIMIT $2), "
+				 "batch AS MATERIALIZED ("
+				 "  SELECT t, w, p, n FROM (SELECT *, sum(n) OVER (ORDER BY w, p) - n AS before FROM candidates) c "
+				 "   WHERE before < $2), "
 				 "gone AS ("
-				 "  DELETE FROM %1$s.\"changeLog\" WHERE ctid = ANY (ARRAY(SELECT t FROM batch)) "
-				 "  RETURNING pg_column_size(\"changeLog\".*) AS size) "
-				 "SELECT last.w, last.p, (SELECT count(*) FROM batch), "
-				 "       (SELECT count(*) FROM gone)::int8, (SELECT coalesce(sum(size), 0) FROM gone)::int8 "
+				 "  DELETE FROM %1$s.\"changeLogChunks\" WHERE ctid = ANY (ARRAY(SELECT t FROM batch)) "
+				 "  RETURNING \"rows\", pg_column_size(\"changeLogChunks\".*) AS size) "
+				 "SELECT last.w, last.p, (SELECT coalesce(sum(n), 0) FROM batch)::int8, "
+				 "       (SELECT coalesce(sum(\"rows\"), 0) FROM gone)::int8, (SELECT coalesce(sum(size), 0) FROM gone)::int8 "
 				 "  FROM (SELECT w, p FROM batch ORDER BY w DESC, p DESC LIMIT 1) last", s),
 		4, types, values, SPI_OK_SELECT);
 	if (SPI_processed == 1)

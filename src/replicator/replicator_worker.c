@@ -423,6 +423,12 @@ apply_page(Replicator *rep)
 		applied = true;
 	}
 	error_context_stack = callback.previous;
+	if (scan.error != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("%s", scan.error),
+				 errdetail("The backup replica is applied up to %s/" INT64_FORMAT ", the change before that chunk.",
+						   rep->watermark, rep->pos)));
 	zs_changelog_scan_end(&scan);
 	zs_spi_xact_commit();
 

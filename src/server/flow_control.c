@@ -231,6 +231,16 @@ serve_position(int first, bool catching_up, const char *head, const char *log_ve
 		zs_subscriber_consume_page(c->sub, page, log_version, &c->out,
 								   backlog_limit() - zs_conn_pending(c));
 		queued += c->out.len - len_before;
+		if (page->error != NULL && zs_subscriber_has_failed(c->sub))
+		{
+			ereport(LOG,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("disconnecting subscriber %s (%s): %s",
+							zs_subscriber_id(c->sub), c->address, page->error)));
+			zs_set_last_error(page->error);
+			zs_conn_send_close(c, ZS_WS_CLOSE_NO_STATUS, NULL);
+			continue;
+		}
 		/* a live subscriber's frames go now, before any catch-up read */
 		if (!catching_up)
 			zs_conn_flush(c);

@@ -360,6 +360,12 @@ zs_subscriber_is_finished(const ZsSubscriber *sub)
 	return sub->error_id != 0 && sub->acked_id >= sub->error_id;
 }
 
+bool
+zs_subscriber_has_failed(const ZsSubscriber *sub)
+{
+	return sub->error_id != 0;
+}
+
 void
 zs_subscriber_position(const ZsSubscriber *sub, char *watermark, int64 *pos)
 {
@@ -523,6 +529,16 @@ zs_subscriber_consume_page(ZsSubscriber *sub, const ZsChangeLogPage *page, const
 					 row->is_commit ? row->watermark : "");
 	}
 
+	/*
+	 * The page ended at a chunk that cannot be read: the subscription ends
+	 * there, once it has every row before it, and says why (nothing after
+	 * the chunk may be sent over a gap).
+	 */
+	if (page->error != NULL && !sub->last_page_full)
+	{
+		send_error(sub, out, ZS_ERR_UNKNOWN, page->error);
+		return;
+	}
 	/* nothing at or after the watermark: the subscriber is at (or ahead of) the head */
 	if (!sub->validated)
 		mark_validated(sub, out);

@@ -81,6 +81,9 @@ extern bool zs_subscriber_ack(ZsSubscriber *sub, int64 id, char **error);
 /* The error message was acknowledged: close the stream. */
 extern bool zs_subscriber_is_finished(const ZsSubscriber *sub);
 
+/* Has the subscription sent its error (it ends once that is acknowledged)? */
+extern bool zs_subscriber_has_failed(const ZsSubscriber *sub);
+
 extern const char *zs_subscriber_id(const ZsSubscriber *sub);
 extern const char *zs_subscriber_task(const ZsSubscriber *sub);
 

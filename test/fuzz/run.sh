@@ -9,7 +9,7 @@
 #                                      $ZS_FUZZ_BUDGET (default 300 s: with the
 #                                      build, the step takes about 5.5 minutes)
 #                                      that each round of ZS_FUZZ_JOBS targets
-#                                      gets (9 targets on 2 CPUs: 60 s each,
+#                                      gets (10 targets on 2 CPUs: 60 s each,
 #                                      the minute per target CI asks for)
 #   test/fuzz/run.sh fuzz_http ...     only these targets
 #   test/fuzz/run.sh --build-only      build, do not run
@@ -44,6 +44,7 @@ targets=(
 	"fuzz_pgoutput 4096 src/decoding/pgoutput_read.c"
 	"fuzz_value_encode 1024 src/decoding/value_encode.c src/codec/json_js.c src/codec/json_read.c src/codec/json_out.c"
 	"fuzz_watermark 64 src/codec/watermark.c"
+	"fuzz_chunk 4096 src/codec/changelog_chunk.c -llz4"
 	"fuzz_replica 4096 src/replica/replica_apply.c src/replica/replica_ddl.c src/replica/replica_column_ddl.c src/replica/replica_backfill.c src/replica/replica_schema.c src/replica/replica_sqlite.c src/codec/json_read.c src/codec/json_out.c -lsqlite3"
 )
 

@@ -142,12 +142,12 @@ SELECT s.state = 'streaming' AND r.active_pid = s.pid
 
 	# a throughput knob falls back to its default with a warning, as usual
 	$node->append_conf('postgresql.conf',
-		"zero_stream.app_id = 'zero'\nzero_stream.changelog_batch_size = 0\n");
+		"zero_stream.app_id = 'zero'\nzero_stream.changelog_chunk_size = 0\n");
 	$node->start;
-	ok($node->log_contains('0 is outside the valid range for parameter "zero_stream.changelog_batch_size"'),
-		'batch size 0: range in the log');
-	is($node->safe_psql('postgres', 'SHOW zero_stream.changelog_batch_size'), '2000',
-		'batch size 0: default used');
+	ok($node->log_contains('0 kB is outside the valid range for parameter "zero_stream.changelog_chunk_size"'),
+		'chunk size 0: range in the log');
+	is($node->safe_psql('postgres', 'SHOW zero_stream.changelog_chunk_size'), '256kB',
+		'chunk size 0: default used');
 	$node->stop;
 }
 

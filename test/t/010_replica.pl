@@ -150,16 +150,6 @@ INSERT INTO pairs VALUES ('after', 1, 'truncate');
 backup_caught_up('live changes');
 tables_equal($replica_file, 'backup replica after key changes, deletes and a truncate');
 
-# A change log given a child table: the page query reads children too, so
-# pages are read with it instead of through the primary key. The backup
-# replica still gets every change.
-$node->safe_psql('postgres', q{CREATE TABLE zs_child () INHERITS ("zero_0/cdc"."changeLog")});
-$load = start_load(2);
-$load->finish;
-backup_caught_up('read by the query');
-tables_equal($replica_file, 'backup replica read by the query (changeLog has a child)');
-$node->safe_psql('postgres', 'DROP TABLE zs_child');
-
 # ---------------------------------------------------------------------------
 # Snapshot reservations
 # ---------------------------------------------------------------------------

@@ -4,12 +4,12 @@
 # deletes a key range could be planned as a sequential scan of the whole
 # log: a purge of ten million rows would take hours. With auto_explain
 # logging every statement the decoder runs:
-#   - the log as zero_stream creates it is purged through its primary key
-#     by the table AM, with no DELETE statement at all, and exactly the
-#     rows below the floor go;
+#   - the log as zero_stream creates it is purged through its chunks'
+#     primary key by the table AM, with no DELETE statement at all, and
+#     exactly the chunks below the floor go;
 #   - a log someone gave a trigger is purged with queries (the trigger
-#     runs for every row deleted), each of which reads the primary key and
-#     deletes by TID, never scanning the log.
+#     runs for every chunk deleted), in batches of rows, each of which
+#     reads the primary key and deletes by TID, never scanning the log.
 use strict;
 use warnings;
 
@@ -36,50 +36,54 @@ sql("INSERT INTO t (v) SELECT 'row ' || g FROM generate_series(1, 5000) g") for 
 zs_wait_catchup($node);
 $node->poll_query_until('postgres', 'SELECT backup_watermark = last_watermark FROM zero_stream.status()')
   or die 'the backup replica did not catch up';
-is(sql("SELECT reltuples FROM pg_class WHERE oid = '$CDC.\"changeLog\"'::regclass"), '-1',
+is(sql("SELECT reltuples FROM pg_class WHERE oid = '$CDC.\"changeLogChunks\"'::regclass"), '-1',
 	'the change log has never been analyzed');
-my $newest = sql(qq{SELECT max(watermark COLLATE "C") FROM $CDC."changeLog"});
-my $kept = sql(qq{SELECT count(*) FROM $CDC."changeLog" WHERE watermark = '$newest'});
+# a chunk is kept whole if it holds a row of the newest transaction
+my $newest = sql(qq{SELECT max(watermark) FROM $CDC."changeLogChunks"});
+my $kept = sql(qq{SELECT sum(rows) FROM $CDC."changeLogChunks" WHERE watermark = '$newest'});
 my $before = sql(qq{SELECT count(*) FROM $CDC."changeLog"});
 
 my $offset = -s $node->logfile;
 my $purged = sql('SELECT rows FROM zero_stream.purge()');
-is($purged, $before - $kept, 'everything but the newest transaction is purged');
+is($purged, $before - $kept, 'everything but the chunks of the newest transaction is purged');
 is(sql(qq{SELECT count(*) FROM $CDC."changeLog"}), $kept, 'the newest transaction stays');
+is(sql(qq{SELECT count(*) FROM $CDC."changeLog" WHERE watermark = '$newest'}),
+	5002, 'with every row of it (begin, 5,000 inserts, commit)');
 
 # the plans the decoder logged while purging: none deletes
 my $log = slurp_file($node->logfile, $offset);
-my @plans = grep { /LOG:  duration: [0-9.]+ ms  plan:/ && /changeLog/ && !/purge_plan\.pl/ } split /\n(?=\d{4}-\d\d-\d\d )/, $log;
+my @plans = grep { /LOG:  duration: [0-9.]+ ms  plan:/ && /changeLogChunks/ && !/purge_plan\.pl/ } split /\n(?=\d{4}-\d\d-\d\d )/, $log;
 cmp_ok(scalar(@plans), '>', 0, 'the decoder\'s statements were logged');
 is(scalar(grep { /DELETE FROM/ } @plans), 0, 'the purge ran no DELETE statement');
-is(scalar(grep { /Seq Scan on "changeLog"/ } @plans), 0, 'nor any statement that scanned the change log');
+is(scalar(grep { /Seq Scan on "changeLogChunks"/ } @plans), 0, 'nor any statement that scanned the change log');
 
 # a trigger on the log: the purge's queries delete, and run it
 sql(qq{CREATE SEQUENCE purge_seen;
 	CREATE FUNCTION count_purge() RETURNS trigger LANGUAGE plpgsql AS
 	  \$\$BEGIN PERFORM nextval('public.purge_seen'); RETURN OLD; END\$\$;
-	CREATE TRIGGER count_purge BEFORE DELETE ON $CDC."changeLog"
+	CREATE TRIGGER count_purge BEFORE DELETE ON $CDC."changeLogChunks"
 	  FOR EACH ROW EXECUTE FUNCTION count_purge()});
 sql("INSERT INTO t (v) SELECT 'row ' || g FROM generate_series(1, 5000) g") for 1 .. 10;
 zs_wait_catchup($node);
 $node->poll_query_until('postgres', 'SELECT backup_watermark = last_watermark FROM zero_stream.status()')
   or die 'the backup replica did not catch up';
-$newest = sql(qq{SELECT max(watermark COLLATE "C") FROM $CDC."changeLog"});
-$kept = sql(qq{SELECT count(*) FROM $CDC."changeLog" WHERE watermark = '$newest'});
+$newest = sql(qq{SELECT max(watermark) FROM $CDC."changeLogChunks"});
+$kept = sql(qq{SELECT sum(rows) FROM $CDC."changeLogChunks" WHERE watermark = '$newest'});
 $before = sql(qq{SELECT count(*) FROM $CDC."changeLog"});
+my $chunks = sql(qq{SELECT count(*) FILTER (WHERE watermark <> '$newest') FROM $CDC."changeLogChunks"});
 $offset = -s $node->logfile;
 $purged = sql('SELECT rows FROM zero_stream.purge()');
-is($purged, $before - $kept, 'with a trigger, everything but the newest transaction is purged');
+is($purged, $before - $kept, 'with a trigger, everything but the chunks of the newest transaction is purged');
 is(sql(qq{SELECT count(*) FROM $CDC."changeLog"}), $kept, 'the newest transaction stays');
-is(sql('SELECT last_value FROM purge_seen'), $purged, 'the trigger ran for every row purged');
+is(sql('SELECT last_value FROM purge_seen'), $chunks, 'the trigger ran for every chunk purged');
 
 $log = slurp_file($node->logfile, $offset);
-@plans = grep { /LOG:  duration: [0-9.]+ ms  plan:/ && /DELETE FROM/ && /changeLog/ } split /\n(?=\d{4}-\d\d-\d\d )/, $log;
+@plans = grep { /LOG:  duration: [0-9.]+ ms  plan:/ && /DELETE FROM/ && /changeLogChunks/ } split /\n(?=\d{4}-\d\d-\d\d )/, $log;
 cmp_ok(scalar(@plans), '>', 1, 'the purge ran in several batches, each plan logged');
-is(scalar(grep { /Seq Scan on "changeLog"/ } @plans), 0, 'no batch scanned the whole change log');
-is(scalar(grep { /Tid Scan on "changeLog"/ } @plans), scalar(@plans), 'every batch deleted by TID');
-is(scalar(grep { /Index Scan using "changeLog_pkey"/ } @plans), scalar(@plans),
-	'every batch found its rows through the primary key');
+is(scalar(grep { /Seq Scan on "changeLogChunks"/ } @plans), 0, 'no batch scanned the whole change log');
+is(scalar(grep { /Tid Scan on "changeLogChunks"/ } @plans), scalar(@plans), 'every batch deleted by TID');
+is(scalar(grep { /Index Scan using "changeLogChunks_pkey"/ } @plans), scalar(@plans),
+	'every batch found its chunks through the primary key');
 
 $node->stop;
 done_testing();
