@@ -20,6 +20,7 @@
 #endif
 
 #include "common/pg_lzcompress.h"
+#include "port/pg_crc32c.h"
 #ifdef USE_LZ4
 #include <lz4.h>
 #endif
@@ -114,16 +115,42 @@ zs_chunk_builder_add(ZsChunkBuilder *b, const char *watermark, int64_t pos,
 }
 
 static void
-put_header(char *h, ZsChunkCompression compression, uint32_t rawlen)
+put_u32(char *p, uint32_t v)
+{
+	p[0] = (char) (v & 0xFF);
+	p[1] = (char) ((v >> 8) & 0xFF);
+	p[2] = (char) ((v >> 16) & 0xFF);
+	p[3] = (char) ((v >> 24) & 0xFF);
+}
+
+static uint32_t
+get_u32(const unsigned char *p)
+{
+	return (uint32_t) p[0] | ((uint32_t) p[1] << 8) | ((uint32_t) p[2] << 16) |
+		((uint32_t) p[3] << 24);
+}
+
+/* CRC-32C of the rows' encoding, as PostgreSQL checks its WAL records */
+static uint32_t
+rows_crc(const char *raw, size_t len)
+{
+	pg_crc32c	crc;
+
+	INIT_CRC32C(crc);
+	COMP_CRC32C(crc, raw, len);
+	FIN_CRC32C(crc);
+	return (uint32_t) crc;
+}
+
+static void
+put_header(char *h, ZsChunkCompression compression, const char *raw, uint32_t rawlen)
 {
 	h[0] = ZS_CHUNK_FORMAT;
 	h[1] = (char) compression;
 	h[2] = 0;
 	h[3] = 0;
-	h[4] = (char) (rawlen & 0xFF);
-	h[5] = (char) ((rawlen >> 8) & 0xFF);
-	h[6] = (char) ((rawlen >> 16) & 0xFF);
-	h[7] = (char) ((rawlen >> 24) & 0xFF);
+	put_u32(h + 4, rawlen);
+	put_u32(h + 8, rows_crc(raw, rawlen));
 }
 
 void
@@ -162,7 +189,7 @@ zs_chunk_pack(const ZsChunkBuilder *b, ZsChunkCompression compression, StringInf
 		memcpy(out->data + start + ZS_CHUNK_HEADER, b->raw.data, b->raw.len);
 		packed = b->raw.len;
 	}
-	put_header(out->data + start, compression, (uint32_t) b->raw.len);
+	put_header(out->data + start, compression, b->raw.data, (uint32_t) b->raw.len);
 	out->len = start + ZS_CHUNK_HEADER + packed;
 	out->data[out->len] = '\0';
 }
@@ -187,8 +214,7 @@ zs_chunk_unpack(const char *stored, size_t len, StringInfo raw, const char **err
 		*error = "not a chunk of a format this version reads";
 		return false;
 	}
-	rawlen = (uint32_t) h[4] | ((uint32_t) h[5] << 8) | ((uint32_t) h[6] << 16) |
-		((uint32_t) h[7] << 24);
+	rawlen = get_u32(h + 4);
 	if (rawlen > ZS_CHUNK_MAX_RAW || len - ZS_CHUNK_HEADER > ZS_CHUNK_MAX_RAW)
 	{
 		*error = "a chunk larger than any the writer makes";
@@ -204,7 +230,8 @@ zs_chunk_unpack(const char *stored, size_t len, StringInfo raw, const char **err
 				return false;
 			}
 			appendBinaryStringInfo(raw, body, bodylen);
-			return true;
+			got = bodylen;
+			break;
 		case ZS_CHUNK_PGLZ:
 			enlargeStringInfo(raw, (int) rawlen);
 			got = pglz_decompress(body, bodylen, raw->data, (int32) rawlen, true);
@@ -230,6 +257,12 @@ zs_chunk_unpack(const char *stored, size_t len, StringInfo raw, const char **err
 	}
 	raw->len = got;
 	raw->data[raw->len] = '\0';
+	if (rows_crc(raw->data, raw->len) != get_u32(h + 8))
+	{
+		*error = "a chunk whose rows do not match its checksum";
+		resetStringInfo(raw);
+		return false;
+	}
 	return true;
 }
 

@@ -37,7 +37,7 @@
 #include "lib/stringinfo.h"
 
 #define ZS_CHUNK_FORMAT 1
-#define ZS_CHUNK_HEADER 8
+#define ZS_CHUNK_HEADER 12
 /* no chunk holds more than this encoded: a decoded chunk is one palloc */
 #define ZS_CHUNK_MAX_RAW (512 * 1024 * 1024)
 
@@ -83,7 +83,8 @@ extern void zs_chunk_pack(const ZsChunkBuilder *b, ZsChunkCompression compressio
 /*
  * The rows' encoding of a stored value, into raw (reset first). False,
  * with error set to a static message, if the value is not a chunk of a
- * known format or does not decompress to its stated length.
+ * known format, does not decompress to its stated length or does not
+ * match its checksum.
  */
 extern bool zs_chunk_unpack(const char *stored, size_t len, StringInfo raw,
 							const char **error);

@@ -279,12 +279,16 @@ zs_purge_batch(const char *floor, int limit, char *after_watermark, int64 *after
 	 * chunks deleted but not yet vacuumed), below the floor and never
 	 * holding the newest stored transaction, in key order, up to the one
 	 * that brings their rows to `limit` (at most `limit` chunks are read:
-	 * each holds a row at least); each is deleted by its TID. Both plans hold whatever the table's statistics say: an ordered
-	 * LIMIT reads the primary key, a TID list is a TID scan. (A delete of
-	 * the key range instead was planned as a sequential scan of the whole
-	 * log when the table had never been analyzed, as after a bulk load of
-	 * ten million rows: one batch a minute.)
+	 * each holds a row at least); each is deleted by its TID. The
+	 * batch's statement runs without sequential scans, whatever the
+	 * table's statistics say: an ordered LIMIT reads the primary key, a
+	 * TID list is a TID scan. (A delete of the key range instead was
+	 * planned as a sequential scan of the whole log when the table had
+	 * never been analyzed, as after a bulk load of ten million rows: one
+	 * batch a minute; a list of TIDs, as a sequential scan of a log the
+	 * statistics took for small.)
 	 */
+	run("SELECT set_config('enable_seqscan', 'off', true)", 0, NULL, NULL, SPI_OK_SELECT);
 	run(psprintf("WITH candidates AS MATERIALIZED ("
 				 "  SELECT ctid AS t, \"watermark\" AS w, \"pos\" AS p, \"rows\" AS n FROM %1$s.\"changeLogChunks\" "
 				 "   WHERE (\"watermark\", \"pos\") > ($3, $4) AND \"watermark\" < $1 "
