@@ -238,7 +238,8 @@ serve_position(int first, bool catching_up, const char *head, const char *log_ve
 					 errmsg("disconnecting subscriber %s (%s): %s",
 							zs_subscriber_id(c->sub), c->address, page->error)));
 			zs_set_last_error(page->error);
-			zs_conn_send_close(c, ZS_WS_CLOSE_NO_STATUS, NULL);
+			/* lingering: the peer gets every row before the chunk, and the error */
+			zs_conn_send_close_lingering(c, ZS_WS_CLOSE_NO_STATUS, NULL);
 			continue;
 		}
 		/* a live subscriber's frames go now, before any catch-up read */
