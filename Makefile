@@ -52,6 +52,7 @@ OBJS = \
 	src/changelog/changelog_read.o \
 	src/changelog/changelog_rows.o \
 	src/changelog/changelog_insert.o \
+	src/changelog/changelog_writer.o \
 	src/changelog/changelog_live.o \
 	src/purge/purge_batch.o \
 	src/server/server_worker.o \

@@ -2,13 +2,12 @@
  * changelog.c
  *	  SPI access to the change log.
  *
- * The log is stored in chunks (codec/changelog_chunk.h): the writer
- * gathers the rows of a local commit into a chunk of at most
- * changelog_chunk_size of changes, compresses it and inserts it into
- * changeLogChunks, keyed by its last row (changelog_insert.c; a table
- * someone altered, through SPI). zero-cache's changeLog is a view over
- * the chunks, one row per change, for SQL readers. The change texts go in
- * as-is: they are our own JSON.stringify-exact output.
+ * The log is stored in chunks (codec/changelog_chunk.h), written by
+ * changelog_writer.c; zero-cache's changeLog is a view over the chunks,
+ * one row per change, for SQL readers. Here: the schema (and the
+ * conversion of a log of rows), the lineage and its seed transaction,
+ * ownership, the published schema and zero-cache's bookkeeping of schema
+ * changes.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -21,34 +20,11 @@
 #include "utils/memutils.h"
 
 #include "changelog/changelog.h"
-#include "changelog/changelog_insert.h"
-#include "codec/changelog_chunk.h"
-#include "extension_version.h"
+#include "changelog/changelog_writer.h"
 #include "guc.h"
 #include "ownership.h"
 
 #define ZS_SCHEMA_VERSION 6
-
-typedef struct ChangelogWriter
-{
-	MemoryContext context;		/* the chunk being built, the packed one */
-	bool		direct;			/* this transaction's chunks go to changelog_insert.c */
-	SPIPlanPtr	insert_plan;
-	SPIPlanPtr	owner_plan;		/* the state row's owner, FOR UPDATE */
-	SPIPlanPtr	head_plan;		/* lastWatermark = $1 */
-	char	   *plan_schema;
-	ZsChunkBuilder chunk;
-	StringInfoData packed;		/* a varlena header, then the stored chunk */
-} ChangelogWriter;
-
-#define CHUNK_COLUMNS 7
-
-static ChangelogWriter writer;
-
-/* the last row this process wrote (its transaction committed, or we exit) */
-static char last_row_watermark[ZS_WATERMARK_MAXLEN];
-static int64 last_row_pos;
-static bool last_row_known = false;
 
 static char *
 quoted_schema(void)
@@ -164,12 +140,6 @@ create_tables(const char *s)
 			 SPI_OK_UTILITY);
 }
 
-static void write_chunk(void);
-static void writer_open(void);
-static void writer_close(void);
-static void writer_add(const char *watermark, int64 pos, const char *change, int change_len,
-					   const char *precommit);
-
 /*
  * zero-cache's changeLog, one row per change, as a view over the chunks,
  * for SQL readers (the golden comparisons, operators' queries); its rows
@@ -220,7 +190,7 @@ convert_row_table(const char *s)
 				(errcode(ERRCODE_INTERNAL_ERROR),
 				 errmsg_internal("SPI_prepare failed: %s", SPI_result_code_string(SPI_result))));
 	portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
-	writer_open();
+	zs_changelog_writer_open();
 	chunks_before = 0;
 	batch = AllocSetContextCreate(CurrentMemoryContext, "zero_stream changelog conversion",
 								  ALLOCSET_DEFAULT_SIZES);
@@ -250,12 +220,8 @@ convert_row_table(const char *s)
 								watermark ? watermark : "(null)", pos),
 						 errdetail("Its watermark or precommit is longer than a state version, or its change is NULL."),
 						 errhint("Drop schema %s to let zero_stream start a new change log.", s)));
-			zs_chunk_builder_add(&writer.chunk, watermark, pos, change, strlen(change), precommit);
-			if (writer.chunk.raw.len >= zs_changelog_chunk_kb * 1024)
-			{
-				write_chunk();
+			if (zs_changelog_writer_add(watermark, pos, change, strlen(change), precommit))
 				chunks_before++;
-			}
 			rows++;
 		}
 		MemoryContextSwitchTo(old);
@@ -264,9 +230,8 @@ convert_row_table(const char *s)
 	}
 	MemoryContextDelete(batch);
 	SPI_cursor_close(portal);
-	if (writer.chunk.nrows > 0)
+	if (zs_changelog_writer_close())
 		chunks_before++;
-	writer_close();
 	SPI_freeplan(plan);
 	exec_sql(psprintf("DROP TABLE %s.\"changeLog\"", s), SPI_OK_UTILITY);
 	ereport(LOG,
@@ -365,10 +330,10 @@ zs_changelog_initialize(const char *replica_version, List *publications, bool ta
 						   "VALUES ($1, $3, NULL)", s),
 				  3, types, values, NULL, SPI_OK_INSERT);
 	/* the seed transaction, through the writer (its commit as zero-cache's: no precommit) */
-	writer_open();
-	writer_add(replica_version, 0, "{\"tag\":\"begin\"}", 15, NULL);
-	writer_add(replica_version, 1, "{\"tag\":\"commit\"}", 16, NULL);
-	writer_close();
+	zs_changelog_writer_open();
+	zs_changelog_writer_add(replica_version, 0, "{\"tag\":\"begin\"}", 15, NULL);
+	zs_changelog_writer_add(replica_version, 1, "{\"tag\":\"commit\"}", 16, NULL);
+	zs_changelog_writer_close();
 }
 
 /* The text column just selected from the single replicationState row, or NULL. */
@@ -412,17 +377,6 @@ zs_changelog_taken_over(char **owner)
 }
 
 void
-zs_changelog_report_taken_over(const char *owner)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-			 errmsg("changeLog ownership has been assumed by %s", owner ? owner : "nobody"),
-			 errdetail("This decoder is %s; another change streamer now writes %s, and this one stops writing it.",
-					   zs_owner_identity(), zs_cdc_schema_name()),
-			 errhint("Stop the other change streamer, then SELECT zero_stream.resync() to start a new change log here.")));
-}
-
-void
 zs_changelog_claim_ownership(const char *address)
 {
 	Oid			types[2] = {TEXTOID, TEXTOID};
@@ -448,245 +402,6 @@ void
 zs_changelog_read_head(char *last_watermark)
 {
 	strlcpy(last_watermark, read_state_column("lastWatermark"), ZS_WATERMARK_MAXLEN);
-}
-
-void
-zs_changelog_read_last_row(void)
-{
-	bool		isnull;
-	Datum		pos;
-
-	/* the last chunk's key is its last row; purge keeps the newest transaction */
-	exec_sql(psprintf("SELECT watermark, pos FROM %s.\"changeLogChunks\" "
-					  "ORDER BY watermark DESC, pos DESC LIMIT 1", quoted_schema()),
-			 SPI_OK_SELECT);
-	last_row_known = SPI_processed == 1;
-	if (!last_row_known)
-		return;
-	strlcpy(last_row_watermark, SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1),
-			sizeof(last_row_watermark));
-	pos = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
-	last_row_pos = DatumGetInt64(pos);
-}
-
-/* A statement the writer runs in every store, planned once. */
-static SPIPlanPtr
-keep_plan(const char *sql, int nargs, Oid *types)
-{
-	SPIPlanPtr	plan = SPI_prepare(sql, nargs, types);
-
-	if (plan == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_INTERNAL_ERROR),
-				 errmsg_internal("SPI_prepare failed: %s", SPI_result_code_string(SPI_result))));
-	if (SPI_keepplan(plan) != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INTERNAL_ERROR),
-				 errmsg_internal("SPI_keepplan failed")));
-	return plan;
-}
-
-static void
-prepare_writer(void)
-{
-	char	   *schema = zs_cdc_schema_name();
-
-	if (writer.context == NULL)
-	{
-		MemoryContext old;
-
-		writer.context = AllocSetContextCreate(TopMemoryContext, "zero_stream changelog writer",
-											   ALLOCSET_DEFAULT_SIZES);
-		old = MemoryContextSwitchTo(writer.context);
-		zs_chunk_builder_init(&writer.chunk);
-		initStringInfo(&writer.packed);
-		MemoryContextSwitchTo(old);
-	}
-	if (writer.insert_plan == NULL || strcmp(writer.plan_schema, schema) != 0)
-	{
-		Oid			types[CHUNK_COLUMNS] = {TEXTOID, INT8OID, TEXTOID, INT8OID, INT4OID, INT4OID, BYTEAOID};
-		Oid			head_types[1] = {TEXTOID};
-
-		writer.insert_plan = keep_plan(psprintf("INSERT INTO %s.\"changeLogChunks\" "
-												"(\"watermark\", \"pos\", \"firstWatermark\", \"firstPos\", "
-												"\"rows\", \"size\", \"chunk\") VALUES ($1, $2, $3, $4, $5, $6, $7)",
-												quote_identifier(schema)),
-									   CHUNK_COLUMNS, types);
-		writer.owner_plan = keep_plan(psprintf("SELECT \"owner\" FROM %s.\"replicationState\" FOR UPDATE",
-											   quote_identifier(schema)),
-									  0, NULL);
-		writer.head_plan = keep_plan(psprintf("UPDATE %s.\"replicationState\" SET \"lastWatermark\" = $1",
-											  quote_identifier(schema)),
-									 1, head_types);
-		writer.plan_schema = MemoryContextStrdup(TopMemoryContext, schema);
-	}
-}
-
-/* The writer for this transaction: nothing gathered, the table opened. */
-static void
-writer_open(void)
-{
-	prepare_writer();
-	zs_chunk_builder_reset(&writer.chunk);
-	writer.direct = zs_changelog_insert_open(zs_cdc_schema_name());
-}
-
-/* The chunk gathered so far, compressed and inserted (nothing if empty). */
-static void
-write_chunk(void)
-{
-	ZsChunkBuilder *b = &writer.chunk;
-	Datum		values[CHUNK_COLUMNS];
-	MemoryContext old;
-
-	if (b->nrows == 0)
-		return;
-	old = MemoryContextSwitchTo(writer.context);
-	/* the stored chunk after a varlena header: the bytea datum itself */
-	resetStringInfo(&writer.packed);
-	appendBinaryStringInfo(&writer.packed, "\0\0\0\0", VARHDRSZ);
-	zs_chunk_pack(b, (ZsChunkCompression) zs_changelog_compression, &writer.packed);
-	SET_VARSIZE(writer.packed.data, writer.packed.len);
-	values[0] = CStringGetTextDatum(b->last_watermark);
-	values[1] = Int64GetDatum(b->last_pos);
-	values[2] = CStringGetTextDatum(b->first_watermark);
-	values[3] = Int64GetDatum(b->first_pos);
-	values[4] = Int32GetDatum(b->nrows);
-	values[5] = Int32GetDatum(b->raw.len);
-	values[6] = PointerGetDatum(writer.packed.data);
-	MemoryContextSwitchTo(old);
-	if (writer.direct)
-		zs_changelog_insert_chunk(values);
-	else
-	{
-		int			rc = SPI_execute_plan(writer.insert_plan, values, NULL, false, 0);
-
-		if (rc != SPI_OK_INSERT)
-			ereport(ERROR,
-					(errcode(ERRCODE_INTERNAL_ERROR),
-					 errmsg_internal("change-log insert failed: %s", SPI_result_code_string(rc))));
-	}
-	pfree(DatumGetPointer(values[0]));
-	pfree(DatumGetPointer(values[2]));
-	zs_chunk_builder_reset(b);
-	/* a huge transaction's buffers do not stay allocated */
-	if (writer.packed.maxlen > 4 * zs_changelog_chunk_kb * 1024)
-	{
-		old = MemoryContextSwitchTo(writer.context);
-		pfree(writer.packed.data);
-		initStringInfo(&writer.packed);
-		pfree(b->raw.data);
-		initStringInfo(&b->raw);
-		MemoryContextSwitchTo(old);
-	}
-}
-
-/* Before the transaction commits: the last chunk written, the table closed. */
-static void
-writer_close(void)
-{
-	write_chunk();
-	if (writer.direct)
-		zs_changelog_insert_close();
-	writer.direct = false;
-}
-
-/* A row into the chunk, which is written once it is full. */
-static void
-writer_add(const char *watermark, int64 pos, const char *change, int change_len,
-		   const char *precommit)
-{
-	MemoryContext old = MemoryContextSwitchTo(writer.context);
-
-	zs_chunk_builder_add(&writer.chunk, watermark, pos, change, change_len, precommit);
-	MemoryContextSwitchTo(old);
-	strlcpy(last_row_watermark, watermark, sizeof(last_row_watermark));
-	last_row_pos = pos;
-	last_row_known = true;
-	if (writer.chunk.raw.len >= zs_changelog_chunk_kb * 1024)
-		write_chunk();
-}
-
-/*
- * The installed SQL must be one this library writes the log of, read at
- * every store, in the store's transaction (and before the purge and the
- * saved positions write): an ALTER EXTENSION ... UPDATE to
- * a version this library does not know (a newer package installed, the
- * server not restarted yet) stops the decoder before its next store. An
- * update to a version it writes for (an older library's SQL brought up to
- * this one) goes on without a pause.
- */
-void
-zs_changelog_check_sql_version(void)
-{
-	static char *accepted = NULL;	/* the last version seen, fit to write */
-	char	   *installed = zs_installed_sql_version();
-	ZsSqlFit	fit;
-
-	if (installed != NULL && accepted != NULL && strcmp(installed, accepted) == 0)
-		return;
-	fit = zs_sql_fit(installed);
-	if (!zs_sql_fit_writable(fit))
-		ereport(ERROR,
-				(errcode(fit == ZS_SQL_NOT_INSTALLED ? ERRCODE_UNDEFINED_OBJECT :
-						 ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("%s", zs_sql_fit_message(installed, fit)),
-				 errhint("%s", zs_sql_fit_hint(fit))));
-	if (accepted != NULL)
-	{
-		ereport(LOG,
-				(errmsg("the extension's SQL objects are now version %s (they were %s); the decoder goes on",
-						installed, accepted)));
-		pfree(accepted);
-	}
-	accepted = MemoryContextStrdup(TopMemoryContext, installed);
-}
-
-void
-zs_changelog_begin(void)
-{
-	char	   *owner;
-
-	writer_open();
-	/* the row stays locked until our commit: no takeover can interleave */
-	if (SPI_execute_plan(writer.owner_plan, NULL, NULL, false, 0) != SPI_OK_SELECT)
-		ereport(ERROR,
-				(errcode(ERRCODE_INTERNAL_ERROR),
-				 errmsg_internal("could not read the change log's owner")));
-	owner = state_row_value();
-	if (owner == NULL || strcmp(owner, zs_owner_identity()) != 0)
-		zs_changelog_report_taken_over(owner);
-	zs_changelog_check_sql_version();
-}
-
-void
-zs_changelog_add(const char *watermark, int64 pos, const char *change, int change_len,
-				 bool is_commit)
-{
-	writer_add(watermark, pos, change, change_len, is_commit ? watermark : NULL);
-}
-
-void
-zs_changelog_finish(const char *last_watermark)
-{
-	Datum		values[1];
-
-	writer_close();
-	values[0] = CStringGetTextDatum(last_watermark);
-	if (SPI_execute_plan(writer.head_plan, values, NULL, false, 0) != SPI_OK_UPDATE)
-		ereport(ERROR,
-				(errcode(ERRCODE_INTERNAL_ERROR),
-				 errmsg_internal("could not update the change log's head")));
-}
-
-bool
-zs_changelog_last_row(char *watermark, int64 *pos)
-{
-	if (!last_row_known)
-		return false;
-	strlcpy(watermark, last_row_watermark, ZS_WATERMARK_MAXLEN);
-	*pos = last_row_pos;
-	return true;
 }
 
 char *
@@ -772,7 +487,7 @@ zs_changelog_add_schema(const char *watermark, int64 pos, const char *change, in
 	JsonbValue *tag;
 
 	/* the row in its chunk, then zero-cache's bookkeeping of it */
-	writer_add(watermark, pos, change, change_len, NULL);
+	zs_changelog_writer_add(watermark, pos, change, change_len, NULL);
 	values[0] = DirectFunctionCall1(jsonb_in, CStringGetDatum(pnstrdup(change, change_len)));
 	jsonb = DatumGetJsonbP(values[0]);
 	tag = getKeyJsonValueFromContainer(&jsonb->root, "tag", 3, NULL);

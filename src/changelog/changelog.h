@@ -46,37 +46,8 @@ extern void zs_changelog_claim_ownership(const char *address);
  */
 extern bool zs_changelog_taken_over(char **owner);
 
-/* ERROR: owner (NULL: nobody) has taken the log over; this decoder stops writing it. */
-extern void zs_changelog_report_taken_over(const char *owner) zs_noreturn;
-
 /* replicationState.lastWatermark */
 extern void zs_changelog_read_head(char *last_watermark);
-
-/*
- * Batched writer for one local transaction. zs_changelog_begin locks the
- * state row and verifies that we still own the log.
- */
-extern void zs_changelog_begin(void);
-
-/*
- * ERROR unless the installed SQL objects are of a version this library
- * writes the change log for (extension_version.c); in a transaction.
- * zs_changelog_begin checks it at every store.
- */
-extern void zs_changelog_check_sql_version(void);
-extern void zs_changelog_add(const char *watermark, int64 pos,
-							 const char *change, int change_len, bool is_commit);
-extern void zs_changelog_finish(const char *last_watermark);
-
-/*
- * The key of the log's last row: as read at start (zs_changelog_read_last_row),
- * then the last this process wrote (by the writer or as a lineage's seed);
- * false if none is known.
- */
-extern bool zs_changelog_last_row(char *watermark, int64 *pos);
-
-/* Read the key of the log's last row (at start, in a transaction). */
-extern void zs_changelog_read_last_row(void);
 
 /*
  * A schema-change row (create-table, add-column, ...): stored on its own,

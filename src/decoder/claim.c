@@ -23,6 +23,7 @@
 #include "utils/memutils.h"
 
 #include "changelog/changelog.h"
+#include "changelog/changelog_writer.h"
 #include "decoder/claim.h"
 #include "decoder/resync.h"
 #include "decoder/startup.h"

@@ -47,6 +47,7 @@
 
 #include "backfill/backfill.h"
 #include "changelog/changelog.h"
+#include "changelog/changelog_writer.h"
 #include "changelog/changelog_live.h"
 #include "decoder/round.h"
 #include "decoder/store.h"

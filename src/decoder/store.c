@@ -22,6 +22,7 @@
 #include "utils/guc.h"
 
 #include "changelog/changelog.h"
+#include "changelog/changelog_writer.h"
 #include "codec/watermark.h"
 #include "decoder/store.h"
 #include "shmem.h"

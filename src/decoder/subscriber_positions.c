@@ -46,6 +46,7 @@
 #include "utils/timestamp.h"
 
 #include "changelog/changelog.h"
+#include "changelog/changelog_writer.h"
 #include "decoder/subscriber_positions.h"
 #include "guc.h"
 #include "shmem.h"

@@ -34,6 +34,7 @@
 #include "utils/timestamp.h"
 
 #include "changelog/changelog.h"
+#include "changelog/changelog_writer.h"
 #include "guc.h"
 #include "purge/purge.h"
 #include "purge/purge_batch.h"
