@@ -83,7 +83,7 @@ OBJS = \
 	src/replica/backup_file.o
 
 EXTENSION = zero_stream
-DATA = sql/zero_stream--0.1.0.sql sql/zero_stream--0.2.0.sql sql/zero_stream--0.3.0.sql sql/zero_stream--0.1.0--0.2.0.sql sql/zero_stream--0.2.0--0.3.0.sql
+DATA = sql/zero_stream--0.1.0.sql sql/zero_stream--0.2.0.sql sql/zero_stream--0.3.0.sql sql/zero_stream--0.1.0--0.2.0.sql sql/zero_stream--0.2.0--0.3.0.sql sql/zero_stream--0.4.0.sql sql/zero_stream--0.3.0--0.4.0.sql
 # OpenSSL is the one PostgreSQL itself links (TLS of the subscriber server)
 SHLIB_LINK = -lcjson -lsqlite3 -lssl -lcrypto -llz4
 PGFILEDESC = "zero_stream - in-server Zero change streamer"

@@ -296,7 +296,7 @@ setting() { sql -d bench -c "SELECT current_setting('$1')"; }
 echo "zero_stream benchmark: $(sql -d bench -c 'SELECT version()' | cut -d' ' -f1-2), $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(free -g | awk '/^Mem:/ {print $2}') GB"
 echo "depends on: load average before the run $(cut -d' ' -f1-3 /proc/loadavg) (run it alone);" \
 	"shared_buffers $(setting shared_buffers), wal_buffers $(setting wal_buffers)," \
-	"commit_batch_size $(setting zero_stream.commit_batch_size), changelog_batch_size $(setting zero_stream.changelog_batch_size)," \
+	"commit_batch_size $(setting zero_stream.commit_batch_size), changelog_chunk_size $(setting zero_stream.changelog_chunk_size), changelog_compression $(setting zero_stream.changelog_compression)," \
 	"backup replica '$(setting zero_stream.replica_file)' (if set, its replicator applies every change on the other core)," \
 	"purge_interval $(setting zero_stream.purge_interval), live_buffer $(setting zero_stream.live_buffer), collation of changeLog.watermark" \
 	"'$(sql -d bench -c "SELECT coalesce(collname, 'default') FROM pg_attribute a LEFT JOIN pg_collation c ON c.oid = a.attcollation WHERE attrelid = '\"zero_0/cdc\".\"changeLog\"'::regclass AND attname = 'watermark'")'," \

@@ -453,7 +453,7 @@ echo "depends on: load average before the run $LOAD_BEFORE (run it alone);" \
 	"both clusters: shared_buffers $(zs_setting shared_buffers), fsync $(zc_setting fsync), synchronous_commit $(zc_setting synchronous_commit) (the workloads write with off)," \
 	"max_wal_size $(zs_setting max_wal_size), $WARMUP warm-up rows;" \
 	"zero-cache: ZERO_NUM_SYNC_WORKERS=0 (replication-manager), stock change-log batch size and back pressure, text logs at info;" \
-	"zero_stream: commit_batch_size $(zs_setting zero_stream.commit_batch_size), changelog_batch_size $(zs_setting zero_stream.changelog_batch_size)," \
+	"zero_stream: commit_batch_size $(zs_setting zero_stream.commit_batch_size), changelog_chunk_size $(zs_setting zero_stream.changelog_chunk_size), changelog_compression $(zs_setting zero_stream.changelog_compression)," \
 	"backup replica '$(zs_setting zero_stream.replica_file)' (if set, its replicator applies every change too; zero-cache's replication-manager keeps no replica)," \
 	"purge_interval $(zs_setting zero_stream.purge_interval)"
 for _ in $(seq 1 "${ZS_BENCH_REPEAT:-1}"); do

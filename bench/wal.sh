@@ -420,7 +420,7 @@ header() {
 		"wal_level $(setting wal_level), shared_buffers $(setting shared_buffers), checkpoint_timeout $(setting checkpoint_timeout)," \
 		"max_wal_size $(setting max_wal_size) (no checkpoint inside a phase), autovacuum $(setting autovacuum)," \
 		"zero_stream.purge_interval $(setting zero_stream.purge_interval) (no purge), commit_batch_size $(setting zero_stream.commit_batch_size)," \
-		"changelog_batch_size $(setting zero_stream.changelog_batch_size), backup replica '$(setting zero_stream.replica_file)' (SQLite, no WAL);" \
+		"changelog_chunk_size $(setting zero_stream.changelog_chunk_size), changelog_compression $(setting zero_stream.changelog_compression), backup replica '$(setting zero_stream.replica_file)' (SQLite, no WAL);" \
 		"the held-back workloads commit with synchronous_commit off (the same WAL, sooner), single_insert_live with on"
 	echo "each phase starts after a checkpoint (application: CHECKPOINT; change log: CHECKPOINT and the restart's shutdown checkpoint)," \
 		"so each pays the full-page images of the pages it touches first, as once per checkpoint cycle;" \

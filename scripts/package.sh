@@ -23,7 +23,7 @@
 # fakeroot and the libraries' headers) are installed with apt-get when
 # missing, with sudo when not root; the roots have them in their package list.
 # The changelog's version must be the extension's (zero_stream.control's
-# default_version) with a Debian revision, e.g. 0.3.0-1.
+# default_version) with a Debian revision, e.g. 0.4.0-1.
 # Exit status: 0 every version built; 1 a build or its check failed (all
 # versions are tried); 2 usage.
 set -euo pipefail

@@ -51,6 +51,11 @@ static const KnownVersion known_versions[] = {
 	{"0.1.0", true},
 	/* 0.3.0 added subscribers().retained_because; the log is the same */
 	{"0.2.0", true},
+	/*
+	 * 0.4.0 added status()'s chunk figures; its decoder converts the log
+	 * into chunks, which needs no SQL object of the extension
+	 */
+	{"0.3.0", true},
 };
 
 ZsSqlFit

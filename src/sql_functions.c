@@ -51,12 +51,14 @@ PG_FUNCTION_INFO_V1(zs_workers);
 /*
  * status()'s columns: version 0.2.0 added extension_version and
  * library_version at the end, 0.3.0 timeline, promoted_at and
- * promoted_from_timeline after them, so the row of an older SQL (a library
+ * promoted_from_timeline after them, 0.4.0 retained_chunks and
+ * retained_change_bytes, so the row of an older SQL (a library
  * newer than the installed SQL, before ALTER EXTENSION ... UPDATE) is its
  * prefix; a newer SQL's row (a newer library not loaded yet) gets these
  * columns, and NULL in those after them.
  */
-#define STATUS_COLUMNS 48
+#define STATUS_COLUMNS 50
+#define STATUS_COLUMNS_0_3 48
 #define STATUS_COLUMNS_0_2 45
 #define STATUS_COLUMNS_0_1 43
 
@@ -204,59 +206,74 @@ worker_name(ZsWorkerKind kind)
 	return "unknown";
 }
 
+/* The change log's size, as status() shows it */
+typedef struct ChangeLogSize
+{
+	bool		exists;			/* the decoder created it */
+	int64		bytes;			/* on disk, with its index and TOAST */
+	bool		counted;		/* the chunks were read (below) */
+	int64		rows;
+	int64		chunks;
+	int64		change_bytes;	/* the rows' encoding before compression */
+} ChangeLogSize;
+
 /*
- * The change log's rows (each chunk counts its own: a sum over the chunks,
- * which are few next to the rows) and its size on disk with indexes and
- * TOAST; NULL before the decoder created it. The table's lock is held only
- * while it is read, and not waited for (rows NULL then): a monitoring
- * query that calls status() in a long transaction must never hold up the
+ * The change log's size on disk, and its rows, chunks and change text
+ * (each chunk counts its own rows and size: a sum over the chunks, which
+ * are few next to the rows). The table's lock is held only while it is
+ * read, and not waited for (the counts are NULL then): a monitoring query
+ * that calls status() in a long transaction must never hold up the
  * decoder's TRUNCATE of a new lineage, nor wait for it.
  */
 static void
-change_log_size(Datum *rows, bool *rows_null, Datum *bytes, bool *bytes_null)
+change_log_size(ChangeLogSize *size)
 {
 	Oid			relid = InvalidOid;
 	Oid			nsp = get_namespace_oid(zs_cdc_schema_name(), true);
 	AttrNumber	rows_att;
-	int64		sum = 0;
+	AttrNumber	size_att;
+	Relation	rel;
+	TableScanDesc scan;
+	TupleTableSlot *slot;
 
+	memset(size, 0, sizeof(*size));
 	if (OidIsValid(nsp))
 		relid = get_relname_relid("changeLogChunks", nsp);
-	*rows_null = *bytes_null = !OidIsValid(relid);
-	if (!OidIsValid(relid))
+	size->exists = OidIsValid(relid);
+	if (!size->exists)
 		return;
-	*bytes = DirectFunctionCall1(pg_total_relation_size, ObjectIdGetDatum(relid));
+	size->bytes = DatumGetInt64(DirectFunctionCall1(pg_total_relation_size,
+													ObjectIdGetDatum(relid)));
 	rows_att = get_attnum(relid, "rows");
-	*rows_null = true;
+	size_att = get_attnum(relid, "size");
 	if (rows_att == InvalidAttrNumber || get_atttype(relid, rows_att) != INT4OID ||
+		size_att == InvalidAttrNumber || get_atttype(relid, size_att) != INT4OID ||
 		!ConditionalLockRelationOid(relid, AccessShareLock))
 		return;
+	rel = try_relation_open(relid, NoLock);
+	if (rel == NULL)
 	{
-		Relation	rel = try_relation_open(relid, NoLock);
-		TableScanDesc scan;
-		TupleTableSlot *slot;
-
-		if (rel == NULL)
-		{
-			UnlockRelationOid(relid, AccessShareLock);
-			return;
-		}
-		slot = table_slot_create(rel, NULL);
-		scan = table_beginscan(rel, GetActiveSnapshot(), 0, NULL);
-		while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
-		{
-			bool		isnull;
-			Datum		n = slot_getattr(slot, rows_att, &isnull);
-
-			if (!isnull)
-				sum += DatumGetInt32(n);
-		}
-		table_endscan(scan);
-		ExecDropSingleTupleTableSlot(slot);
-		relation_close(rel, AccessShareLock);
+		UnlockRelationOid(relid, AccessShareLock);
+		return;
 	}
-	*rows = Int64GetDatum(sum);
-	*rows_null = false;
+	slot = table_slot_create(rel, NULL);
+	scan = table_beginscan(rel, GetActiveSnapshot(), 0, NULL);
+	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
+	{
+		bool		isnull;
+		Datum		n = slot_getattr(slot, rows_att, &isnull);
+
+		if (!isnull)
+			size->rows += DatumGetInt32(n);
+		n = slot_getattr(slot, size_att, &isnull);
+		if (!isnull)
+			size->change_bytes += DatumGetInt32(n);
+		size->chunks++;
+	}
+	table_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	relation_close(rel, AccessShareLock);
+	size->counted = true;
 }
 
 Datum
@@ -272,14 +289,16 @@ zs_status(PG_FUNCTION_ARGS)
 	XLogRecPtr	flush = RecoveryInProgress() ? GetXLogReplayRecPtr(NULL) : GetFlushRecPtr(NULL);
 	char		slot_warning[ZS_ERROR_LEN];
 	ZsFailoverStatus failover;
+	ChangeLogSize size;
 	int			i = 0;
 
 	zs_require_shared_state();
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
+	change_log_size(&size);
 	/* a newer SQL's columns after this library's are NULL */
 	if (tupdesc->natts != STATUS_COLUMNS_0_1 && tupdesc->natts != STATUS_COLUMNS_0_2 &&
-		tupdesc->natts < STATUS_COLUMNS)
+		tupdesc->natts != STATUS_COLUMNS_0_3 && tupdesc->natts < STATUS_COLUMNS)
 		check_row_type(tupdesc, STATUS_COLUMNS, "status");
 	values = palloc0(sizeof(Datum) * tupdesc->natts);
 	nulls = palloc0(sizeof(bool) * tupdesc->natts);
@@ -350,8 +369,10 @@ zs_status(PG_FUNCTION_ARGS)
 	values[i++] = Int64GetDatum((int64) snap.value_errors);
 	values[i] = text_or_null(snap.last_value_error, &nulls[i]);
 	i++;
-	change_log_size(&values[i], &nulls[i], &values[i + 1], &nulls[i + 1]);
-	i += 2;
+	values[i] = Int64GetDatum(size.rows);
+	nulls[i++] = !size.counted;
+	values[i] = Int64GetDatum(size.bytes);
+	nulls[i++] = !size.exists;
 	values[i] = CStringGetTextDatum(snap.purge_floor);
 	nulls[i++] = !snap.has_purge_floor;
 	values[i] = text_or_null(snap.purge_holder, &nulls[i]);
@@ -390,13 +411,21 @@ zs_status(PG_FUNCTION_ARGS)
 		values[i++] = CStringGetTextDatum(ZS_LIBRARY_VERSION);
 		Assert(i == STATUS_COLUMNS_0_2);
 	}
-	if (tupdesc->natts >= STATUS_COLUMNS)
+	if (tupdesc->natts >= STATUS_COLUMNS_0_3)
 	{
 		values[i++] = Int32GetDatum((int32) zs_current_timeline());
 		values[i] = time_or_null(snap.promoted_at, &nulls[i]);
 		i++;
 		values[i] = Int32GetDatum((int32) snap.promoted_from_timeline);
 		nulls[i++] = (snap.promoted_at == 0);
+		Assert(i == STATUS_COLUMNS_0_3);
+	}
+	if (tupdesc->natts >= STATUS_COLUMNS)
+	{
+		values[i] = Int64GetDatum(size.chunks);
+		nulls[i++] = !size.counted;
+		values[i] = Int64GetDatum(size.change_bytes);
+		nulls[i++] = !size.counted;
 		Assert(i == STATUS_COLUMNS);
 		while (i < tupdesc->natts)
 			nulls[i++] = true;

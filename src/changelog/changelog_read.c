@@ -175,7 +175,7 @@ unpack_chunk(const ZsChangeLogKeyed *keyed, TupleTableSlot *slot, StringInfo raw
 
 /*
  * Open a scan after (after_watermark, after_pos) through the chunks'
- * primary key.
+ * primary key; NULL if there are no chunks.
  */
 static ZsChangeLogKeyScan *
 key_scan_open(const char *after_watermark, int64 after_pos)
@@ -183,8 +183,14 @@ key_scan_open(const char *after_watermark, int64 after_pos)
 	ZsChangeLogKeyScan *ks;
 	ScanKeyData keys[2];
 
+	if (!ActiveSnapshotSet())
+		elog(ERROR, "reading the change log needs an active snapshot");
 	ks = palloc0(sizeof(ZsChangeLogKeyScan));
-	open_chunks(AccessShareLock, &ks->keyed);
+	if (!zs_changelog_open_keyed(AccessShareLock, &ks->keyed))
+	{
+		pfree(ks);
+		return NULL;
+	}
 	ks->heap = ks->keyed.heap;
 	ks->index = ks->keyed.index;
 	ks->after_watermark = CStringGetTextDatum(after_watermark);
@@ -323,6 +329,10 @@ zs_changelog_scan_begin(ZsChangeLogScan *scan, const char *after_watermark, int6
 	scan->error = NULL;
 	strlcpy(scan->upto, upto ? upto : "", sizeof(scan->upto));
 	scan->key_scan = key_scan_open(after_watermark, after_pos);
+	/* a standby that has not replayed its primary's conversion yet */
+	if (scan->key_scan == NULL)
+		scan->error = psprintf("change log %s has no changeLogChunks table yet: it is a log of rows that the primary's decoder converts when it starts with zero_stream 0.4.0",
+							   zs_cdc_schema_name());
 }
 
 /* the current row is after the head the scan stops at (the page ends) */

@@ -107,6 +107,12 @@ is($node->safe_psql('postgres', q{SELECT extversion FROM pg_extension WHERE extn
 is($node->safe_psql('postgres',
 		q{SELECT state || ' ' || extension_version || ' ' || library_version || ' ' || coalesce(last_error, '-') FROM zero_stream.status()}),
 	"streaming $CURRENT $CURRENT -", "${CURRENT}'s status() tells both versions, and no error");
+is($node->safe_psql('postgres',
+		qq{SELECT retained_chunks = (SELECT count(*) FROM $CDC."changeLogChunks")
+		      AND retained_rows = (SELECT count(*) FROM $CDC."changeLog")
+		      AND retained_change_bytes = (SELECT sum(size) FROM $CDC."changeLogChunks")
+		    FROM zero_stream.status()}),
+	't', "${CURRENT}'s status() counts the log's chunks, rows and change text");
 is(zs_decoder_pid($node), $decoder, 'the decoder streamed across the update (the same process)');
 is($node->safe_psql('postgres', 'SELECT replica_version || slot_name FROM zero_stream.status()'),
 	$replica_version . $slot, 'the same lineage and slot');
@@ -180,6 +186,8 @@ like($fresh, qr/^event trigger zero_stream_capture_ddl_start on ddl_command_star
 	'and the event triggers');
 like($fresh, qr/^function metrics\(\) returns text/m, "and 0.2.0's new function");
 like($fresh, qr/^function subscribers\(.*OUT retained_because text\)/m, "and 0.3.0's new column");
+like($fresh, qr/^function status\(.*OUT retained_chunks bigint, OUT retained_change_bytes bigint\)/m,
+	"and 0.4.0's new columns");
 is($updated, $fresh, "0.1.0 updated to $CURRENT has a fresh ${CURRENT}'s objects, grants and event triggers");
 $node->safe_psql('postgres', 'DROP DATABASE fresh');
 
