@@ -85,7 +85,9 @@ OBJS = \
 EXTENSION = zero_stream
 DATA = sql/zero_stream--0.1.0.sql sql/zero_stream--0.2.0.sql sql/zero_stream--0.3.0.sql sql/zero_stream--0.1.0--0.2.0.sql sql/zero_stream--0.2.0--0.3.0.sql sql/zero_stream--0.4.0.sql sql/zero_stream--0.3.0--0.4.0.sql
 # OpenSSL is the one PostgreSQL itself links (TLS of the subscriber server)
-SHLIB_LINK = -lcjson -lsqlite3 -lssl -lcrypto -llz4
+# lz4 as the server uses it: linked only where PostgreSQL was built with it
+ZS_LZ4_LIB = $(filter -llz4,$(shell $(PG_CONFIG) --libs))
+SHLIB_LINK = -lcjson -lsqlite3 -lssl -lcrypto $(ZS_LZ4_LIB)
 PGFILEDESC = "zero_stream - in-server Zero change streamer"
 
 PG_CONFIG ?= pg_config
@@ -193,7 +195,7 @@ test/unit/test_extension_version: test/unit/test_extension_version.c src/extensi
 	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_extension_version.c src/extension_version.c $(UNIT_LIBS)
 
 test/unit/test_chunk: test/unit/test_chunk.c src/codec/changelog_chunk.c test/unit/unit.h $(wildcard $(srcdir)/src/*/*.h)
-	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_chunk.c src/codec/changelog_chunk.c $(UNIT_LIBS) -llz4
+	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_chunk.c src/codec/changelog_chunk.c $(UNIT_LIBS) $(ZS_LZ4_LIB)
 
 test/unit/test_stream_frame: test/unit/test_stream_frame.c src/codec/stream_frame.c src/codec/change_message.c test/unit/unit.h $(wildcard $(srcdir)/src/*/*.h)
 	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_stream_frame.c src/codec/stream_frame.c src/codec/change_message.c $(UNIT_LIBS)

@@ -25,10 +25,12 @@
 #include "replication/slot.h"
 #include "catalog/pg_type_d.h"
 #include "catalog/namespace.h"
+#include "access/heapam.h"
 #include "access/relation.h"
 #include "access/tableam.h"
 #include "catalog/pg_class.h"
 #include "executor/tuptable.h"
+#include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
@@ -209,21 +211,29 @@ worker_name(ZsWorkerKind kind)
 /* The change log's size, as status() shows it */
 typedef struct ChangeLogSize
 {
-	bool		exists;			/* the decoder created it */
+	bool		counted;		/* the figures below are known */
 	int64		bytes;			/* on disk, with its index and TOAST */
-	bool		counted;		/* the chunks were read (below) */
 	int64		rows;
 	int64		chunks;
 	int64		change_bytes;	/* the rows' encoding before compression */
 } ChangeLogSize;
 
+/* the chunks read exactly up to this many heap pages, estimated beyond */
+#define SIZE_EXACT_PAGES 1024
+/* the newest pages the estimate samples */
+#define SIZE_SAMPLE_PAGES 128
+
 /*
- * The change log's size on disk, and its rows, chunks and change text
- * (each chunk counts its own rows and size: a sum over the chunks, which
- * are few next to the rows). The table's lock is held only while it is
- * read, and not waited for (the counts are NULL then): a monitoring query
- * that calls status() in a long transaction must never hold up the
- * decoder's TRUNCATE of a new lineage, nor wait for it.
+ * The change log's size on disk, and its rows, chunks and change text (each
+ * chunk counts its own rows and size). Up to SIZE_EXACT_PAGES of chunks
+ * (about 8 MB of the heap, which holds each large chunk's value out of
+ * line) they are summed; beyond, the planner's number of chunks is
+ * multiplied by the rows and change text per chunk of the newest
+ * SIZE_SAMPLE_PAGES (chunks are appended: the newest are the table's last
+ * pages), so status() stays cheap for any log. The table's lock is taken
+ * only if free and held only while it is read (NULL figures otherwise): a
+ * monitoring query that calls status() in a long transaction must never
+ * hold up the decoder's TRUNCATE of a new lineage, nor wait for it.
  */
 static void
 change_log_size(ChangeLogSize *size)
@@ -235,15 +245,17 @@ change_log_size(ChangeLogSize *size)
 	Relation	rel;
 	TableScanDesc scan;
 	TupleTableSlot *slot;
+	BlockNumber nblocks;
+	bool		sampled;
+	int64		seen = 0;
+	int64		rows = 0;
+	int64		change_bytes = 0;
 
 	memset(size, 0, sizeof(*size));
 	if (OidIsValid(nsp))
 		relid = get_relname_relid("changeLogChunks", nsp);
-	size->exists = OidIsValid(relid);
-	if (!size->exists)
+	if (!OidIsValid(relid))
 		return;
-	size->bytes = DatumGetInt64(DirectFunctionCall1(pg_total_relation_size,
-													ObjectIdGetDatum(relid)));
 	rows_att = get_attnum(relid, "rows");
 	size_att = get_attnum(relid, "size");
 	if (rows_att == InvalidAttrNumber || get_atttype(relid, rows_att) != INT4OID ||
@@ -256,22 +268,43 @@ change_log_size(ChangeLogSize *size)
 		UnlockRelationOid(relid, AccessShareLock);
 		return;
 	}
+	size->bytes = DatumGetInt64(DirectFunctionCall1(pg_total_relation_size,
+													ObjectIdGetDatum(relid)));
+	nblocks = RelationGetNumberOfBlocks(rel);
+	sampled = nblocks > SIZE_EXACT_PAGES && rel->rd_rel->reltuples > 0 &&
+		rel->rd_rel->relkind == RELKIND_RELATION && rel->rd_tableam == GetHeapamTableAmRoutine();
 	slot = table_slot_create(rel, NULL);
 	scan = table_beginscan(rel, GetActiveSnapshot(), 0, NULL);
+	if (sampled)
+		heap_setscanlimits(scan, nblocks - SIZE_SAMPLE_PAGES, SIZE_SAMPLE_PAGES);
 	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
 	{
 		bool		isnull;
 		Datum		n = slot_getattr(slot, rows_att, &isnull);
 
 		if (!isnull)
-			size->rows += DatumGetInt32(n);
+			rows += DatumGetInt32(n);
 		n = slot_getattr(slot, size_att, &isnull);
 		if (!isnull)
-			size->change_bytes += DatumGetInt32(n);
-		size->chunks++;
+			change_bytes += DatumGetInt32(n);
+		seen++;
 	}
 	table_endscan(scan);
 	ExecDropSingleTupleTableSlot(slot);
+	if (!sampled)
+	{
+		size->chunks = seen;
+		size->rows = rows;
+		size->change_bytes = change_bytes;
+	}
+	else if (seen > 0)
+	{
+		double		chunks = rel->rd_rel->reltuples;
+
+		size->chunks = (int64) chunks;
+		size->rows = (int64) (chunks * rows / seen);
+		size->change_bytes = (int64) (chunks * change_bytes / seen);
+	}
 	relation_close(rel, AccessShareLock);
 	size->counted = true;
 }
@@ -372,7 +405,7 @@ zs_status(PG_FUNCTION_ARGS)
 	values[i] = Int64GetDatum(size.rows);
 	nulls[i++] = !size.counted;
 	values[i] = Int64GetDatum(size.bytes);
-	nulls[i++] = !size.exists;
+	nulls[i++] = !size.counted;
 	values[i] = CStringGetTextDatum(snap.purge_floor);
 	nulls[i++] = !snap.has_purge_floor;
 	values[i] = text_or_null(snap.purge_holder, &nulls[i]);

@@ -160,28 +160,49 @@ create_view(const char *s)
 			 SPI_OK_UTILITY);
 }
 
+/* Is changeLog a table (a log of rows) rather than our view? */
+static bool
+row_table_exists(void)
+{
+	exec_sql(psprintf("SELECT c.relkind = 'r' FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n "
+					  "  ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname = 'changeLog'",
+					  quote_literal_cstr(zs_cdc_schema_name())),
+			 SPI_OK_SELECT);
+	return SPI_processed == 1 &&
+		strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), "t") == 0;
+}
+
 /*
- * A change log of rows (zero-cache's, or zero_stream's before 0.4.0)
- * becomes chunks, in key order, in the decoder's start-up transaction:
- * the lineage, the head and every position stay, and memory stays bounded
- * (a cursor, chunks of changelog_chunk_size).
+ * A change log of rows (zero_stream's before 0.4.0) becomes chunks, in key
+ * order, in the decoder's start-up transaction: the lineage, the head and
+ * every position stay, and memory stays bounded (a cursor, chunks of
+ * changelog_chunk_size). Only a log that is this decoder's (or no one's):
+ * one another change streamer owns (a zero-cache replication-manager's)
+ * is left as it is, for its writer, until zero_stream.resync() takes it
+ * over (zs_changelog_initialize). The state row stays locked, and the
+ * table too, so that no one writes either until the conversion commits.
+ * False if the log was left as it is.
  */
-static void
+static bool
 convert_row_table(const char *s)
 {
 	Portal		portal;
 	SPIPlanPtr	plan;
 	int64		rows = 0;
-	int64		chunks_before;
 	MemoryContext batch;
+	char	   *owner = NULL;
 
-	exec_sql(psprintf("SELECT c.relkind FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n "
-					  "  ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname = 'changeLog'",
-					  quote_literal_cstr(zs_cdc_schema_name())),
-			 SPI_OK_SELECT);
-	if (SPI_processed == 0 ||
-		strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), "r") != 0)
-		return;
+	exec_sql(psprintf("SELECT \"owner\" FROM %s.\"replicationState\" FOR UPDATE", s), SPI_OK_SELECT);
+	if (SPI_processed == 1)
+		owner = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	if (owner != NULL && !zs_owner_is_this_decoder(owner))
+	{
+		ereport(LOG,
+				(errmsg("the change log %s is one of rows that %s writes: it stays as it is", s, owner),
+				 errdetail("zero_stream stores its log in chunks; it converts a log of rows only when it is its own, and takes one over only with zero_stream.resync().")));
+		return false;
+	}
+	exec_sql(psprintf("LOCK TABLE %s.\"changeLog\" IN EXCLUSIVE MODE", s), SPI_OK_UTILITY);
 	plan = SPI_prepare(psprintf("SELECT \"watermark\"::text, \"pos\", \"change\"::text, \"precommit\" "
 								"  FROM %s.\"changeLog\" ORDER BY \"watermark\" COLLATE \"C\", \"pos\"", s),
 					   0, NULL);
@@ -191,21 +212,25 @@ convert_row_table(const char *s)
 				 errmsg_internal("SPI_prepare failed: %s", SPI_result_code_string(SPI_result))));
 	portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
 	zs_changelog_writer_open();
-	chunks_before = 0;
 	batch = AllocSetContextCreate(CurrentMemoryContext, "zero_stream changelog conversion",
 								  ALLOCSET_DEFAULT_SIZES);
 	for (;;)
 	{
 		MemoryContext old;
+		SPITupleTable *fetched;
+		uint64		nfetched;
 
-		SPI_cursor_fetch(portal, true, 10000);
-		if (SPI_processed == 0)
+		/* a writer through SPI (an altered chunk table) resets SPI's globals */
+		SPI_cursor_fetch(portal, true, 1000);
+		fetched = SPI_tuptable;
+		nfetched = SPI_processed;
+		if (nfetched == 0)
 			break;
 		old = MemoryContextSwitchTo(batch);
-		for (uint64 i = 0; i < SPI_processed; i++)
+		for (uint64 i = 0; i < nfetched; i++)
 		{
-			HeapTuple	tuple = SPI_tuptable->vals[i];
-			TupleDesc	desc = SPI_tuptable->tupdesc;
+			HeapTuple	tuple = fetched->vals[i];
+			TupleDesc	desc = fetched->tupdesc;
 			bool		isnull;
 			char	   *watermark = SPI_getvalue(tuple, desc, 1);
 			int64		pos = DatumGetInt64(SPI_getbinval(tuple, desc, 2, &isnull));
@@ -220,24 +245,24 @@ convert_row_table(const char *s)
 								watermark ? watermark : "(null)", pos),
 						 errdetail("Its watermark or precommit is longer than a state version, or its change is NULL."),
 						 errhint("Drop schema %s to let zero_stream start a new change log.", s)));
-			if (zs_changelog_writer_add(watermark, pos, change, strlen(change), precommit))
-				chunks_before++;
+			zs_changelog_writer_add(watermark, pos, change, strlen(change), precommit);
 			rows++;
 		}
 		MemoryContextSwitchTo(old);
 		MemoryContextReset(batch);
-		SPI_freetuptable(SPI_tuptable);
+		SPI_freetuptable(fetched);
 	}
 	MemoryContextDelete(batch);
 	SPI_cursor_close(portal);
-	if (zs_changelog_writer_close())
-		chunks_before++;
+	zs_changelog_writer_close();
 	SPI_freeplan(plan);
 	exec_sql(psprintf("DROP TABLE %s.\"changeLog\"", s), SPI_OK_UTILITY);
+	exec_sql(psprintf("SELECT count(*) FROM %s.\"changeLogChunks\"", s), SPI_OK_SELECT);
 	ereport(LOG,
-			(errmsg("converted the change log's " INT64_FORMAT " rows into " INT64_FORMAT " chunks",
-					rows, chunks_before),
+			(errmsg("converted the change log's " INT64_FORMAT " rows into %s chunks",
+					rows, SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1)),
 			 errdetail("%s.\"changeLog\" is now a view over %s.\"changeLogChunks\".", s, s)));
+	return true;
 }
 
 void
@@ -275,8 +300,8 @@ zs_changelog_ensure_schema(void)
 	if (!exist)
 	{
 		create_tables(s);
-		convert_row_table(s);
-		create_view(s);
+		if (!row_table_exists() || convert_row_table(s))
+			create_view(s);
 	}
 	exec_sql(psprintf("INSERT INTO %s.\"versionHistory\" "
 					  "(\"dataVersion\", \"schemaVersion\", \"minSafeVersion\") "
@@ -329,6 +354,12 @@ zs_changelog_initialize(const char *replica_version, List *publications, bool ta
 	exec_sql_args(psprintf("INSERT INTO %s.\"replicationState\" (\"lastWatermark\", \"owner\", \"ownerAddress\") "
 						   "VALUES ($1, $3, NULL)", s),
 				  3, types, values, NULL, SPI_OK_INSERT);
+	/* a log of rows another writer kept (convert_row_table): ours now */
+	if (row_table_exists())
+	{
+		exec_sql(psprintf("DROP TABLE %s.\"changeLog\"", s), SPI_OK_UTILITY);
+		create_view(s);
+	}
 	/* the seed transaction, through the writer (its commit as zero-cache's: no precommit) */
 	zs_changelog_writer_open();
 	zs_changelog_writer_add(replica_version, 0, "{\"tag\":\"begin\"}", 15, NULL);

@@ -158,17 +158,30 @@ unpack_chunk(const ZsChangeLogKeyed *keyed, TupleTableSlot *slot, StringInfo raw
 			 char *watermark, int64 *pos)
 {
 	bool		isnull;
+	bool		key_null;
+	Datum		d;
 	bytea	   *chunk;
 	const char *error = NULL;
 
-	text_to_cstring_buffer(DatumGetTextPP(slot_getattr(slot, keyed->watermark_att, &isnull)),
-						   watermark, ZS_WATERMARK_MAXLEN);
-	*pos = DatumGetInt64(slot_getattr(slot, keyed->pos_att, &isnull));
-	chunk = DatumGetByteaPP(slot_getattr(slot, keyed->chunk_att, &isnull));
+	/* (the columns are NOT NULL, unless someone altered the table) */
+	d = slot_getattr(slot, keyed->watermark_att, &key_null);
+	watermark[0] = '\0';
+	if (!key_null)
+		text_to_cstring_buffer(DatumGetTextPP(d), watermark, ZS_WATERMARK_MAXLEN);
+	d = slot_getattr(slot, keyed->pos_att, &isnull);
+	*pos = isnull ? 0 : DatumGetInt64(d);
+	key_null |= isnull;
+	d = slot_getattr(slot, keyed->chunk_att, &isnull);
 	if (isnull)
 		error = "its chunk is NULL";
-	else if (zs_chunk_unpack(VARDATA_ANY(chunk), VARSIZE_ANY_EXHDR(chunk), raw, &error))
-		return NULL;
+	else if (key_null)
+		error = "its key is NULL";
+	else
+	{
+		chunk = DatumGetByteaPP(d);
+		if (zs_chunk_unpack(VARDATA_ANY(chunk), VARSIZE_ANY_EXHDR(chunk), raw, &error))
+			return NULL;
+	}
 	return psprintf("change-log chunk %s/" INT64_FORMAT " of %s cannot be read: %s",
 					watermark, *pos, zs_cdc_schema_name(), error);
 }

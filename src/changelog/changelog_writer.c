@@ -176,16 +176,31 @@ bool
 zs_changelog_writer_add(const char *watermark, int64 pos, const char *change, int change_len,
 						const char *precommit)
 {
-	MemoryContext old = MemoryContextSwitchTo(writer.context);
+	MemoryContext old;
+	bool		wrote = false;
+	/* the row's encoding at most: flags, two texts, two varints */
+	Size		row_max = (Size) change_len + 2 * ZS_WATERMARK_MAXLEN + 24;
 
+	if (row_max > ZS_CHUNK_MAX_RAW)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("a change of %d bytes at %s/" INT64_FORMAT " is larger than a change-log chunk can hold",
+						change_len, watermark, pos)));
+	/* a chunk closes before a row would take it past its size, or past the limit */
+	if (writer.chunk.nrows > 0 &&
+		((Size) writer.chunk.raw.len + row_max > (Size) zs_changelog_chunk_kb * 1024 ||
+		 (Size) writer.chunk.raw.len + row_max > ZS_CHUNK_MAX_RAW))
+		wrote = write_chunk();
+	old = MemoryContextSwitchTo(writer.context);
 	zs_chunk_builder_add(&writer.chunk, watermark, pos, change, change_len, precommit);
 	MemoryContextSwitchTo(old);
 	strlcpy(last_row_watermark, watermark, sizeof(last_row_watermark));
 	last_row_pos = pos;
 	last_row_known = true;
+	/* a row as large as a chunk (or larger) is a chunk of its own */
 	if (writer.chunk.raw.len >= zs_changelog_chunk_kb * 1024)
-		return write_chunk();
-	return false;
+		wrote |= write_chunk();
+	return wrote;
 }
 
 /*

@@ -46,8 +46,9 @@ extern void zs_changelog_read_last_row(void);
 extern void zs_changelog_writer_open(void);
 
 /*
- * A row into the current chunk (precommit NULL for none), which is
- * written once it is full; true if that happened.
+ * A row into the current chunk (precommit NULL for none). The chunk is
+ * written first if the row would take it past changelog_chunk_size, and
+ * after it if the row alone fills it; true if a chunk was written.
  */
 extern bool zs_changelog_writer_add(const char *watermark, int64 pos, const char *change,
 									int change_len, const char *precommit);

@@ -173,7 +173,10 @@ zs_chunk_pack(const ZsChunkBuilder *b, ZsChunkCompression compression, StringInf
 #endif
 	else
 		room = 0;
-	enlargeStringInfo(out, ZS_CHUNK_HEADER + Max(room, b->raw.len));
+	/* a compressed form that might not fit: stored as it is */
+	if ((size_t) room + ZS_CHUNK_HEADER + out->len > ZS_CHUNK_MAX_RAW + 1024 * 1024 / 2)
+		compression = ZS_CHUNK_NONE;
+	enlargeStringInfo(out, ZS_CHUNK_HEADER + Max(compression == ZS_CHUNK_NONE ? 0 : room, b->raw.len));
 	if (compression == ZS_CHUNK_PGLZ)
 		packed = pglz_compress(b->raw.data, b->raw.len, out->data + start + ZS_CHUNK_HEADER,
 							   PGLZ_strategy_default);
@@ -215,7 +218,7 @@ zs_chunk_unpack(const char *stored, size_t len, StringInfo raw, const char **err
 		return false;
 	}
 	rawlen = get_u32(h + 4);
-	if (rawlen > ZS_CHUNK_MAX_RAW || len - ZS_CHUNK_HEADER > ZS_CHUNK_MAX_RAW)
+	if (rawlen > ZS_CHUNK_MAX_RAW || len - ZS_CHUNK_HEADER > ZS_CHUNK_MAX_RAW + 1024 * 1024 / 2)
 	{
 		*error = "a chunk larger than any the writer makes";
 		return false;

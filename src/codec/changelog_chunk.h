@@ -38,8 +38,13 @@
 
 #define ZS_CHUNK_FORMAT 1
 #define ZS_CHUNK_HEADER 12
-/* no chunk holds more than this encoded: a decoded chunk is one palloc */
-#define ZS_CHUNK_MAX_RAW (512 * 1024 * 1024)
+/*
+ * No chunk holds more than this encoded, nor is stored larger: a chunk,
+ * decoded or stored, is one palloc (MaxAllocSize, 1 GB - 1) with room to
+ * spare. The writer closes a chunk before a row would take it past its
+ * size, so only a single change near 1 GB comes close.
+ */
+#define ZS_CHUNK_MAX_RAW (0x3FFFFFFF - 1024 * 1024)
 
 typedef enum ZsChunkCompression
 {

@@ -214,6 +214,7 @@ serve_position(int first, bool catching_up, const char *head, const char *log_ve
 		char		w[ZS_WATERMARK_MAXLEN];
 		int64		p;
 		int			len_before;
+		bool		page_failed;
 
 		if (served[i] || !wants_page(c, head) || is_catching_up(c) != catching_up)
 			continue;
@@ -228,10 +229,10 @@ serve_position(int first, bool catching_up, const char *head, const char *log_ve
 		served[i] = true;
 		handed = true;
 		len_before = c->out.len;
-		zs_subscriber_consume_page(c->sub, page, log_version, &c->out,
-								   backlog_limit() - zs_conn_pending(c));
+		page_failed = zs_subscriber_consume_page(c->sub, page, log_version, &c->out,
+												 backlog_limit() - zs_conn_pending(c));
 		queued += c->out.len - len_before;
-		if (page->error != NULL && zs_subscriber_has_failed(c->sub))
+		if (page_failed)
 		{
 			ereport(LOG,
 					(errcode(ERRCODE_DATA_CORRUPTED),

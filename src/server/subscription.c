@@ -360,12 +360,6 @@ zs_subscriber_is_finished(const ZsSubscriber *sub)
 	return sub->error_id != 0 && sub->acked_id >= sub->error_id;
 }
 
-bool
-zs_subscriber_has_failed(const ZsSubscriber *sub)
-{
-	return sub->error_id != 0;
-}
-
 void
 zs_subscriber_position(const ZsSubscriber *sub, char *watermark, int64 *pos)
 {
@@ -448,7 +442,7 @@ shrink_after_catchup(ZsSubscriber *sub)
 	}
 }
 
-void
+bool
 zs_subscriber_consume_page(ZsSubscriber *sub, const ZsChangeLogPage *page, const char *replica_version,
 						   StringInfo out, Size room)
 {
@@ -464,7 +458,7 @@ zs_subscriber_consume_page(ZsSubscriber *sub, const ZsChangeLogPage *page, const
 		send_error(sub, out, ZS_ERR_WRONG_REPLICA_VERSION,
 				   psprintf("current replica version is %s (requested %s)",
 							 replica_version, sub->replica_version));
-		return;
+		return false;
 	}
 	if (sub->malformed_watermark != NULL)
 	{
@@ -472,7 +466,7 @@ zs_subscriber_consume_page(ZsSubscriber *sub, const ZsChangeLogPage *page, const
 		send_error(sub, out, ZS_ERR_WATERMARK_TOO_OLD,
 				   psprintf("earliest supported watermark is %s (requested %s)",
 							replica_version, sub->malformed_watermark));
-		return;
+		return false;
 	}
 	Assert(strcmp(page->after_watermark, sub->cursor_watermark) == 0 &&
 		   page->after_pos == sub->cursor_pos);
@@ -516,7 +510,7 @@ zs_subscriber_consume_page(ZsSubscriber *sub, const ZsChangeLogPage *page, const
 					send_error(sub, out, ZS_ERR_WATERMARK_TOO_OLD,
 							   psprintf("earliest supported watermark is %s (requested %s)",
 										 row->watermark, sub->watermark));
-				return;
+				return false;
 			}
 			mark_validated(sub, out);
 		}
@@ -537,7 +531,7 @@ zs_subscriber_consume_page(ZsSubscriber *sub, const ZsChangeLogPage *page, const
 	if (page->error != NULL && !sub->last_page_full)
 	{
 		send_error(sub, out, ZS_ERR_UNKNOWN, page->error);
-		return;
+		return true;
 	}
 	/* nothing at or after the watermark: the subscriber is at (or ahead of) the head */
 	if (!sub->validated)
@@ -546,4 +540,5 @@ zs_subscriber_consume_page(ZsSubscriber *sub, const ZsChangeLogPage *page, const
 	flush_batch(sub, out);
 	if (!sub->last_page_full)
 		shrink_after_catchup(sub);
+	return false;
 }

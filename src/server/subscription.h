@@ -66,9 +66,10 @@ extern void zs_subscriber_position(const ZsSubscriber *sub, char *watermark, int
  * Append the frames of a page read at the subscriber's position, stopping at
  * a row boundary once about room bytes were added (the rest is read again
  * later). A subscription that cannot be served gets an error message
- * instead (docs/zero-protocol.md §2.4) and reads nothing more.
+ * instead (docs/zero-protocol.md §2.4) and reads nothing more. True if the
+ * page's own error (a chunk that cannot be read) ended the subscription.
  */
-extern void zs_subscriber_consume_page(ZsSubscriber *sub, const ZsChangeLogPage *page,
+extern bool zs_subscriber_consume_page(ZsSubscriber *sub, const ZsChangeLogPage *page,
 									   const char *replica_version, StringInfo out,
 									   Size room);
 
@@ -81,8 +82,6 @@ extern bool zs_subscriber_ack(ZsSubscriber *sub, int64 id, char **error);
 /* The error message was acknowledged: close the stream. */
 extern bool zs_subscriber_is_finished(const ZsSubscriber *sub);
 
-/* Has the subscription sent its error (it ends once that is acknowledged)? */
-extern bool zs_subscriber_has_failed(const ZsSubscriber *sub);
 
 extern const char *zs_subscriber_id(const ZsSubscriber *sub);
 extern const char *zs_subscriber_task(const ZsSubscriber *sub);

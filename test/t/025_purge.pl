@@ -65,9 +65,16 @@ my ($rows, $floor, $held) = purge();
 is($floor, $w0, 'the floor is the stalled subscriber\'s starting watermark');
 like($held, qr/^subscriber stalled/, 'held by that subscriber');
 cmp_ok($rows, '>', 0, "rows below it are deleted ($rows)");
-is(oldest(), $w0, 'the oldest remaining transaction is the floor\'s');
+# chunks go whole: the floor's chunk stays, with the rows before the floor it holds
+is(sql(qq{SELECT "firstWatermark" <= '$w0' AND watermark >= '$w0' FROM $CDC."changeLogChunks"
+           ORDER BY watermark, pos LIMIT 1}), 't', 'the oldest remaining chunk holds the floor\'s transaction');
 is(sql(qq{SELECT count(*) FROM $CDC."changeLog"}), $before_rows - $rows, 'exactly the reported rows are gone');
-is(sql(qq{SELECT count(*) FROM $CDC."changeLog" WHERE watermark < '$w0' COLLATE "C"}), '0', 'nothing below the floor remains');
+is(sql(qq{SELECT count(*) FROM $CDC."changeLogChunks" WHERE watermark < '$w0'}), '0',
+	'no chunk below the floor remains');
+is(sql(qq{SELECT count(*) FROM $CDC."changeLog" WHERE watermark < '$w0' COLLATE "C"}),
+	sql(qq{SELECT count(*) FROM (SELECT "chunk" FROM $CDC."changeLogChunks" ORDER BY watermark, pos LIMIT 1) c,
+	         $CDC."changeLogRows"(c.chunk) r WHERE r.watermark < '$w0'}),
+	'the rows below the floor left are the floor\'s chunk\'s');
 like(sql('SELECT purge_floor || \'|\' || purged_rows FROM zero_stream.status()'), qr/^\Q$w0\E\|\d+$/,
 	'status() shows the floor and the purged rows');
 
@@ -86,7 +93,9 @@ my $head = newest();
 ($rows, $floor, $held) = purge();
 is($floor, $head, 'past the retention, the backup replica holds the floor: its watermark, the head');
 is($held, 'backup replica', 'held by the backup replica');
-is(oldest(), $head, 'only the newest transaction is left');
+is(sql(qq{SELECT count(*) FROM $CDC."changeLogChunks" WHERE watermark <> '$head'}), '0',
+	'only the chunks of the newest transaction are left');
+cmp_ok(oldest(), 'le', $head, 'and they hold it');
 
 # 3. it returns below the floor: WatermarkTooOld
 IPC::Run::run([ $TAIL, url(id => 'stalled', watermark => $w0) ], '>', \my $out, '2>', \my $err,

@@ -210,6 +210,10 @@ bad_rows(void)
 	static const char long_change[] = "\x02\x02" "0b" "\x02\x7fx";
 	static const char bad_flags[] = "\x42\x02" "0b" "\x02\x01x";
 	static const char endless_varint[] = "\x02\x02" "0b" "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01";
+	/* ten bytes whose last carries bits past the 64th */
+	static const char wide_varint[] = "\x02\x02" "0b" "\xff\xff\xff\xff\xff\xff\xff\xff\xff\x02" "\x01x";
+	/* ten bytes within 64 bits: the largest zigzag position, read */
+	static const char max_varint[] = "\x02\x02" "0b" "\xfe\xff\xff\xff\xff\xff\xff\xff\xff\x01" "\x01x";
 
 	zs_chunk_reader_init(&r, out_of_order, sizeof(out_of_order) - 1);
 	CHECK(zs_chunk_reader_next(&r, &error) == 1, "first row");
@@ -225,6 +229,11 @@ bad_rows(void)
 	CHECK(zs_chunk_reader_next(&r, &error) == -1, "unknown flags");
 	zs_chunk_reader_init(&r, endless_varint, sizeof(endless_varint) - 1);
 	CHECK(zs_chunk_reader_next(&r, &error) == -1, "an 11-byte varint");
+	zs_chunk_reader_init(&r, wide_varint, sizeof(wide_varint) - 1);
+	CHECK(zs_chunk_reader_next(&r, &error) == -1, "a varint past 64 bits");
+	zs_chunk_reader_init(&r, max_varint, sizeof(max_varint) - 1);
+	CHECK(zs_chunk_reader_next(&r, &error) == 1 && r.pos == INT64_MAX, "the largest position, %lld",
+		  (long long) r.pos);
 	zs_chunk_reader_init(&r, "", 0);
 	CHECK(zs_chunk_reader_next(&r, &error) == 0, "an empty chunk has no rows");
 }
