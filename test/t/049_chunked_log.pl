@@ -122,10 +122,14 @@ zs_replica_equals($node, $file, 'before the conversion');
 my $head = sql('SELECT last_watermark FROM zero_stream.status()');
 my $log_before = sql(qq{SELECT md5(string_agg(watermark || '/' || pos || '/' || change::text || '/' || coalesce(precommit, '-'),
                                               E'\\n' ORDER BY watermark, pos)) FROM $CDC."changeLog"});
-$node->stop;
+# with the workers kept out of the database, the log rewritten as the
+# table of rows zero_stream 0.3.0 created (with $owner, if given, as the
+# other writer that owns it); then transactions the decoder finds waiting in
+# the WAL
+sub make_row_log
 {
-	# with the workers kept out of the database, the log rewritten as the
-	# table of rows zero_stream 0.3.0 created
+	my ($owner) = @_;
+	$node->stop;
 	$node->append_conf('postgresql.conf', "zero_stream.database = 'no_such_database'\n");
 	$node->start;
 	sql(qq{
@@ -139,12 +143,14 @@ DROP TABLE $CDC."changeLogChunks";
 ALTER TABLE $CDC."changeLogRows" RENAME TO "changeLog";
 ALTER INDEX $CDC."changeLogRows_pkey" RENAME TO "changeLog_pkey";
 COMMIT;});
-	# transactions the decoder finds waiting in the WAL after the conversion
+	sql(qq{UPDATE $CDC."replicationState" SET "owner" = '$owner'}) if $owner;
 	sql(q{INSERT INTO t (v) SELECT 'while converted ' || g FROM generate_series(1, 2000) g});
 	sql(q{UPDATE t SET v = v || ' again' WHERE id % 5 = 0});
 	$node->stop;
 	$node->append_conf('postgresql.conf', "zero_stream.database = 'postgres'\n");
 }
+
+make_row_log();
 my $offset = -s $node->logfile;
 $node->start;
 zs_wait_streaming($node);
@@ -203,6 +209,31 @@ my $want = log_messages($before_bad);
 ok(@$got == @$want && !grep({ $got->[$_] ne $want->[$_] } 0 .. $#$want),
 	'once the chunk is put right, the subscriber gets every message');
 is(sql('SELECT state FROM zero_stream.status()'), 'streaming', 'the decoder streamed on throughout');
+
+# --------------------------------------------------------------------------
+# a log of rows another change streamer owns (a zero-cache
+# replication-manager's): left as it is for its writer, until resync()
+# takes it over
+make_row_log('zero-cache-task-z');
+$offset = -s $node->logfile;
+$node->start;
+$node->poll_query_until('postgres', q{SELECT state = 'stopped: change log taken over' FROM zero_stream.status()})
+  or die 'the decoder did not stop: ' . sql('SELECT state FROM zero_stream.status()');
+ok($node->log_contains(qr/the change log "zero_0\/cdc" is one of rows that zero-cache-task-z writes: it stays as it is/, $offset),
+	'another writer\'s log of rows is not converted, and the log says why');
+is(sql(qq{SELECT relkind FROM pg_class WHERE oid = '$CDC."changeLog"'::regclass}), 'r', 'it is still a table of rows');
+sql('SELECT zero_stream.resync()');
+$node->poll_query_until('postgres', qq{SELECT state = 'streaming' AND replica_version <> '$rv' FROM zero_stream.status()})
+  or die 'no new lineage: ' . sql('SELECT state || coalesce(last_error, \'\') FROM zero_stream.status()');
+is(sql(qq{SELECT relkind FROM pg_class WHERE oid = '$CDC."changeLog"'::regclass}), 'v',
+	'resync() takes it over: changeLog is the view over chunks again');
+$rv = sql('SELECT replica_version FROM zero_stream.status()');
+sql(q{INSERT INTO t (v) VALUES ('in the new lineage')});
+zs_wait_catchup($node);
+($got) = stream_from($rv);
+$want = log_messages($rv);
+ok(@$want > 0 && @$got == @$want && !grep({ $got->[$_] ne $want->[$_] } 0 .. $#$want),
+	'and the new lineage streams');
 
 $node->stop;
 done_testing();
