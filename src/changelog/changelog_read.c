@@ -62,10 +62,39 @@ typedef struct ZsChangeLogKeyScan
 	bool		past_after;		/* rows from here on are after (w, p) */
 	char		chunk_watermark[ZS_WATERMARK_MAXLEN];	/* the chunk's key */
 	int64		chunk_pos;
-	StringInfoData raw;			/* the chunk's rows' encoding */
+	StringInfoData raw;			/* the chunk's rows' encoding (or the cache's) */
+	bool		cached;			/* reader reads chunk_cache.raw */
 	ZsChunkReader reader;
 	MemoryContext chunk_context;	/* the current chunk's detoasted value */
 } ZsChangeLogKeyScan;
+
+/*
+ * The last chunk a scan decoded, kept for the next scan of this process: a
+ * subscriber's pages are often smaller than a chunk (a slow subscriber's
+ * backlog leaves room for a few rows), and each would decompress the same
+ * chunk again and read it from its start to its position. A chunk is
+ * never changed once written (a new tuple version has another TID), so the
+ * table, the TID and the key identify its rows. at is where the last row
+ * a scan returned from it ends: a scan from that row goes on from there.
+ * One scan uses it at a time (in_use); another reads privately. (A scan
+ * ended by an ERROR leaves it in use: the workers that read the log exit
+ * on one, and a backend would only read privately from then on.)
+ */
+typedef struct ChunkCache
+{
+	MemoryContext context;		/* raw's */
+	bool		valid;
+	bool		in_use;
+	Oid			relid;
+	ItemPointerData tid;
+	char		watermark[ZS_WATERMARK_MAXLEN];
+	int64		pos;
+	StringInfoData raw;
+	bool		at_valid;
+	ZsChunkReader at;
+} ChunkCache;
+
+static ChunkCache chunk_cache;
 
 /* The key of the index's column (0-based) compared by strategy with arg. */
 void
@@ -149,41 +178,50 @@ open_chunks(LOCKMODE lockmode, ZsChangeLogKeyed *keyed)
 				 errhint("Restart the primary with this version of zero_stream, then let this server replay its WAL.")));
 }
 
-/*
- * The chunk in slot, unpacked into raw: NULL, or why it cannot be read
- * (naming it by its key).
- */
-static char *
-unpack_chunk(const ZsChangeLogKeyed *keyed, TupleTableSlot *slot, StringInfo raw,
-			 char *watermark, int64 *pos)
+/* The chunk's key in slot; false if it is NULL (someone altered the table). */
+static bool
+chunk_key(const ZsChangeLogKeyed *keyed, TupleTableSlot *slot, char *watermark, int64 *pos)
 {
-	bool		isnull;
-	bool		key_null;
+	bool		wm_null;
+	bool		pos_null;
 	Datum		d;
-	bytea	   *chunk;
-	const char *error = NULL;
 
 	/* (the columns are NOT NULL, unless someone altered the table) */
-	d = slot_getattr(slot, keyed->watermark_att, &key_null);
+	d = slot_getattr(slot, keyed->watermark_att, &wm_null);
 	watermark[0] = '\0';
-	if (!key_null)
+	if (!wm_null)
 		text_to_cstring_buffer(DatumGetTextPP(d), watermark, ZS_WATERMARK_MAXLEN);
-	d = slot_getattr(slot, keyed->pos_att, &isnull);
-	*pos = isnull ? 0 : DatumGetInt64(d);
-	key_null |= isnull;
+	d = slot_getattr(slot, keyed->pos_att, &pos_null);
+	*pos = pos_null ? 0 : DatumGetInt64(d);
+	return !wm_null && !pos_null;
+}
+
+/*
+ * The chunk in slot, whose key chunk_key read, unpacked into raw: NULL, or
+ * why it cannot be read (naming it by its key).
+ */
+static char *
+unpack_chunk(const ZsChangeLogKeyed *keyed, TupleTableSlot *slot, bool key_ok, StringInfo raw,
+			 const char *watermark, int64 pos)
+{
+	bool		isnull;
+	Datum		d;
+	const char *error = NULL;
+
 	d = slot_getattr(slot, keyed->chunk_att, &isnull);
 	if (isnull)
 		error = "its chunk is NULL";
-	else if (key_null)
+	else if (!key_ok)
 		error = "its key is NULL";
 	else
 	{
-		chunk = DatumGetByteaPP(d);
+		bytea	   *chunk = DatumGetByteaPP(d);
+
 		if (zs_chunk_unpack(VARDATA_ANY(chunk), VARSIZE_ANY_EXHDR(chunk), raw, &error))
 			return NULL;
 	}
 	return psprintf("change-log chunk %s/" INT64_FORMAT " of %s cannot be read: %s",
-					watermark, *pos, zs_cdc_schema_name(), error);
+					watermark, pos, zs_cdc_schema_name(), error);
 }
 
 /*
@@ -220,12 +258,24 @@ key_scan_open(const char *after_watermark, int64 after_pos)
 	return ks;
 }
 
+/* Is the slot's chunk the one in chunk_cache? */
+static bool
+cached_chunk(ZsChangeLogKeyScan *ks)
+{
+	return chunk_cache.valid && chunk_cache.relid == RelationGetRelid(ks->heap) &&
+		ItemPointerEquals(&chunk_cache.tid, &ks->slot->tts_tid) &&
+		chunk_cache.pos == ks->chunk_pos &&
+		strcmp(chunk_cache.watermark, ks->chunk_watermark) == 0;
+}
+
 /* The next chunk in key order into the reader; false after the last. */
 static bool
 key_scan_next_chunk(ZsChangeLogScan *scan)
 {
 	ZsChangeLogKeyScan *ks = scan->key_scan;
 	MemoryContext old;
+	StringInfo	raw;
+	bool		key_ok;
 	char	   *error;
 
 	MemoryContextReset(ks->chunk_context);
@@ -242,16 +292,80 @@ key_scan_next_chunk(ZsChangeLogScan *scan)
 		zs_changelog_key_init(&key, ks->index, 0, BTGreaterStrategyNumber, ks->after_watermark);
 		index_rescan(ks->scan, &key, 1, NULL, 0);
 	}
+	key_ok = chunk_key(&ks->keyed, ks->slot, ks->chunk_watermark, &ks->chunk_pos);
+	ks->in_chunk = true;
+	if (ks->cached)
+	{
+		/* this scan had the cache: it still does, for this chunk */
+		if (cached_chunk(ks))
+		{
+			zs_chunk_reader_init(&ks->reader, chunk_cache.raw.data, chunk_cache.raw.len);
+			return true;
+		}
+		chunk_cache.valid = false;
+		chunk_cache.at_valid = false;
+	}
+	else if (!chunk_cache.in_use)
+	{
+		ks->cached = true;
+		chunk_cache.in_use = true;
+		if (cached_chunk(ks))
+		{
+			/* a scan from the row the last one ended at goes on from there */
+			if (chunk_cache.at_valid &&
+				zs_chunk_key_cmp(chunk_cache.at.watermark, chunk_cache.at.pos,
+								 ks->after_text, ks->after_pos) == 0)
+			{
+				ks->reader = chunk_cache.at;
+				ks->past_after = true;
+			}
+			else
+				zs_chunk_reader_init(&ks->reader, chunk_cache.raw.data, chunk_cache.raw.len);
+			return true;
+		}
+		chunk_cache.valid = false;
+		chunk_cache.at_valid = false;
+	}
+	if (ks->cached)
+	{
+		if (chunk_cache.context == NULL)
+		{
+			chunk_cache.context = AllocSetContextCreate(TopMemoryContext, "zero_stream change-log chunk cache",
+														ALLOCSET_DEFAULT_SIZES);
+			old = MemoryContextSwitchTo(chunk_cache.context);
+			initStringInfo(&chunk_cache.raw);
+			MemoryContextSwitchTo(old);
+		}
+		/* a huge chunk's buffer does not stay allocated */
+		if (chunk_cache.raw.maxlen > 4 * 1024 * 1024)
+		{
+			MemoryContextReset(chunk_cache.context);
+			old = MemoryContextSwitchTo(chunk_cache.context);
+			initStringInfo(&chunk_cache.raw);
+			MemoryContextSwitchTo(old);
+		}
+		raw = &chunk_cache.raw;
+	}
+	else
+		raw = &ks->raw;
 	old = MemoryContextSwitchTo(ks->chunk_context);
-	error = unpack_chunk(&ks->keyed, ks->slot, &ks->raw, ks->chunk_watermark, &ks->chunk_pos);
+	error = unpack_chunk(&ks->keyed, ks->slot, key_ok, raw, ks->chunk_watermark, ks->chunk_pos);
 	MemoryContextSwitchTo(old);
 	if (error != NULL)
 	{
 		scan->error = pstrdup(error);
+		ks->in_chunk = false;
 		return false;
 	}
-	zs_chunk_reader_init(&ks->reader, ks->raw.data, ks->raw.len);
-	ks->in_chunk = true;
+	if (ks->cached)
+	{
+		chunk_cache.valid = true;
+		chunk_cache.relid = RelationGetRelid(ks->heap);
+		chunk_cache.tid = ks->slot->tts_tid;
+		strlcpy(chunk_cache.watermark, ks->chunk_watermark, sizeof(chunk_cache.watermark));
+		chunk_cache.pos = ks->chunk_pos;
+	}
+	zs_chunk_reader_init(&ks->reader, raw->data, raw->len);
 	return true;
 }
 
@@ -298,6 +412,11 @@ key_scan_next(ZsChangeLogScan *scan)
 		scan->pos = r->pos;
 		scan->change = r->change;
 		scan->change_len = r->change_len;
+		if (ks->cached)
+		{
+			chunk_cache.at = *r;
+			chunk_cache.at_valid = true;
+		}
 		return true;
 	}
 }
@@ -305,6 +424,8 @@ key_scan_next(ZsChangeLogScan *scan)
 static void
 key_scan_end(ZsChangeLogKeyScan *ks)
 {
+	if (ks->cached)
+		chunk_cache.in_use = false;
 	index_endscan(ks->scan);
 	ExecDropSingleTupleTableSlot(ks->slot);
 	MemoryContextDelete(ks->chunk_context);
@@ -454,8 +575,10 @@ zs_changelog_holds_position(const char *watermark, int64 pos)
 		const char *row_error = NULL;
 		int			rc;
 
+		bool		key_ok = chunk_key(&keyed, slot, chunk_watermark, &chunk_pos);
+
 		initStringInfo(&raw);
-		error = unpack_chunk(&keyed, slot, &raw, chunk_watermark, &chunk_pos);
+		error = unpack_chunk(&keyed, slot, key_ok, &raw, chunk_watermark, chunk_pos);
 		if (error != NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),
