@@ -39,6 +39,32 @@ read_all(const char *raw, size_t len)
 	FUZZ_CHECK(rc == 0 || (rc == -1 && error != NULL), "an error has a message");
 }
 
+/*
+ * The row the byte pair at i makes (the builder's input below): the next
+ * watermark (one more character) or a later position in this one, and a
+ * change of up to 63 bytes from the input at i; returns its length.
+ */
+static int
+next_row(const uint8_t *data, size_t size, size_t i, char *wm, int64_t *pos)
+{
+	if (data[i] & 1)
+	{
+		size_t		l = strlen(wm);
+
+		if (l + 1 < ZS_WATERMARK_MAXLEN)
+		{
+			wm[l] = (char) ('0' + data[i] % 10);
+			wm[l + 1] = '\0';
+			*pos = 0;
+		}
+		else
+			(*pos)++;
+	}
+	else
+		*pos += 1 + data[i] / 2;
+	return Min(data[i + 1] % 64, (int) (size - i));
+}
+
 /* the rows built from the input (below), read back: keys, changes, precommits */
 static void
 check_rows(const StringInfoData *raw, const uint8_t *data, size_t size, int nrows)
@@ -52,24 +78,8 @@ check_rows(const StringInfoData *raw, const uint8_t *data, size_t size, int nrow
 	zs_chunk_reader_init(&r, raw->data, raw->len);
 	for (size_t i = 0; i + 1 < size; i += 2)
 	{
-		int			len = data[i + 1] % 64;
+		int			len = next_row(data, size, i, wm, &pos);
 
-		if (data[i] & 1)
-		{
-			size_t		l = strlen(wm);
-
-			if (l + 1 < ZS_WATERMARK_MAXLEN)
-			{
-				wm[l] = (char) ('0' + data[i] % 10);
-				wm[l + 1] = '\0';
-				pos = 0;
-			}
-			else
-				pos++;
-		}
-		else
-			pos += 1 + data[i] / 2;
-		len = Min(len, (int) (size - i));
 		FUZZ_CHECK(zs_chunk_reader_next(&r, &error) == 1, "a built row reads back");
 		FUZZ_CHECK(strcmp(r.watermark, wm) == 0 && r.pos == pos, "with its key");
 		FUZZ_CHECK(r.change_len == len && memcmp(r.change, data + i, len) == 0, "and its change");
@@ -108,25 +118,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		zs_chunk_builder_init(&b);
 		for (size_t i = 0; i + 1 < size; i += 2)
 		{
-			int			len = data[i + 1] % 64;
+			int			len = next_row(data, size, i, wm, &pos);
 
-			if (data[i] & 1)
-			{
-				/* the next watermark: one more character */
-				size_t		l = strlen(wm);
-
-				if (l + 1 < ZS_WATERMARK_MAXLEN)
-				{
-					wm[l] = (char) ('0' + data[i] % 10);
-					wm[l + 1] = '\0';
-					pos = 0;
-				}
-				else
-					pos++;
-			}
-			else
-				pos += 1 + data[i] / 2;
-			len = Min(len, (int) (size - i));
 			zs_chunk_builder_add(&b, wm, pos, (const char *) data + i, len,
 								 (data[i] & 2) ? wm : (data[i] & 4) ? "0z" : NULL);
 		}
