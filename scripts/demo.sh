@@ -185,6 +185,10 @@ sql -c "SELECT watermark, pos, left(change::text, 160) AS change
           FROM \"zero_0/cdc\".\"changeLog\"
          WHERE pos < 2 OR change->>'tag' = 'commit'
          ORDER BY watermark COLLATE \"C\", pos"
+echo "== how it is stored: compressed chunks (\"zero_0/cdc\".\"changeLogChunks\"), changeLog is a view over them"
+sql -c "SELECT watermark AS last_row, pos, \"firstWatermark\" AS first_row, \"firstPos\", rows,
+               size AS change_bytes, pg_column_size(chunk) AS stored_bytes
+          FROM \"zero_0/cdc\".\"changeLogChunks\" ORDER BY watermark, pos"
 echo "== zero_stream.status()"
 sql -x -c "SELECT * FROM zero_stream.status()"
 
