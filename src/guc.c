@@ -328,7 +328,7 @@ zs_define_gucs(void)
 
 	DefineCustomIntVariable("zero_stream.catchup_share",
 							"Most of the server worker's time that subscribers catching up may take while another one is live, in percent.",
-							"Live subscribers are served first in every loop iteration; catching-up ones then get pages in turn for at most 10 ms (1 ms and 250-row pages while a subscriber is live). While a subscriber is live, every iteration while someone catches up (its pages, their acks and writes) adds a pause in catch-up (not in live serving) that keeps catch-up within this share of the worker's time, and of the CPU that the decoder and live subscribers need. 100 disables the pause.",
+							"Live subscribers are served first in every loop iteration; catching-up ones then get pages in turn for at most 10 ms (1 ms and 250-row pages while a subscriber is live). While a subscriber is live, every iteration that reads pages for catching-up subscribers (its whole time: the pages, the acks and writes it handles) adds a pause in catch-up (not in live serving) that keeps catch-up within this share of the worker's time, and of the CPU that the decoder and live subscribers need; iterations during the pause do not lengthen it. 100 disables the pause.",
 							&zs_catchup_share, 10, 1, 100, PGC_SIGHUP, 0,
 							NULL, NULL, NULL);
 

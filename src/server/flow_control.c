@@ -270,6 +270,7 @@ zs_flow_serve_pages(const char *head, const char *replica_version, ZsFlowRound *
 	int64		live_pos;
 
 	round->catching_up = false;
+	round->catchup_served = false;
 	round->next_ms = -1;
 	live_present = false;
 	if (replica_version[0] == '\0')
@@ -353,6 +354,7 @@ zs_flow_serve_pages(const char *head, const char *replica_version, ZsFlowRound *
 			break;
 		}
 		queued += serve_position(i, true, head, log_version, served, queued, start, &stopped_at);
+		round->catchup_served = true;
 		if (stopped_at >= 0)
 		{
 			/* the page's other subscribers come first in the next round */
@@ -409,7 +411,6 @@ zs_flow_pace_catchup(int64 round_us)
 
 	if (!live_present || zs_catchup_share >= 100)
 		return;
-	/* rounds during a pause (acks, writes) lengthen it */
 	now = GetCurrentTimestamp();
 	catchup_resume_at = Max(catchup_resume_at, now) +
 		round_us * (100 - zs_catchup_share) / zs_catchup_share;

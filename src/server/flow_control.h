@@ -11,6 +11,7 @@
 typedef struct ZsFlowRound
 {
 	bool		catching_up;	/* some subscriber is catching up */
+	bool		catchup_served; /* pages were read for catching-up ones */
 	long		next_ms;		/* catch-up has pages left: the next round
 								 * within this many ms (0: at once); -1 if not */
 } ZsFlowRound;
@@ -26,10 +27,12 @@ extern void zs_flow_serve_pages(const char *head, const char *replica_version,
 								ZsFlowRound *round);
 
 /*
- * A round of the loop took round_us while some subscriber was catching up
- * (reading pages for it, or the acks and socket writes its pages cause):
- * while a subscriber is live, pause catch-up so that it takes at most
- * zero_stream.catchup_share of the worker's time.
+ * A round of the loop that read pages for catching-up subscribers took
+ * round_us (the pages, and the acks and socket writes of the round): while
+ * a subscriber is live, pause catch-up so that it takes at most
+ * zero_stream.catchup_share of the worker's time. Only such rounds count:
+ * a pause ends, because the rounds during it (serving live subscribers,
+ * reading their acks) do not lengthen it, however many there are.
  */
 extern void zs_flow_pace_catchup(int64 round_us);
 

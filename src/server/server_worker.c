@@ -194,7 +194,7 @@ serve_round(WaitEvent *events, int nevents)
 	zs_publish_subscriber_slots(head);
 	check_slot_health();
 	/* catch-up's cost is its rounds' whole time: pages, acks, writes */
-	if (flow.catching_up)
+	if (flow.catchup_served)
 	{
 		INSTR_TIME_SET_CURRENT(elapsed);
 		INSTR_TIME_SUBTRACT(elapsed, start);

@@ -105,7 +105,11 @@ SELECT count(*) FROM zero_stream.subscribers()
 }
 my $t2 = time;
 ok($caught_up, sprintf('%d subscribers caught up from the start in %.1f s', $NSUB, $t2 - $t1))
-  or diag $node->safe_psql('postgres', 'SELECT state, count(*) FROM zero_stream.subscribers() GROUP BY 1');
+  or diag $node->safe_psql('postgres', 'SELECT state, count(*) FROM zero_stream.subscribers() GROUP BY 1'),
+  "\nhead " . head() . "\n",
+  $node->safe_psql('postgres', q{
+SELECT id, state, watermark_sent, watermark_acked, messages_sent, messages_acked, backlog_bytes
+  FROM zero_stream.subscribers() WHERE state <> 'live'});
 usleep(2_000_000);
 my (undef, undef, $rss_caught_up) = zs_rss_kb($pid);
 
