@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # A Debian root with another PostgreSQL major, to build and test zero_stream
-# against it: 17 from Debian 13 (trixie), 18 from unstable (sid). 15 is this
-# machine's own (Debian 12, bookworm) and needs no root.
+# against it: 17 from Debian 13 (trixie), 18 from unstable (sid), 19 from
+# unstable with experimental's postgresql-19 (its release candidate; switch
+# to sid's own package once 19 reaches sid). 15 is this machine's own
+# (Debian 12, bookworm) and needs no root.
 #
 #   scripts/pg-root.sh VERSION          # make (or reuse) the root; prints its directory on its last line
 #   scripts/pg-root.sh VERSION run [--user zstest] [--bind HOSTDIR:ROOTDIR]... [--cd ROOTDIR]
@@ -141,7 +143,8 @@ case $version in
 	15) log "PostgreSQL 15 is this machine's own (Debian 12, bookworm): nothing to do"; exit 0 ;;
 	17) suite=trixie ;;
 	18) suite=sid ;;
-	*) log "VERSION is 15, 17 or 18, not '$version'"; usage ;;
+	19) suite=sid ;;
+	*) log "VERSION is 15, 17, 18 or 19, not '$version'"; usage ;;
 esac
 
 # `run`'s options, checked before anything is made
@@ -189,10 +192,16 @@ logfile="$cache/pg$version.log"
 # debhelper, postgresql-server-dev-all, dpkg-dev and fakeroot:
 # scripts/package.sh); procps for ps. A cached root that lacks one of them
 # gets it before it is used (top_up).
-packages=("postgresql-$version" "postgresql-server-dev-$version" "postgresql-client-$version"
+# 19 comes from experimental, with the libpq it is built with (apt takes
+# a name/experimental from there, and everything else from sid).
+release=
+[ "$version" != 19 ] || release=/experimental
+packages=("postgresql-$version$release" "postgresql-server-dev-$version$release"
+	"postgresql-client-$version$release"
 	gcc make libc6-dev libssl-dev libcjson-dev libsqlite3-dev liblz4-dev sqlite3 libipc-run-perl perl
 	python3 bc openssl curl ca-certificates npm procps
 	build-essential debhelper postgresql-server-dev-all dpkg-dev fakeroot prometheus python3-jsonschema)
+[ -z "$release" ] || packages+=("libpq5$release" "libpq-dev$release")
 
 # in_root USER CD [--bind H:R]... [--env N=V]... -- CMD...: CMD in the root,
 # in a namespace of its own (see __ns above)
@@ -206,7 +215,8 @@ in_root() {
 check() {
 	local pgxs
 	[ -x "$dir$bin/pg_config" ] || return 1
-	chroot "$dir" "$bin/pg_config" --version | grep -q "^PostgreSQL $version\." || return 1
+	# (a release candidate says "PostgreSQL 19rc1")
+	chroot "$dir" "$bin/pg_config" --version | grep -Eq "^PostgreSQL $version(\.|beta|rc)" || return 1
 	pgxs=$(dirname "$(chroot "$dir" "$bin/pg_config" --pgxs)")
 	[ -f "$dir$pgxs/../../src/test/perl/PostgreSQL/Test/Cluster.pm" ] || return 1
 	[ -x "$dir$pgxs/../../src/test/regress/pg_regress" ] || return 1
@@ -242,7 +252,7 @@ apt=(env DEBIAN_FRONTEND=noninteractive apt-get -y -q -o Dpkg::Use-Pty=0)
 top_up() {
 	local p missing=()
 	for p in "${packages[@]}"; do
-		chroot "$dir" dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+		chroot "$dir" dpkg-query -W -f='${Status}' "${p%/*}" 2>/dev/null | grep -q "install ok installed" ||
 			missing+=("$p")
 	done
 	[ ${#missing[@]} -gt 0 ] || return 0
@@ -293,6 +303,9 @@ else
 		echo 'Acquire::Retries "3";'
 		[ "$suite" != sid ] || echo 'Acquire::Check-Valid-Until "false";'
 	} >"$dir/etc/apt/apt.conf.d/90zero-stream"
+	# experimental's packages are only ever taken by name/experimental
+	[ -z "$release" ] ||
+		echo 'deb http://deb.debian.org/debian experimental main' >"$dir/etc/apt/sources.list.d/experimental.list"
 	printf '%s\n' 'path-exclude /usr/share/doc/*' 'path-include /usr/share/doc/*/copyright' \
 		'path-exclude /usr/share/man/*' 'path-exclude /usr/share/info/*' >"$dir/etc/dpkg/dpkg.cfg.d/90zero-stream"
 	# no service ever starts in the root (Debian's postgresql-N starts its cluster)

@@ -201,8 +201,8 @@ zs_define_gucs(void)
 							   &zs_task_id, "zero_stream", PGC_POSTMASTER, 0,
 							   NULL, NULL, NULL);
 	DefineCustomIntVariable("zero_stream.changelog_chunk_size",
-							"Change text stored in one change-log chunk.",
-							"Every local commit stores its transactions in chunks of at most this much change text before compression; a larger transaction is split into several.",
+							"Encoded rows (change text and keys) stored in one change-log chunk.",
+							"Every local commit stores its transactions in chunks of at most this much before compression; a larger transaction is split into several, and one change larger than this is a chunk of its own.",
 							&zs_changelog_chunk_kb, 256, 8, 65536, PGC_SIGHUP, GUC_UNIT_KB,
 							NULL, NULL, NULL);
 	DefineCustomEnumVariable("zero_stream.changelog_compression",

@@ -274,7 +274,8 @@ change_log_size(ChangeLogSize *size)
 	sampled = nblocks > SIZE_EXACT_PAGES && rel->rd_rel->reltuples > 0 &&
 		rel->rd_rel->relkind == RELKIND_RELATION && rel->rd_tableam == GetHeapamTableAmRoutine();
 	slot = table_slot_create(rel, NULL);
-	scan = table_beginscan(rel, GetActiveSnapshot(), 0, NULL);
+	/* no synchronized scan: heap_setscanlimits needs the scan to start at 0 */
+	scan = table_beginscan_strat(rel, GetActiveSnapshot(), 0, NULL, true, false);
 	if (sampled)
 		heap_setscanlimits(scan, nblocks - SIZE_SAMPLE_PAGES, SIZE_SAMPLE_PAGES);
 	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))

@@ -37,6 +37,7 @@
 #include "replication/walsender_private.h"
 #endif
 
+#include "compat/replication.h"
 #include "guc.h"
 #include "standby_slots.h"
 
@@ -114,7 +115,7 @@ zs_standby_slots_flushed(XLogRecPtr *flushed, char *problem, size_t len)
 		SpinLockAcquire(&slot->mutex);
 		restart_lsn = slot->data.restart_lsn;
 		invalidated = slot->data.invalidated != RS_INVAL_NONE;
-		inactive = slot->active_pid == 0;
+		inactive = zs_slot_active_pid(slot) == 0;
 		SpinLockRelease(&slot->mutex);
 		if (invalidated || XLogRecPtrIsInvalid(restart_lsn))
 		{

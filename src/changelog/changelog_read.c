@@ -38,6 +38,7 @@
 #include "codec/change_message.h"
 #include "codec/changelog_chunk.h"
 #include "compat/executor.h"
+#include "compat/varlena_access.h"
 #include "guc.h"
 
 /*

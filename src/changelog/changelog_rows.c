@@ -16,6 +16,7 @@
 #include "utils/tuplestore.h"
 
 #include "codec/changelog_chunk.h"
+#include "compat/varlena_access.h"
 
 PG_FUNCTION_INFO_V1(zs_changelog_chunk_rows);
 

@@ -224,6 +224,15 @@ zs_chunk_unpack(const char *stored, size_t len, StringInfo raw, const char **err
 		return false;
 	}
 	bodylen = (int) (len - ZS_CHUNK_HEADER);
+	/*
+	 * No method makes more than 255 bytes of one (lz4's bound; pglz's is
+	 * lower): a damaged length does not make a reader allocate its claim.
+	 */
+	if ((uint64_t) rawlen > (uint64_t) bodylen * 255 + 64)
+	{
+		*error = "a chunk whose stated length no compression reaches from its size";
+		return false;
+	}
 	switch (h[1])
 	{
 		case ZS_CHUNK_NONE:

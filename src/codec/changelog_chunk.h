@@ -5,13 +5,14 @@
  *	  "The chunked change log").
  *
  * A chunk's rows are what changeLog shows, one per change, in key order:
- * (watermark, pos, change, precommit). The stored value is an 8-byte
+ * (watermark, pos, change, precommit). The stored value is a 12-byte
  * header, then the rows' encoding, compressed or not:
  *
  *	 byte 0      format (1)
  *	 byte 1      compression: 0 none, 1 pglz, 2 lz4
  *	 bytes 2-3   0
  *	 bytes 4-7   length of the rows' encoding, little-endian
+ *	 bytes 8-11  CRC-32C of the rows' encoding, little-endian
  *
  * and each row is encoded as
  *

@@ -1,13 +1,14 @@
 /*-------------------------------------------------------------------------
  * compat/executor.h
- *	  The executor and index calls of the change log's writer and reader
- *	  whose arguments changed between PostgreSQL 15 and 18.
+ *	  The executor, table and index calls of the change log's writer,
+ *	  reader and purge whose arguments changed between PostgreSQL 15 and 19.
  *-------------------------------------------------------------------------
  */
 #ifndef ZS_COMPAT_EXECUTOR_H
 #define ZS_COMPAT_EXECUTOR_H
 
 #include "access/genam.h"
+#include "access/tableam.h"
 #include "executor/executor.h"
 #include "nodes/bitmapset.h"
 #include "utils/relcache.h"
@@ -32,12 +33,16 @@ zs_exec_init_range_table(EState *estate, List *range_table)
 
 /*
  * Index entries of a new row. 16 added onlySummarizing (only BRIN-like
- * indexes, for a HOT update): false, every index, as on 15.
+ * indexes, for a HOT update): false, every index, as on 15. 19 turned the
+ * three booleans into flags: none (not an update, duplicates are errors,
+ * every index).
  */
 static inline List *
 zs_exec_insert_index_tuples(ResultRelInfo *rri, TupleTableSlot *slot, EState *estate)
 {
-#if PG_VERSION_NUM >= 160000
+#if PG_VERSION_NUM >= 190000
+	return ExecInsertIndexTuples(rri, estate, 0, slot, NIL, NULL);
+#elif PG_VERSION_NUM >= 160000
 	return ExecInsertIndexTuples(rri, slot, estate, false, false, NULL, NIL, false);
 #else
 	return ExecInsertIndexTuples(rri, slot, estate, false, false, NULL, NIL);
@@ -58,14 +63,34 @@ zs_relation_primary_key_index(Relation rel)
 #endif
 }
 
-/* An index scan; 18 added instrumentation (for EXPLAIN): none. */
+/*
+ * An index scan; 18 added instrumentation (for EXPLAIN): none. 19 added
+ * flags (ScanOptions hints): none, as on 18.
+ */
 static inline IndexScanDesc
 zs_index_beginscan(Relation heap, Relation index, Snapshot snapshot, int nkeys, int norderbys)
 {
-#if PG_VERSION_NUM >= 180000
+#if PG_VERSION_NUM >= 190000
+	return index_beginscan(heap, index, snapshot, NULL, nkeys, norderbys, 0);
+#elif PG_VERSION_NUM >= 180000
 	return index_beginscan(heap, index, snapshot, NULL, nkeys, norderbys);
 #else
 	return index_beginscan(heap, index, snapshot, nkeys, norderbys);
+#endif
+}
+
+/*
+ * Delete a row, waiting for a concurrent writer; not a move between
+ * partitions. 19 replaced changingPart by options flags: none.
+ */
+static inline TM_Result
+zs_table_tuple_delete(Relation rel, ItemPointer tid, CommandId cid, Snapshot snapshot,
+					  TM_FailureData *tmfd)
+{
+#if PG_VERSION_NUM >= 190000
+	return table_tuple_delete(rel, tid, cid, 0, snapshot, InvalidSnapshot, true, tmfd);
+#else
+	return table_tuple_delete(rel, tid, cid, snapshot, InvalidSnapshot, true, tmfd, false);
 #endif
 }
 

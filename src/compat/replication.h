@@ -1,23 +1,73 @@
 /*-------------------------------------------------------------------------
  * compat/replication.h
- *	  Replication slots, origins and logical messages across PostgreSQL
- *	  15 to 18: the calls whose arguments changed, with what we pass for the
- *	  new ones, and why.
+ *	  Replication slots, origins, logical messages and decoding contexts
+ *	  across PostgreSQL 15 to 19: the calls whose arguments changed, with
+ *	  what we pass for the new ones, and why.
  *-------------------------------------------------------------------------
  */
 #ifndef ZS_COMPAT_REPLICATION_H
 #define ZS_COMPAT_REPLICATION_H
 
+#include "replication/logical.h"
 #include "replication/message.h"
 #include "replication/origin.h"
 #include "replication/slot.h"
+#include "storage/proc.h"
+
+/*
+ * 19 renamed an origin's id type RepOriginId to ReplOriginId; we write the
+ * new names.
+ */
+#if PG_VERSION_NUM < 190000
+typedef RepOriginId ReplOriginId;
+#define InvalidReplOriginId InvalidRepOriginId
+#endif
+
+/*
+ * The origin that this session's transactions are stamped with, and the
+ * remote commit (end LSN, time) that the next commit records as the
+ * origin's progress. 19 gathered the three session variables
+ * (replorigin_session_origin, _origin_lsn, _origin_timestamp) into
+ * replorigin_xact_state.
+ */
+static inline ReplOriginId
+zs_xact_origin(void)
+{
+#if PG_VERSION_NUM >= 190000
+	return replorigin_xact_state.origin;
+#else
+	return replorigin_session_origin;
+#endif
+}
+
+static inline void
+zs_set_xact_origin(ReplOriginId origin)
+{
+#if PG_VERSION_NUM >= 190000
+	replorigin_xact_state.origin = origin;
+#else
+	replorigin_session_origin = origin;
+#endif
+}
+
+static inline void
+zs_set_xact_origin_commit(XLogRecPtr lsn, TimestampTz timestamp)
+{
+#if PG_VERSION_NUM >= 190000
+	replorigin_xact_state.origin_lsn = lsn;
+	replorigin_xact_state.origin_timestamp = timestamp;
+#else
+	replorigin_session_origin_lsn = lsn;
+	replorigin_session_origin_timestamp = timestamp;
+#endif
+}
 
 /*
  * 16 added acquired_by, for parallel apply workers sharing an origin: 0
  * means this process acquires it alone, as on 15.
  */
 static inline void
-zs_replorigin_session_setup(RepOriginId origin)
+zs_replorigin_session_setup(ReplOriginId origin)
 {
 #if PG_VERSION_NUM >= 160000
 	replorigin_session_setup(origin, 0);
@@ -30,11 +80,14 @@ zs_replorigin_session_setup(RepOriginId origin)
  * A logical slot of this database, without two-phase decoding. 17 added
  * failover (synchronize it to standbys; the failover issue sets it) and
  * synced (only the slot sync worker creates synced slots): false, false.
+ * 19 added repack (a slot for REPACK CONCURRENTLY's own decoding): false.
  */
 static inline void
 zs_replication_slot_create(const char *name, ReplicationSlotPersistency persistency)
 {
-#if PG_VERSION_NUM >= 170000
+#if PG_VERSION_NUM >= 190000
+	ReplicationSlotCreate(name, true, persistency, false, false, false, false);
+#elif PG_VERSION_NUM >= 170000
 	ReplicationSlotCreate(name, true, persistency, false, false, false);
 #else
 	ReplicationSlotCreate(name, true, persistency, false);
@@ -52,6 +105,37 @@ zs_replication_slot_acquire(const char *name, bool nowait)
 	ReplicationSlotAcquire(name, nowait, false);
 #else
 	ReplicationSlotAcquire(name, nowait);
+#endif
+}
+
+/*
+ * The pid of the process using the slot, 0 if none; the caller holds the
+ * slot's mutex. 19 keeps the process's number (active_proc) instead of its
+ * pid.
+ */
+static inline int
+zs_slot_active_pid(const ReplicationSlot *slot)
+{
+#if PG_VERSION_NUM >= 190000
+	return slot->active_proc == INVALID_PROC_NUMBER ? 0 : GetPGProcByNumber(slot->active_proc)->pid;
+#else
+	return slot->active_pid;
+#endif
+}
+
+/*
+ * A decoding context that creates the slot's starting point, with a full
+ * snapshot. 19 added for_repack (decoding for REPACK CONCURRENTLY): false.
+ */
+static inline LogicalDecodingContext *
+zs_create_init_decoding_context(const char *plugin, XLogReaderRoutine *xl_routine)
+{
+#if PG_VERSION_NUM >= 190000
+	return CreateInitDecodingContext(plugin, NIL, true, false, InvalidXLogRecPtr,
+									 xl_routine, NULL, NULL, NULL);
+#else
+	return CreateInitDecodingContext(plugin, NIL, true, InvalidXLogRecPtr,
+									 xl_routine, NULL, NULL, NULL);
 #endif
 }
 

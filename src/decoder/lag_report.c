@@ -63,7 +63,7 @@ zs_lag_report_step(void)
 	int64		now;
 	char		content[128];
 	XLogRecPtr	lsn;
-	RepOriginId saved_origin;
+	ReplOriginId saved_origin;
 
 	if (zs_lag_report_interval_ms <= 0)
 		return;
@@ -75,8 +75,8 @@ zs_lag_report_step(void)
 	snprintf(content, sizeof(content),
 			 "{\"id\":\"" INT64_FORMAT "\",\"sendTimeMs\":" INT64_FORMAT ",\"commitTimeMs\":" INT64_FORMAT "}",
 			 last_id, now, now);
-	saved_origin = replorigin_session_origin;
-	replorigin_session_origin = InvalidRepOriginId;
+	saved_origin = zs_xact_origin();
+	zs_set_xact_origin(InvalidReplOriginId);
 	PG_TRY();
 	{
 		StartTransactionCommand();
@@ -86,7 +86,7 @@ zs_lag_report_step(void)
 	}
 	PG_FINALLY();
 	{
-		replorigin_session_origin = saved_origin;
+		zs_set_xact_origin(saved_origin);
 	}
 	PG_END_TRY();
 	expected_id = last_id;

@@ -92,7 +92,7 @@ check_slot_not_in_use(const char *slot_name)
 	if (slot != NULL)
 	{
 		SpinLockAcquire(&slot->mutex);
-		active_pid = slot->active_pid;
+		active_pid = zs_slot_active_pid(slot);
 		SpinLockRelease(&slot->mutex);
 	}
 	LWLockRelease(ReplicationSlotControlLock);
@@ -191,10 +191,9 @@ create_slot_and_lineage(const char *slot_name, List *publications, char *replica
 	zs_changelog_write_published_schema(schema);
 	pfree(schema);
 	/* our progress starts at the consistent point */
-	replorigin_session_origin_lsn = consistent;
-	replorigin_session_origin_timestamp = GetCurrentTimestamp();
+	zs_set_xact_origin_commit(consistent, GetCurrentTimestamp());
 	zs_spi_xact_commit();
-	replorigin_session_origin_lsn = InvalidXLogRecPtr;
+	zs_set_xact_origin_commit(InvalidXLogRecPtr, 0);
 
 	ReplicationSlotMarkDirty();
 	ReplicationSlotSave();

@@ -167,15 +167,15 @@ void
 zs_startup_origin(void)
 {
 	char	   *name = zs_origin_name();
-	RepOriginId origin;
+	ReplOriginId origin;
 
 	StartTransactionCommand();
 	origin = replorigin_by_name(name, true);
-	if (origin == InvalidRepOriginId)
+	if (origin == InvalidReplOriginId)
 		origin = replorigin_create(name);
 	CommitTransactionCommand();
 	zs_replorigin_session_setup(origin);
-	replorigin_session_origin = origin;
+	zs_set_xact_origin(origin);
 	zs_own_origin = origin;
 }
 

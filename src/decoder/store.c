@@ -24,6 +24,7 @@
 #include "changelog/changelog.h"
 #include "changelog/changelog_writer.h"
 #include "codec/watermark.h"
+#include "compat/replication.h"
 #include "decoder/store.h"
 #include "shmem.h"
 #include "spi_xact.h"
@@ -72,14 +73,13 @@ zs_store_commit_decoded(ZsStore *st, const char *last_watermark, int ntxns,
 	zs_changelog_finish(last_watermark);
 
 	/* the commit stamps our progress into the origin, atomically */
-	replorigin_session_origin_lsn = progress->end_lsn;
-	replorigin_session_origin_timestamp = progress->commit_time;
+	zs_set_xact_origin_commit(progress->end_lsn, progress->commit_time);
 	/* not waiting for its flush: the slot is confirmed once it is (round.c) */
 	SetConfigOption("synchronous_commit", "off", PGC_SUSET, PGC_S_OVERRIDE);
 	zs_spi_xact_commit();
 	SetConfigOption("synchronous_commit", "on", PGC_SUSET, PGC_S_OVERRIDE);
 	st->stream->unflushed_store = Max(st->stream->unflushed_store, XactLastCommitEnd);
-	replorigin_session_origin_lsn = InvalidXLogRecPtr;
+	zs_set_xact_origin_commit(InvalidXLogRecPtr, 0);
 	pgstat_report_stat(false);
 
 	move_head(st, last_watermark, progress->commit_time);

@@ -19,14 +19,14 @@
 
 #include "decoding/output_plugin.h"
 
-RepOriginId zs_own_origin = InvalidRepOriginId;
+ReplOriginId zs_own_origin = InvalidReplOriginId;
 
 extern PGDLLEXPORT void _PG_output_plugin_init(OutputPluginCallbacks *cb);
 
 static bool
-zs_filter_by_origin(LogicalDecodingContext *ctx, RepOriginId origin_id)
+zs_filter_by_origin(LogicalDecodingContext *ctx, ReplOriginId origin_id)
 {
-	return origin_id != InvalidRepOriginId && origin_id == zs_own_origin;
+	return origin_id != InvalidReplOriginId && origin_id == zs_own_origin;
 }
 
 void

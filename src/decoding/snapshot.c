@@ -51,8 +51,7 @@ zs_snapshot_slot_create(const char *name, XLogRecPtr *consistent)
 	StartTransactionCommand();
 	/* the context and its WAL reader's buffers outlive this transaction */
 	old = MemoryContextSwitchTo(TopMemoryContext);
-	ctx = CreateInitDecodingContext(ZS_OUTPUT_PLUGIN_NAME, NIL, true, InvalidXLogRecPtr,
-									&wal_reader_routine, NULL, NULL, NULL);
+	ctx = zs_create_init_decoding_context(ZS_OUTPUT_PLUGIN_NAME, &wal_reader_routine);
 	DecodingContextFindStartpoint(ctx);
 	MemoryContextSwitchTo(old);
 	*consistent = MyReplicationSlot->data.confirmed_flush;

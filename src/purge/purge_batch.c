@@ -166,8 +166,7 @@ delete_scanned(const ZsChangeLogKeyed *keyed, Snapshot snapshot, TupleTableSlot 
 		nrows = DatumGetInt32(slot_getattr(slot, keyed->rows_att, &isnull));
 		*found += nrows;
 		tuple = ExecFetchSlotHeapTuple(slot, false, &should_free);
-		result = table_tuple_delete(keyed->heap, &slot->tts_tid, cid, snapshot,
-									InvalidSnapshot, true, &tmfd, false);
+		result = zs_table_tuple_delete(keyed->heap, &slot->tts_tid, cid, snapshot, &tmfd);
 		if (result == TM_Ok)
 		{
 			*rows += nrows;

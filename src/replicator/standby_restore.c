@@ -44,6 +44,7 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
+#include "compat/varlena_access.h"
 #include "compat/walreceiver.h"
 #include "guc.h"
 #include "replica/replica_apply.h"

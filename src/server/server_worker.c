@@ -43,6 +43,7 @@
 #include "utils/timestamp.h"
 
 #include "guc.h"
+#include "compat/signal.h"
 #include "compat/wait_event_set.h"
 #include "server/admission.h"
 #include "server/connection.h"
@@ -212,7 +213,7 @@ static void
 server_sigterm(SIGNAL_ARGS)
 {
 	shutdown_requested = true;
-	die(postgres_signal_arg);
+	die(ZS_SIGNAL_ARGS_PASSED);
 }
 
 /*
