@@ -2,10 +2,10 @@
 # Build the Debian packages of zero_stream (debian/, pg_buildext): one
 # postgresql-V-zero-stream .deb per PostgreSQL major V, each with
 # `dpkg-buildpackage -us -uc -b` in a clean copy of the tree, 15 on this
-# machine (Debian 12), 17 and 18 in their Debian roots (scripts/pg-root.sh),
+# machine (Debian 12), 17, 18 and 19 in their Debian roots (scripts/pg-root.sh),
 # so that each package depends on the libraries of the release it is for.
 #
-#   scripts/package.sh [VERSION...]     default: 15 17 18
+#   scripts/package.sh [VERSION...]     default: 15 17 18 19
 #
 # Environment:
 #   ZS_PKG_OUT   the folder the .debs are collected in (default
@@ -32,11 +32,11 @@ root=$(pwd)
 say() { echo "package: $*" >&2; }
 
 versions=("$@")
-[ ${#versions[@]} -gt 0 ] || versions=(15 17 18)
+[ ${#versions[@]} -gt 0 ] || versions=(15 17 18 19)
 for v in "${versions[@]}"; do
 	case $v in
-		15 | 17 | 18) ;;
-		*) say "VERSION is 15, 17 or 18, not '$v'"; exit 2 ;;
+		15 | 17 | 18 | 19) ;;
+		*) say "VERSION is 15, 17, 18 or 19, not '$v'"; exit 2 ;;
 	esac
 done
 # the package's version is the extension's, with a Debian revision

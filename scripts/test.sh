@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Run every zero_stream test: the C unit tests and the fuzzers once (against
 # the host's PostgreSQL 15), then pg_regress and the TAP suite on each
-# PostgreSQL version of ZS_PG_VERSIONS (default "15 17 18"): 15 on the host,
-# 17 and 18 in cached Debian roots (scripts/pg-root.sh), the versions' suites
+# PostgreSQL version of ZS_PG_VERSIONS (default "15 17 18 19"): 15 on the host,
+# 17, 18 and 19 in cached Debian roots (scripts/pg-root.sh), the versions' suites
 # side by side. A version whose root or packages cannot be made fails the
 # run, loudly; it is never skipped. ZS_PG_VERSIONS=15 runs the host's alone.
 # Then the Debian packages of those versions (suite "packages"): built by
@@ -19,7 +19,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
-versions=${ZS_PG_VERSIONS:-15 17 18}
+versions=${ZS_PG_VERSIONS:-15 17 18 19}
 
 scripts/install-deps.sh
 

@@ -8,7 +8,11 @@
 #ifndef ZS_COMPAT_REPLICATION_H
 #define ZS_COMPAT_REPLICATION_H
 
+#include "access/xlog.h"
 #include "replication/logical.h"
+#if PG_VERSION_NUM >= 190000
+#include "replication/logicalctl.h"
+#endif
 #include "replication/message.h"
 #include "replication/origin.h"
 #include "replication/slot.h"
@@ -77,16 +81,34 @@ zs_replorigin_session_setup(ReplOriginId origin)
 }
 
 /*
+ * The lowest wal_level the decoder works with, and how the errors name it.
+ * 19 turns logical decoding on by itself while a logical slot exists
+ * (effective_wal_level): replica is enough there, and creating the slot
+ * (zs_replication_slot_create) turns it on.
+ */
+#if PG_VERSION_NUM >= 190000
+#define ZS_MIN_WAL_LEVEL WAL_LEVEL_REPLICA
+#define ZS_MIN_WAL_LEVEL_NAME "replica or logical"
+#else
+#define ZS_MIN_WAL_LEVEL WAL_LEVEL_LOGICAL
+#define ZS_MIN_WAL_LEVEL_NAME "logical"
+#endif
+
+/*
  * A logical slot of this database, without two-phase decoding. 17 added
  * failover (synchronize it to standbys; the failover issue sets it) and
  * synced (only the slot sync worker creates synced slots): false, false.
- * 19 added repack (a slot for REPACK CONCURRENTLY's own decoding): false.
+ * 19 added repack (a slot for REPACK CONCURRENTLY's own decoding): false,
+ * and logical decoding must then be on (as pg_create_logical_replication_slot
+ * makes sure).
  */
 static inline void
 zs_replication_slot_create(const char *name, ReplicationSlotPersistency persistency)
 {
 #if PG_VERSION_NUM >= 190000
 	ReplicationSlotCreate(name, true, persistency, false, false, false, false);
+	/* with wal_level = replica: logical decoding on while the slot exists */
+	EnsureLogicalDecodingEnabled();
 #elif PG_VERSION_NUM >= 170000
 	ReplicationSlotCreate(name, true, persistency, false, false, false);
 #else

@@ -41,12 +41,13 @@
 void
 zs_startup_check_server(void)
 {
-	if (wal_level < WAL_LEVEL_LOGICAL)
+	if (wal_level < ZS_MIN_WAL_LEVEL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("zero_stream requires wal_level = logical (it is \"%s\")",
-						GetConfigOption("wal_level", false, false)),
-				 errhint("Set wal_level = logical in postgresql.conf and restart the server.")));
+				 errmsg("zero_stream requires wal_level = %s (it is \"%s\")",
+						ZS_MIN_WAL_LEVEL_NAME, GetConfigOption("wal_level", false, false)),
+				 errhint("Set wal_level = %s in postgresql.conf and restart the server.",
+						 ZS_MIN_WAL_LEVEL_NAME)));
 	if (max_replication_slots < 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

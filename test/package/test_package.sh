@@ -156,7 +156,7 @@ fi
 v=$1
 deb=$(readlink -f "$2" 2>/dev/null || true)
 [ -f "$deb" ] || { say "no .deb at '$2'"; usage; }
-case $v in 15 | 17 | 18) ;; *) say "VERSION is 15, 17 or 18, not '$v'"; usage ;; esac
+case $v in 15 | 17 | 18 | 19) ;; *) say "VERSION is 15, 17, 18 or 19, not '$v'"; usage ;; esac
 [ "$(dpkg-deb -f "$deb" Package)" = "postgresql-$v-zero-stream" ] ||
 	fail "$deb is $(dpkg-deb -f "$deb" Package), not postgresql-$v-zero-stream"
 top=$(cd "$here/../.." && pwd)

@@ -26,21 +26,45 @@ sub wait_for_error
 	  or diag 'last_error: ' . last_error($node, $db);
 }
 
-# --- wal_level is not logical
+# --- wal_level is too low: below logical, or on 19 (which turns logical
+# decoding on while a logical slot exists) below replica
 {
 	my $node = zs_new_node('wal', no_extension => 1);
-	$node->append_conf('postgresql.conf', "wal_level = replica\nmax_wal_senders = 0\n");
+	my $v19 = $node->pg_version->major >= 19;    # (a release candidate is below 19)
+	my ($low, $need) = $v19 ? ('minimal', 'replica or logical') : ('replica', 'logical');
+	$node->append_conf('postgresql.conf', "wal_level = $low\nmax_wal_senders = 0\n");
 	$node->restart;
 	$node->safe_psql('postgres', 'CREATE EXTENSION zero_stream');
 	wait_for_error($node, 'wal_level', 'wal_level');
-	like(last_error($node), qr/zero_stream requires wal_level = logical \(it is "replica"\)/,
+	like(last_error($node), qr/zero_stream requires wal_level = \Q$need\E \(it is "$low"\)/,
 		'wal_level: clear error in status()');
-	ok($node->log_contains('HINT:  Set wal_level = logical in postgresql.conf'),
+	ok($node->log_contains("HINT:  Set wal_level = $need in postgresql.conf"),
 		'wal_level: hint in the server log');
-	$node->append_conf('postgresql.conf', "wal_level = logical\n");
+	$node->append_conf('postgresql.conf', 'wal_level = ' . ($v19 ? 'replica' : 'logical') . "\n");
 	$node->restart;
 	zs_wait_streaming($node);
 	is(last_error($node), '', 'wal_level: streaming once fixed, error cleared');
+	if ($v19)
+	{
+		# replica is enough: the decoder's slot turned logical decoding on
+		is($node->safe_psql('postgres', 'SHOW effective_wal_level'), 'logical',
+			'wal_level = replica on 19: the decoder\'s slot made effective_wal_level logical');
+		$node->safe_psql('postgres', q{
+CREATE TABLE w (id int PRIMARY KEY, v text);
+INSERT INTO w VALUES (1, 'on replica');});
+		zs_wait_catchup($node);
+		is($node->safe_psql('postgres', qq{
+SELECT count(*) FROM $ZeroStreamTest::CDC."changeLog" WHERE change->>'tag' = 'insert' AND change->'new'->>'v' = 'on replica'}),
+			'1', 'wal_level = replica on 19: the insert reached the change log');
+		# and it stays on across a restart, while the slot exists
+		$node->restart;
+		zs_wait_streaming($node);
+		$node->safe_psql('postgres', q{INSERT INTO w VALUES (2, 'after a restart')});
+		zs_wait_catchup($node);
+		is($node->safe_psql('postgres', qq{
+SELECT count(*) FROM $ZeroStreamTest::CDC."changeLog" WHERE change->>'tag' = 'insert' AND change->'new'->>'v' = 'after a restart'}),
+			'1', 'wal_level = replica on 19: streaming after a restart');
+	}
 	$node->stop;
 }
 
