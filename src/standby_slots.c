@@ -189,12 +189,14 @@ zs_standby_slots_sleep(long timeout_ms)
 	ConditionVariableCancelSleep();
 }
 
-bool
-zs_standby_slots_has_synced_copy(const char *name)
+/* the copy of slot name on this standby: synced and kept, and why not */
+static bool
+synced_copy(const char *name, ZsSlotSyncSkip *skip)
 {
 	ReplicationSlot *slot;
 	bool		synced = false;
 
+	*skip = ZS_SLOTSYNC_SKIP_NONE;
 	LWLockAcquire(ReplicationSlotControlLock, LW_SHARED);
 	slot = SearchNamedReplicationSlot(name, false);
 	if (slot != NULL)
@@ -202,10 +204,40 @@ zs_standby_slots_has_synced_copy(const char *name)
 		SpinLockAcquire(&slot->mutex);
 		synced = slot->data.synced && slot->data.persistency == RS_PERSISTENT &&
 			slot->data.invalidated == RS_INVAL_NONE;
+		*skip = zs_slot_sync_skip(slot);
 		SpinLockRelease(&slot->mutex);
 	}
 	LWLockRelease(ReplicationSlotControlLock);
 	return synced;
+}
+
+bool
+zs_standby_slots_has_synced_copy(const char *name)
+{
+	ZsSlotSyncSkip skip;
+
+	return synced_copy(name, &skip);
+}
+
+/* what slot synchronization's last skip of the copy means, NULL if none */
+static const char *
+skip_words(ZsSlotSyncSkip skip)
+{
+	switch (skip)
+	{
+		case ZS_SLOTSYNC_SKIP_NONE:
+			return NULL;
+		case ZS_SLOTSYNC_SKIP_WAL_NOT_FLUSHED:
+			return "this standby has not flushed the WAL up to the primary slot's confirmed position";
+		case ZS_SLOTSYNC_SKIP_BEHIND:
+			return "the primary's slot still needs WAL or catalog rows older than this standby keeps; "
+				"the copy is kept once the primary's decoder confirms past them";
+		case ZS_SLOTSYNC_SKIP_NO_SNAPSHOT:
+			return "this standby cannot yet build a consistent snapshot at the primary slot's position";
+		case ZS_SLOTSYNC_SKIP_INVALID:
+			return "the copy here was invalidated";
+	}
+	return NULL;
 }
 
 void
@@ -219,15 +251,25 @@ zs_failover_describe(const char *slot_name, XLogRecPtr confirmed_lsn, ZsFailover
 		return;
 	if (RecoveryInProgress())
 	{
+		ZsSlotSyncSkip skip;
+		const char *why;
+
 		status->synced_known = true;
-		status->synced = zs_standby_slots_has_synced_copy(slot_name);
+		status->synced = synced_copy(slot_name, &skip);
+		why = skip_words(skip);
 		if (!status->synced)
 		{
 			snprintf(status->warning, sizeof(status->warning),
-					 "this standby has no synchronized copy of replication slot \"%s\": after a promotion, a new lineage would start",
-					 slot_name);
-			status->hint = "Set sync_replication_slots = on, hot_standby_feedback = on, primary_slot_name, and a dbname in primary_conninfo here, "
-				"and name this standby's slot in the primary's synchronized_standby_slots.";
+					 "this standby has no synchronized copy of replication slot \"%s\"%s%s%s: after a promotion, a new lineage would start",
+					 slot_name, why ? " (slot synchronization skipped it: " : "",
+					 why ? why : "", why ? ")" : "");
+			if (skip == ZS_SLOTSYNC_SKIP_BEHIND || skip == ZS_SLOTSYNC_SKIP_NO_SNAPSHOT)
+				status->hint = "Slot synchronization keeps the copy once the primary's slot moves past this standby's oldest WAL and catalog rows, "
+					"which needs a standby snapshot in the primary's WAL: the background writer logs one while the primary writes, "
+					"and SELECT pg_log_standby_snapshot() on the primary logs one at once.";
+			else
+				status->hint = "Set sync_replication_slots = on, hot_standby_feedback = on, primary_slot_name, and a dbname in primary_conninfo here, "
+					"and name this standby's slot in the primary's synchronized_standby_slots.";
 		}
 		return;
 	}

@@ -57,7 +57,7 @@ typedef struct ZsFailoverStatus
 	const char *standbys;		/* synchronized_standby_slots, NULL if empty */
 	bool		synced_known;	/* else failover_synced is NULL */
 	bool		synced;
-	char		warning[256];	/* empty: none */
+	char		warning[512];	/* empty: none */
 	const char *hint;			/* NULL: none */
 } ZsFailoverStatus;
 

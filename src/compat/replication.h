@@ -146,6 +146,44 @@ zs_slot_active_pid(const ReplicationSlot *slot)
 }
 
 /*
+ * Why slot synchronization last left a standby's copy of a slot as it was.
+ * 19 keeps the reason in the slot (pg_replication_slots'
+ * slotsync_skip_reason); before 19 nothing says, and this is always
+ * ZS_SLOTSYNC_SKIP_NONE. The caller holds the slot's mutex.
+ */
+typedef enum ZsSlotSyncSkip
+{
+	ZS_SLOTSYNC_SKIP_NONE,
+	ZS_SLOTSYNC_SKIP_WAL_NOT_FLUSHED,	/* the standby lacks WAL up to the
+										 * primary slot's confirmed position */
+	ZS_SLOTSYNC_SKIP_BEHIND,	/* the primary's slot needs WAL or catalog
+								 * rows the standby may no longer have */
+	ZS_SLOTSYNC_SKIP_NO_SNAPSHOT,	/* no consistent snapshot there yet */
+	ZS_SLOTSYNC_SKIP_INVALID	/* the copy was invalidated */
+} ZsSlotSyncSkip;
+
+static inline ZsSlotSyncSkip
+zs_slot_sync_skip(const ReplicationSlot *slot)
+{
+#if PG_VERSION_NUM >= 190000
+	switch (slot->slotsync_skip_reason)
+	{
+		case SS_SKIP_NONE:
+			return ZS_SLOTSYNC_SKIP_NONE;
+		case SS_SKIP_WAL_NOT_FLUSHED:
+			return ZS_SLOTSYNC_SKIP_WAL_NOT_FLUSHED;
+		case SS_SKIP_WAL_OR_ROWS_REMOVED:
+			return ZS_SLOTSYNC_SKIP_BEHIND;
+		case SS_SKIP_NO_CONSISTENT_SNAPSHOT:
+			return ZS_SLOTSYNC_SKIP_NO_SNAPSHOT;
+		case SS_SKIP_INVALID:
+			return ZS_SLOTSYNC_SKIP_INVALID;
+	}
+#endif
+	return ZS_SLOTSYNC_SKIP_NONE;
+}
+
+/*
  * A decoding context that creates the slot's starting point, with a full
  * snapshot. 19 added for_repack (decoding for REPACK CONCURRENTLY): false.
  */
