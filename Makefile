@@ -83,7 +83,7 @@ OBJS = \
 	src/replica/backup_file.o
 
 EXTENSION = zero_stream
-DATA = sql/zero_stream--0.1.0.sql sql/zero_stream--0.2.0.sql sql/zero_stream--0.3.0.sql sql/zero_stream--0.1.0--0.2.0.sql sql/zero_stream--0.2.0--0.3.0.sql sql/zero_stream--0.4.0.sql sql/zero_stream--0.3.0--0.4.0.sql
+DATA = sql/zero_stream--0.1.0.sql sql/zero_stream--0.2.0.sql sql/zero_stream--0.3.0.sql sql/zero_stream--0.1.0--0.2.0.sql sql/zero_stream--0.2.0--0.3.0.sql sql/zero_stream--0.4.0.sql sql/zero_stream--0.3.0--0.4.0.sql sql/zero_stream--0.4.1.sql sql/zero_stream--0.4.0--0.4.1.sql
 # OpenSSL is the one PostgreSQL itself links (TLS of the subscriber server)
 # lz4 as the server uses it: linked only where PostgreSQL was built with it
 ZS_LZ4_LIB = $(filter -llz4,$(shell $(PG_CONFIG) --libs))

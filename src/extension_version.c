@@ -56,6 +56,11 @@ static const KnownVersion known_versions[] = {
 	 * into chunks, which needs no SQL object of the extension
 	 */
 	{"0.3.0", true},
+	/*
+	 * 0.4.1 announces DDL where 19 decodes at wal_level = replica; the log
+	 * is the same
+	 */
+	{"0.4.0", true},
 };
 
 ZsSqlFit

@@ -56,6 +56,9 @@ INSERT INTO w VALUES (1, 'on replica');});
 		is($node->safe_psql('postgres', qq{
 SELECT count(*) FROM $ZeroStreamTest::CDC."changeLog" WHERE change->>'tag' = 'insert' AND change->'new'->>'v' = 'on replica'}),
 			'1', 'wal_level = replica on 19: the insert reached the change log');
+		is($node->safe_psql('postgres', qq{
+SELECT count(*) FROM $ZeroStreamTest::CDC."changeLog" WHERE change->>'tag' = 'create-table' AND change->'spec'->>'name' = 'w'}),
+			'1', 'wal_level = replica on 19: the DDL capture announced the new table');
 		# and it stays on across a restart, while the slot exists
 		$node->restart;
 		zs_wait_streaming($node);
