@@ -41,11 +41,13 @@ is($node->safe_psql('postgres', q{
 SELECT count(*) FROM "zero_0/cdc"."changeLog" WHERE change->'relation'->>'name' = 'u'}),
 	'1', 'tables of every schema are streamed');
 
-# idle for a while: nothing new may appear
+# idle for a while: nothing new may appear. A feedback loop shows only as
+# stores that keep coming, so nothing observable ends this wait: it gives one
+# the time to show (the decoder stores within its 1 s round)
 sleep 2;
 $node->safe_psql('postgres', 'CHECKPOINT');
 zs_wait_catchup($node);
-sleep 1;
+sleep 1;    # as above: time for a store the checkpoint would cause
 my $after = $node->safe_psql('postgres',
 	'SELECT transactions_stored || \'|\' || local_commits FROM zero_stream.status()');
 is($after, $before, 'no feedback loop: the log does not grow while idle');

@@ -319,8 +319,15 @@ like($err, qr/"\Q$dir\E\/other\.db": not a Zero replica \(no such table: _zero.r
 
 $node->append_conf('postgresql.conf', "zero_stream.subscriber_password = 'sekrit'");
 $node->reload;
-$node->poll_query_until('postgres', "SELECT current_setting('zero_stream.subscriber_password') = 'sekrit'");
-($code, $err) = cli_error('sync', "ws://zero:wrong\@127.0.0.1:$sport", "$dir/pw.db");
+# the server worker reloads on its next wakeup: wait until it refuses
+# (before, the sync would follow with any password: --idle ends it)
+for (1 .. 50)
+{
+	($code, $err) = cli_error('sync', '--idle', '1', "ws://zero:wrong\@127.0.0.1:$sport", "$dir/pw.db");
+	last if $code == 2;
+	unlink glob("$dir/pw.db*");
+	usleep(200_000);
+}
 is($code, 2, 'wrong password: exit 2');
 like($err, qr/refused the credentials \(HTTP 401\)/, 'wrong password: clear error');
 ($code, $err) = cli_error('sync', '--idle', '1', "ws://zero:sekrit\@127.0.0.1:$sport", "$dir/pw.db");
