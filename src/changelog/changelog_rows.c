@@ -4,7 +4,7 @@
  *	  change, as zero-cache's changeLog has them (watermark, pos, change,
  *	  precommit). The changeLog view applies it to every chunk, so SQL
  *	  readers (the golden comparisons, operators' queries, zero-cache's
- *	  tools) read the log as before; zero_stream's own readers read the
+ *	  tools) read it as a table of rows; zero_stream's own readers read the
  *	  chunks directly (changelog_read.c).
  *-------------------------------------------------------------------------
  */

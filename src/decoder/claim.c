@@ -36,7 +36,7 @@
 /*
  * The published schema at the log's head. A log written before schema
  * changes were captured has none: the current one is taken (DDL that ran
- * while the decoder was behind is then not carried, as before).
+ * while the decoder was behind is then not carried).
  */
 static void
 load_schema_baseline(ZsStream *s)

@@ -180,15 +180,15 @@ confirm_position(XLogRecPtr lsn)
  * work (the present): at a switch between the two, entries built on one
  * side can be wrong on the other, and a full InvalidateSystemCaches() is
  * the remedy (docs/pg-internals.md fact 2). It costs every relcache entry
- * and cached plan we use, rebuilt at each round: at 1,000 single-row
- * transactions/s that was 40% of the decoder's time. The two sides can
+ * and cached plan we use, rebuilt at each round, so it is done only when
+ * needed. The two sides can
  * only disagree about a catalog change that happened after the WAL being
  * decoded: its invalidation messages reach this process through the
  * shared queue, which bumps SharedInvalidMessageCounter (a queue overflow
  * too). So we remember the WAL insert position when we last saw the
  * counter move: every catalog change we have heard of committed before it.
  * While decoding has not passed that position, each switch invalidates
- * everything, as before; once it has, historic and present catalogs agree
+ * everything; once it has, historic and present catalogs agree
  * on everything the caches hold, and a change we have not heard of yet
  * still has its messages queued, to be applied at our next lock or
  * transaction start. Checked at both switches, after taking the queued

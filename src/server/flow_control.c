@@ -61,11 +61,9 @@
  * many bytes were queued, whichever comes first. While a subscriber is
  * live, the round is short (a commit stored meanwhile waits for it, and for
  * writing what it queued) and so is a catch-up page (the one page a round
- * always reads): a round of 10 ms or 2,000-row pages takes 15-30 ms of
- * wall time on a busy 2-core machine. The live values below are where
- * bench/catchup.sh found a live subscriber's p99 lowest while 64 caught
- * up: longer rounds and pages raise it, shorter ones gain nothing and slow
- * the catch-up (bench/README.md has the figures).
+ * always reads). Longer live rounds and pages raise a live subscriber's
+ * latency while others catch up; shorter ones slow the catch-up for no
+ * gain (bench/catchup.sh measures both; bench/README.md keeps its results).
  */
 #define CATCHUP_ROUND_MS	10
 #define CATCHUP_ROUND_BYTES	(4 * 1024 * 1024)
