@@ -104,7 +104,7 @@ create_tables(const char *s)
 	 *
 	 * The purge deletes whole chunks from the log's start, and the space
 	 * comes back only once autovacuum has vacuumed them: with its default
-	 * cost delay that took minutes on a large log (bench/purge.sh).
+	 * cost delay that can take minutes on a large log.
 	 */
 	exec_sql(psprintf("CREATE TABLE IF NOT EXISTS %s.\"changeLogChunks\" ("
 					  "\"watermark\" TEXT COLLATE \"C\" NOT NULL, \"pos\" INT8 NOT NULL, "
