@@ -17,6 +17,7 @@
 #include "storage/pmsignal.h"
 #include "storage/shmem.h"
 #include "tcop/tcopprot.h"
+#include "utils/datetime.h"
 #include "utils/timestamp.h"
 
 #include "guc.h"
@@ -180,6 +181,92 @@ zs_backup_state_name(ZsBackupState state)
 			return "failed";
 	}
 	return "unknown";
+}
+
+/* a timestamp as text, in buf (timestamptz_to_str's is static) */
+static const char *
+timestamp_text(TimestampTz t, char *buf)
+{
+	strlcpy(buf, timestamptz_to_str(t), MAXDATELEN + 1);
+	return buf;
+}
+
+/* why the backup replica does not vouch for the gate yet */
+static const char *
+backup_pending_text(const ZsPurgeHolder *h)
+{
+	switch (h->backup_state)
+	{
+		case ZS_BACKUP_NOT_STARTED:
+			return "the replicator has not opened it yet";
+		case ZS_BACKUP_WAITING_FOR_DECODER:
+			return "the replicator waits for the decoder";
+		case ZS_BACKUP_REPLACED:
+			return "a new initial copy replaces it";
+		case ZS_BACKUP_RESTORING:
+			return "it is copied from the primary's";
+		default:
+			return psprintf("at %s", h->backup_watermark[0] ? h->backup_watermark : "nothing yet");
+	}
+}
+
+/* why a backup replica that cannot be served from holds nothing */
+static const char *
+backup_unusable_text(ZsBackupState state)
+{
+	switch (state)
+	{
+		case ZS_BACKUP_MISSING:
+			return "the backup replica is missing";
+		case ZS_BACKUP_STALE:
+			return "the backup replica is of another lineage";
+		case ZS_BACKUP_FAILED:
+			return "the replicator is failing";
+		default:
+			return NULL;
+	}
+}
+
+static const char *
+mode_text(ZsSubscriberMode mode)
+{
+	return mode == ZS_SUB_MODE_SNAPSHOT ? "reservation" : "subscriber";
+}
+
+char *
+zs_purge_holder_text(const ZsPurgeHolder *h)
+{
+	char		since[MAXDATELEN + 1];
+	char		until[MAXDATELEN + 1];
+	const char *unusable;
+
+	switch (h->kind)
+	{
+		case ZS_HOLDER_UNKNOWN:
+			return NULL;
+		case ZS_HOLDER_WAITING_FOR_BACKUP:
+			return psprintf("waiting for the backup replica to reach %s (%s)",
+							h->watermark, backup_pending_text(h));
+		case ZS_HOLDER_BACKUP:
+			return pstrdup("backup replica");
+		case ZS_HOLDER_SUBSCRIBER:
+			return psprintf("%s %s (%s)", mode_text(h->mode), h->id, h->address);
+		case ZS_HOLDER_DEPARTED:
+			return psprintf("%s %s, disconnected at %s%s, retained until %s",
+							mode_text(h->mode), h->id,
+							timestamp_text(h->departed_at, since),
+							h->restored ? " (before the restart)" : "",
+							timestamp_text(TimestampTzPlusMilliseconds(h->departed_at, h->retention_ms),
+										   until));
+		case ZS_HOLDER_NOTHING:
+			unusable = backup_unusable_text(h->backup_state);
+			if (unusable != NULL)
+				return psprintf("no subscriber to vouch for a watermark, and %s", unusable);
+			return pstrdup("no backup replica and no subscriber to vouch for a watermark");
+		case ZS_HOLDER_PURGE_LOCK:
+			return pstrdup("the purge lock (a row lock on the oldest change-log row)");
+	}
+	return NULL;
 }
 
 void

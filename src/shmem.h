@@ -158,6 +158,69 @@ typedef enum ZsDecoderRequest
 
 #define ZS_SERVER_REFUSAL_KINDS 5
 
+/*
+ * The initial copy's progress: the table it copies (the table_no-th of
+ * ntables) and its rows so far against the planner's estimate. table_no 0:
+ * no copy runs.
+ */
+typedef struct ZsCopyProgress
+{
+	int			table_no;
+	int			ntables;
+	char		table[4 * NAMEDATALEN + 8];	/* schema.name, quoted where needed */
+	int64		rows;
+	int64		estimated;
+} ZsCopyProgress;
+
+/* A backfill's progress; rows and total once the worker has sent some. */
+typedef enum ZsBackfillPhase
+{
+	ZS_BACKFILL_IDLE,			/* none runs */
+	ZS_BACKFILL_STARTING,
+	ZS_BACKFILL_SENDING
+} ZsBackfillPhase;
+
+typedef struct ZsBackfillProgress
+{
+	ZsBackfillPhase phase;
+	char		table[4 * NAMEDATALEN + 8];	/* "schema"."name" */
+	int64		rows;
+	int64		total;
+} ZsBackfillProgress;
+
+/*
+ * What holds the purge floor, or why nothing is purged (purge_floor.c
+ * finds it and puts it into words).
+ */
+typedef enum ZsPurgeHolderKind
+{
+	ZS_HOLDER_UNKNOWN,			/* no purge has looked yet */
+	ZS_HOLDER_WAITING_FOR_BACKUP,	/* the backup replica vouches once it
+									 * reaches watermark (the gate) */
+	ZS_HOLDER_BACKUP,			/* the backup replica */
+	ZS_HOLDER_SUBSCRIBER,		/* a connected subscriber or reservation */
+	ZS_HOLDER_DEPARTED,			/* one that left, still retained */
+	ZS_HOLDER_NOTHING,			/* nothing vouches for a watermark */
+	ZS_HOLDER_PURGE_LOCK		/* the oldest chunk is locked */
+} ZsPurgeHolderKind;
+
+typedef struct ZsPurgeHolder
+{
+	ZsPurgeHolderKind kind;
+	ZsBackupState backup_state; /* WAITING_FOR_BACKUP, NOTHING: the backup's then */
+	char		watermark[ZS_WATERMARK_MAXLEN];	/* WAITING_FOR_BACKUP: the gate */
+	char		backup_watermark[ZS_WATERMARK_MAXLEN];	/* WAITING_FOR_BACKUP: where it is */
+	ZsSubscriberMode mode;		/* SUBSCRIBER, DEPARTED */
+	char		id[ZS_NAME_LEN];
+	char		address[ZS_NAME_LEN];	/* SUBSCRIBER */
+	TimestampTz departed_at;	/* DEPARTED */
+	bool		restored;		/* DEPARTED: left before the restart */
+	int			retention_ms;	/* DEPARTED */
+} ZsPurgeHolder;
+
+/* What holds the purge floor, in words (palloc'd); NULL when unknown. */
+extern char *zs_purge_holder_text(const ZsPurgeHolder *holder);
+
 typedef struct ZsSharedState
 {
 	LWLock	   *lock;
@@ -180,11 +243,8 @@ typedef struct ZsSharedState
 	TimestampTz last_store_time;	/* our last change-log commit */
 	TimestampTz last_upstream_commit_time;	/* of the newest stored txn */
 
-	/* initial copy: "table 2 of 5, public.t: 1200 of ~5000 rows", or empty */
-	char		copy_progress[256];
-
-	/* backfills: "public.t (created_at): 1200 of 5000 rows", or empty */
-	char		backfill_progress[256];
+	ZsCopyProgress copy_progress;	/* the initial copy's */
+	ZsBackfillProgress backfill_progress;	/* the running backfill's */
 
 	/* the backup replica, kept by the replicator */
 	uint32		backup_generation;	/* bumped before the decoder replaces the file */
@@ -206,7 +266,7 @@ typedef struct ZsSharedState
 	TimestampTz last_purge_time;
 	bool		has_purge_floor;	/* the last purge had a floor: purge_floor */
 	char		purge_floor[ZS_WATERMARK_MAXLEN];
-	char		purge_holder[ZS_ERROR_LEN / 4];	/* what holds the floor, or why no purge */
+	ZsPurgeHolder purge_holder; /* what holds the floor, or why no purge */
 	bool		positions_restored; /* the decoder read back the saved positions */
 	char		standby_held_as[ZS_NAME_LEN];	/* standby_hold.c */
 	/* this server's promotion since the postmaster started (0: none) */

@@ -133,6 +133,32 @@ backup_state_name(ZsBackupState state)
 	return zs_backup_state_name(state);
 }
 
+/* "table 2 of 5, public.t: 1200 of ~5000 rows", or NULL when no copy runs */
+static const char *
+copy_progress_text(const ZsCopyProgress *p)
+{
+	if (p->table_no == 0)
+		return NULL;
+	return psprintf("table %d of %d, %s: " INT64_FORMAT " of ~" INT64_FORMAT " rows",
+					p->table_no, p->ntables, p->table, p->rows, p->estimated);
+}
+
+/* "\"public\".\"t\": 1200 of 5000 rows" (or ": starting"), or NULL when none runs */
+static const char *
+backfill_progress_text(const ZsBackfillProgress *p)
+{
+	switch (p->phase)
+	{
+		case ZS_BACKFILL_IDLE:
+			return NULL;
+		case ZS_BACKFILL_STARTING:
+			return psprintf("%s: starting", p->table);
+		case ZS_BACKFILL_SENDING:
+			return psprintf("%s: " INT64_FORMAT " of " INT64_FORMAT " rows", p->table, p->rows, p->total);
+	}
+	return NULL;
+}
+
 static const char *
 backup_state_detail(const ZsSharedState *snap)
 {
@@ -384,9 +410,9 @@ zs_status(PG_FUNCTION_ARGS)
 		nulls[i++] = true;
 	values[i] = text_or_null(zs_cdc_schema_name(), &nulls[i]);
 	i++;
-	values[i] = text_or_null(snap.copy_progress, &nulls[i]);
+	values[i] = text_or_null(copy_progress_text(&snap.copy_progress), &nulls[i]);
 	i++;
-	values[i] = text_or_null(snap.backfill_progress, &nulls[i]);
+	values[i] = text_or_null(backfill_progress_text(&snap.backfill_progress), &nulls[i]);
 	i++;
 	values[i] = text_or_null(backup_state_name(snap.backup_state), &nulls[i]);
 	i++;
@@ -409,7 +435,7 @@ zs_status(PG_FUNCTION_ARGS)
 	nulls[i++] = !size.counted;
 	values[i] = CStringGetTextDatum(snap.purge_floor);
 	nulls[i++] = !snap.has_purge_floor;
-	values[i] = text_or_null(snap.purge_holder, &nulls[i]);
+	values[i] = text_or_null(zs_purge_holder_text(&snap.purge_holder), &nulls[i]);
 	i++;
 	values[i++] = Int64GetDatum((int64) snap.purged_rows);
 	values[i++] = Int64GetDatum((int64) snap.purged_bytes);

@@ -143,10 +143,15 @@ stopped_worker_gone(void)
 }
 
 static void
-set_progress(const char *text)
+set_progress(ZsBackfillPhase phase, const char *table, int64 rows, int64 total)
 {
+	ZsBackfillProgress *p = &zs_shared->backfill_progress;
+
 	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
-	strlcpy(zs_shared->backfill_progress, text ? text : "", sizeof(zs_shared->backfill_progress));
+	p->phase = phase;
+	strlcpy(p->table, table != NULL ? table : "", sizeof(p->table));
+	p->rows = rows;
+	p->total = total;
 	LWLockRelease(zs_shared->lock);
 }
 
@@ -167,7 +172,7 @@ stop_running(const char *why)
 	stopping_context = running->context;
 	stopping_handle = running->handle;
 	running = NULL;
-	set_progress(NULL);
+	set_progress(ZS_BACKFILL_IDLE, NULL, 0, 0);
 }
 
 /* No backoff any more: the next step may start a backfill. */
@@ -435,7 +440,7 @@ launch(const char *request)
 	r->lock_checked = r->started;
 	MemoryContextSwitchTo(old);
 	running = r;
-	set_progress(psprintf("%s: starting", r->table));
+	set_progress(ZS_BACKFILL_STARTING, r->table, 0, 0);
 }
 
 /*
@@ -457,8 +462,7 @@ end_step(const char *head)
 	if (running == NULL)
 		return;
 	if (step.rows >= 0)
-		set_progress(psprintf("%s: " INT64_FORMAT " of " INT64_FORMAT " rows", running->table,
-							  step.rows, step.total_rows));
+		set_progress(ZS_BACKFILL_SENDING, running->table, step.rows, step.total_rows);
 	if (step.finished)
 	{
 		long		secs;

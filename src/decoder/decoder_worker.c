@@ -232,6 +232,7 @@ take_slot(ZsStream *s)
 	char		reason[ZS_ERROR_LEN];
 	ZsResyncCause cause = zs_resync_take(reason);
 	char	   *taken_by;
+	bool		have_old;
 
 	if (cause != ZS_RESYNC_ASKED && zs_claim_taken_over(&taken_by))
 	{
@@ -244,10 +245,9 @@ take_slot(ZsStream *s)
 		return;
 	}
 	zs_spi_xact_begin(NULL);
-	if (!zs_changelog_read_replica_version(s->replica_version))
-		strlcpy(s->replica_version, "(none)", sizeof(s->replica_version));
+	have_old = zs_changelog_read_replica_version(s->replica_version);
 	zs_spi_xact_commit();
-	zs_resync_report(cause, reason, s->replica_version);
+	zs_resync_report(cause, reason, have_old ? s->replica_version : NULL);
 	zs_lineage_replace(s->slot_name, s->publications, s->replica_version,
 					   cause == ZS_RESYNC_ASKED);
 }

@@ -379,13 +379,14 @@ describe_table(const CopyTable *t, Datum publication_names, ZsReplicaTable *spec
 static void
 publish_progress(const char *table, int64 rows, int64 estimated, int table_no, int ntables)
 {
+	ZsCopyProgress *p = &zs_shared->copy_progress;
+
 	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
-	if (table != NULL)
-		snprintf(zs_shared->copy_progress, sizeof(zs_shared->copy_progress),
-				 "table %d of %d, %s: " INT64_FORMAT " of ~" INT64_FORMAT " rows",
-				 table_no, ntables, table, rows, estimated);
-	else
-		zs_shared->copy_progress[0] = '\0';
+	p->table_no = table != NULL ? table_no : 0;
+	p->ntables = ntables;
+	strlcpy(p->table, table != NULL ? table : "", sizeof(p->table));
+	p->rows = rows;
+	p->estimated = estimated;
 	LWLockRelease(zs_shared->lock);
 }
 

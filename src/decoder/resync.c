@@ -55,6 +55,8 @@ zs_resync_report(ZsResyncCause cause, const char *reason, const char *replica_ve
 {
 	if (cause != ZS_RESYNC_FAILURE)
 		return;
+	if (replica_version == NULL)
+		replica_version = "(none)";
 	ereport(WARNING,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 			 errmsg("%s; change log %s of replicaVersion %s cannot continue and a new lineage is started",

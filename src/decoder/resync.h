@@ -21,7 +21,8 @@ extern ZsResyncCause zs_resync_take(char *reason);
 /*
  * Say a failure's resync loudly, as an invalidated slot is (lineage.c): in
  * the log, with what subscribers will see, and in status(). Nothing for a
- * resync() that was asked for.
+ * resync() that was asked for. replica_version: the lineage that ends,
+ * NULL if the log had none.
  */
 extern void zs_resync_report(ZsResyncCause cause, const char *reason,
 							 const char *replica_version);

@@ -60,7 +60,7 @@ static bool waiting = false;	/* the last purge waited for the backup replica */
 static uint64 waited_backup_moves = 0;	/* zs_shared->backup_moves when it looked */
 static bool has_floor = false;	/* floor_watermark holds the floor */
 static char floor_watermark[ZS_WATERMARK_MAXLEN];
-static char holder[ZS_ERROR_LEN / 4];
+static ZsPurgeHolder holder;
 static int64 run_rows;
 static int64 run_bytes;
 static char after_watermark[ZS_WATERMARK_MAXLEN];	/* the last row deleted */
@@ -74,7 +74,7 @@ publish(bool finished)
 	zs_shared->has_purge_floor = has_floor;
 	zs_shared->purge_waits_for_backup = waiting;
 	strlcpy(zs_shared->purge_floor, has_floor ? floor_watermark : "", sizeof(zs_shared->purge_floor));
-	strlcpy(zs_shared->purge_holder, holder, sizeof(zs_shared->purge_holder));
+	zs_shared->purge_holder = holder;
 	if (finished)
 	{
 		zs_shared->purge_runs++;
@@ -154,8 +154,7 @@ zs_purge_step(const char *gate, bool decoding)
 		LWLockAcquire(zs_shared->lock, LW_SHARED);
 		waited_backup_moves = zs_shared->backup_moves;
 		LWLockRelease(zs_shared->lock);
-		found = zs_purge_floor(gate, zs_subscriber_retention_ms, floor_watermark, holder,
-							   sizeof(holder));
+		found = zs_purge_floor(gate, zs_subscriber_retention_ms, floor_watermark, &holder);
 		waiting = (found == ZS_PURGE_FLOOR_WAITING);
 		has_floor = (found == ZS_PURGE_FLOOR_HELD);
 		if (!has_floor)
@@ -220,12 +219,15 @@ zs_purge_step(const char *gate, bool decoding)
 	requested = false;
 	last_purge = GetCurrentTimestamp();
 	if (result == ZS_PURGE_BATCH_LOCKED)
-		snprintf(holder, sizeof(holder), "the purge lock (a row lock on the oldest change-log row)");
+	{
+		memset(&holder, 0, sizeof(holder));
+		holder.kind = ZS_HOLDER_PURGE_LOCK;
+	}
 	publish(true);
 	if (run_rows > 0)
 		ereport(LOG,
 				(errmsg("zero_stream purged " INT64_FORMAT " change-log rows (" INT64_FORMAT " kB) below watermark %s, held by %s",
-						run_rows, run_bytes / 1024, floor_watermark, holder)));
+						run_rows, run_bytes / 1024, floor_watermark, zs_purge_holder_text(&holder))));
 	else if (result == ZS_PURGE_BATCH_LOCKED)
 		ereport(LOG,
 				(errmsg("zero_stream did not purge the change log: its oldest row is locked (the purge lock)")));

@@ -7,6 +7,8 @@
 #ifndef ZS_PURGE_FLOOR_H
 #define ZS_PURGE_FLOOR_H
 
+#include "shmem.h"
+
 typedef enum ZsPurgeFloor
 {
 	ZS_PURGE_FLOOR_HELD,		/* floor: the lowest watermark still needed */
@@ -24,6 +26,6 @@ typedef enum ZsPurgeFloor
  * replaced or catching up with gate.
  */
 extern ZsPurgeFloor zs_purge_floor(const char *gate, int retention_ms, char *floor,
-								   char *holder, int holder_len);
+								   ZsPurgeHolder *holder);
 
 #endif							/* ZS_PURGE_FLOOR_H */

@@ -34,6 +34,7 @@ zs_purge(PG_FUNCTION_ARGS)
 	Datum		values[4];
 	bool		nulls[4] = {false, false, false, false};
 	uint64		runs;
+	ZsPurgeHolder holder;
 
 	zs_require_shared_state();
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
@@ -52,11 +53,17 @@ zs_purge(PG_FUNCTION_ARGS)
 			nulls[2] = !zs_shared->has_purge_floor;
 			if (!nulls[2])
 				values[2] = CStringGetTextDatum(zs_shared->purge_floor);
-			nulls[3] = (zs_shared->purge_holder[0] == '\0');
-			if (!nulls[3])
-				values[3] = CStringGetTextDatum(zs_shared->purge_holder);
+			holder = zs_shared->purge_holder;
 		}
 		LWLockRelease(zs_shared->lock);
+		if (done)
+		{
+			char	   *text = zs_purge_holder_text(&holder);
+
+			nulls[3] = (text == NULL);
+			if (text != NULL)
+				values[3] = CStringGetTextDatum(text);
+		}
 		if (done)
 			break;
 		if (GetCurrentTimestamp() >= deadline)
