@@ -79,14 +79,25 @@ my $cli = IPC::Run::start([ $CLI, 'sync', "ws://127.0.0.1:$sport", $app ],
 # kill -9 of the replicator under load: PostgreSQL restarts every process
 # (the CLI loses its server too); the replicator resumes from its committed
 # stateVersion, the CLI reconnects and resumes from its own
+my $before_load = $node->safe_psql('postgres', 'SELECT last_watermark FROM zero_stream.status()');
 my $load = start_load(8);
-usleep(1_000_000);
+# under load: the replicator and the CLI have each applied some of it
+$node->poll_query_until('postgres', qq{
+SELECT backup_watermark > '$before_load' COLLATE "C"
+   AND EXISTS (SELECT FROM zero_stream.subscribers() WHERE watermark_acked > '$before_load' COLLATE "C")
+  FROM zero_stream.status()})
+  or die 'the replicator and the CLI did not follow the load';
+my $log_offset = -s $node->logfile;
 kill 'KILL', worker_pid('zero_stream replicator');
-usleep(500_000);
+# the crash restart has begun (until then the old server still accepts connections)
+$node->wait_for_log(qr/all server processes terminated; reinitializing/, $log_offset);
 zs_wait_ready($node);
 zs_wait_streaming($node);
-# then only the server worker, stopped: it is started again 5 s later
-usleep(1_000_000);
+# then only the server worker, stopped once the CLI is connected again: it
+# is started again 5 s later
+$node->poll_query_until('postgres',
+	q{SELECT count(*) = 1 FROM zero_stream.subscribers() WHERE state IN ('catching up', 'live')})
+  or die 'the CLI did not reconnect after the crash restart';
 kill 'TERM', worker_pid('zero_stream server');
 $load->finish;
 ok(wait_file_at_head($backup, 'backup'), 'the backup replica caught up after the crash restart');

@@ -87,7 +87,10 @@ is($floor, $w0, 'a departed subscriber still holds the floor within subscriber_r
 like($held, qr/disconnected/, 'and status() says so');
 $node->append_conf('postgresql.conf', "zero_stream.subscriber_retention = '1s'\n");
 $node->reload;
-sleep 2;
+# until the departed subscriber is past the new retention, as a session
+# started after the reload sees it (the decoder is signalled with the rest)
+$node->poll_query_until('postgres', q{SELECT count(*) = 0 FROM zero_stream.subscribers() WHERE id = 'stalled'})
+  or die 'the departed subscriber is still retained';
 write_txns(20);
 my $head = newest();
 ($rows, $floor, $held) = purge();
@@ -155,6 +158,8 @@ for my $round (1 .. 20)
 	sql(join ';', map { "INSERT INTO t (v) VALUES ('load $round $_')" } 1 .. 25);
 	sql("UPDATE t SET v = v || '+' WHERE id % 7 = $round % 7");
 	sql("DELETE FROM t WHERE id % 97 = $round");
+	# pacing, not a wait: nothing to observe, the rounds are spread over
+	# several purge intervals so that purges run between them
 	usleep(100_000);
 }
 zs_wait_catchup($node);

@@ -146,7 +146,13 @@ $locker = IPC::Run::start([ 'psql', '-X', '-q', '-A', '-t', '-h', $node->host, '
 $in .= qq{BEGIN; LOCK TABLE $CDC."changeLog" IN EXCLUSIVE MODE; SELECT 'locked';\n};
 $locker->pump until $out =~ /locked/;
 sql(q{UPDATE items SET n = n + 1 WHERE id = 4});
-usleep(2_000_000);
+# until the decoder has the round and waits to store it, when a live buffer
+# would have sent it
+$node->poll_query_until('postgres',
+	q{SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE backend_type = 'zero_stream decoder'})
+  or die 'the decoder is not waiting to store the round';
+# nothing observable ends this: a moment for a send that must not happen
+usleep(1_000_000);
 my $early = () = (-f "$dir/tail.out" ? slurp_file("$dir/tail.out") : '') =~ /\["commit"/g;
 is($early, 0, 'live_buffer = 0: nothing is sent before the store');
 $in .= "ROLLBACK;\n\\q\n";
@@ -219,6 +225,12 @@ for (1 .. 100)
 	last if $part > 0;
 	usleep(100_000);
 }
+# until the decoder has the whole round and waits to store it
+$node->poll_query_until('postgres',
+	q{SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE backend_type = 'zero_stream decoder'})
+  or die 'the decoder is not waiting to store the round';
+# nothing observable ends this: a moment for the rest to be sent, which must
+# not happen before the store
 usleep(1_000_000);
 $part = inserts_in("$dir/part.out");
 cmp_ok($part, '>', 0, "a round in memory: the live buffer's part is sent while the store waits ($part rows)");
@@ -252,13 +264,21 @@ unlink "$dir/again.out";
 my $reconnected = IPC::Run::start(
 	[ $TAIL, '--idle', '120', "ws://127.0.0.1:$port/replication/v6/changes?id=again&taskID=t&replicaVersion=$rv&watermark=$big" ],
 	'>', "$dir/again.out", '2>', "$dir/again.err");
-usleep(1_000_000);
+# until it is live and has been written all that was queued for it
+$node->poll_query_until('postgres',
+	q{SELECT count(*) = 1 FROM zero_stream.subscribers() WHERE id = 'again' AND state = 'live' AND backlog_bytes = 0})
+  or die 'the reconnected subscriber is not live';
 is(inserts_in("$dir/again.out"), 0, 'a subscriber that reconnects at its watermark is not sent it again');
 unlock_log();
 zs_wait_catchup($node);
 ok($node->poll_query_until('postgres', qq{SELECT count(*) = 120002 FROM $CDC."changeLog" WHERE watermark > '$head'}),
 	'then it is stored');
-usleep(500_000);
+# the decoder removes the file after the store's commit
+for (1 .. 300)
+{
+	last if rest_files() == 0;
+	usleep(100_000);
+}
 is(rest_files(), 0, 'and the file is gone');
 sql(q{UPDATE items SET n = n + 1 WHERE id = 5});
 zs_wait_catchup($node);
