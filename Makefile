@@ -2,6 +2,7 @@
 MODULE_big = zero_stream
 OBJS = \
 	src/zero_stream.o \
+	src/drop_capture.o \
 	src/guc.o \
 	src/ownership.o \
 	src/shmem.o \
@@ -36,6 +37,7 @@ OBJS = \
 	src/decoding/value_encode.o \
 	src/decoding/schema_diff.o \
 	src/decoding/partition_diff.o \
+	src/decoding/partition_rows.o \
 	src/decoding/schema_snapshot.o \
 	src/decoding/schema_backfill.o \
 	src/decoding/relcache.o \
@@ -83,7 +85,7 @@ OBJS = \
 	src/replica/backup_file.o
 
 EXTENSION = zero_stream
-DATA = sql/zero_stream--0.1.0.sql sql/zero_stream--0.2.0.sql sql/zero_stream--0.3.0.sql sql/zero_stream--0.1.0--0.2.0.sql sql/zero_stream--0.2.0--0.3.0.sql sql/zero_stream--0.4.0.sql sql/zero_stream--0.3.0--0.4.0.sql sql/zero_stream--0.4.1.sql sql/zero_stream--0.4.0--0.4.1.sql
+DATA = sql/zero_stream--0.1.0.sql sql/zero_stream--0.2.0.sql sql/zero_stream--0.3.0.sql sql/zero_stream--0.1.0--0.2.0.sql sql/zero_stream--0.2.0--0.3.0.sql sql/zero_stream--0.4.0.sql sql/zero_stream--0.3.0--0.4.0.sql sql/zero_stream--0.4.1.sql sql/zero_stream--0.4.0--0.4.1.sql sql/zero_stream--0.5.0.sql sql/zero_stream--0.4.1--0.5.0.sql
 # OpenSSL is the one PostgreSQL itself links (TLS of the subscriber server)
 # lz4 as the server uses it: linked only where PostgreSQL was built with it
 ZS_LZ4_LIB = $(filter -llz4,$(shell $(PG_CONFIG) --libs))

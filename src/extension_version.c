@@ -61,6 +61,11 @@ static const KnownVersion known_versions[] = {
 	 * is the same
 	 */
 	{"0.4.0", true},
+	/*
+	 * 0.5.0 carries the rows of partitions that join or leave a root; its
+	 * decoder reads 0.4.1's capture as before, and the log is the same
+	 */
+	{"0.4.1", true},
 };
 
 ZsSqlFit

@@ -25,6 +25,8 @@
 char	   *zs_database = NULL;
 char	   *zs_app_id = NULL;
 int			zs_shard_num = 0;
+int			zs_partition_carry_rows = 1000000;
+char	   *zs_carried_leaves = NULL;
 char	   *zs_publications = NULL;
 char	   *zs_slot_name = NULL;
 char	   *zs_task_id = NULL;
@@ -355,6 +357,19 @@ zs_define_gucs(void)
 							"Live subscribers get each measurement as a status message with zero-cache's lagReport; 0 disables.",
 							&zs_lag_report_interval_ms, 30000, 0, INT_MAX, PGC_SIGHUP, GUC_UNIT_MS,
 							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("zero_stream.partition_carry_rows",
+							"Most rows of a partition that the DDL capture carries when it is attached to or detached from a table published through its root.",
+							"Up to this many rows are written into the stream in the DDL's own transaction (inserts of the rows that joined, deletes of those that left), and every replica changes exactly those rows; a larger partition resets its root (every replica drops its rows and backfills them). 0 always resets.",
+							&zs_partition_carry_rows, 1000000, 0, INT_MAX, PGC_SUSET, 0,
+							NULL, NULL, NULL);
+
+	DefineCustomStringVariable("zero_stream.carried_leaves",
+							   "The partitions a DROP TABLE of this transaction took from a root, whose rows the DDL capture carried (internal).",
+							   "Set by the DDL capture at the start of the command for its end, for this transaction only.",
+							   &zs_carried_leaves, "", PGC_SUSET,
+							   GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE | GUC_DISALLOW_IN_FILE | GUC_NO_RESET_ALL,
+							   NULL, NULL, NULL);
 
 	DefineCustomStringVariable("zero_stream.replica_file",
 							   "SQLite file of the backup replica (relative paths are under the data directory).",

@@ -39,6 +39,8 @@ extern int	zs_slow_subscriber_grace_ms;
 extern int	zs_backlog_limit_kb;
 extern int	zs_live_buffer_kb;
 extern int	zs_lag_report_interval_ms;
+extern int	zs_partition_carry_rows;	/* read by the DDL capture (SQL) */
+extern char *zs_carried_leaves;	/* written and read by the DDL capture */
 extern char *zs_replica_file;
 
 /* Fault injection for TAP 013 (a type OID the encoder pretends it cannot read; 0: none), see guc.c */

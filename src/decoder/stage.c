@@ -30,6 +30,7 @@
 #include "codec/json_read.h"
 #include "decoder/lag_report.h"
 #include "decoder/stage.h"
+#include "decoding/partition_rows.h"
 #include "decoding/relcache.h"
 #include "decoding/change_encode.h"
 #include "decoding/schema_diff.h"
@@ -220,9 +221,47 @@ stage_truncate(const ZsPgoutputMsg *msg, ZsStageTxn *txn, ZsStageBatch *batch, S
 }
 
 /*
+ * The rows of a leaf partition that joined or left a root, carried by the
+ * DDL capture (decoding/partition_rows.c): the root's relation as it is
+ * here, then each row as the root's insert or delete, at the message's
+ * place in the transaction.
+ */
+static void
+stage_partition_rows(const ZsPgoutputMsg *msg, ZsStageTxn *txn, ZsStageBatch *batch,
+					 ZsStage *stage, StringInfo out)
+{
+	ZsPartitionRows rows;
+	ZsPgoutputMsg row;
+	const char *error;
+
+	error = zs_partition_rows_open(&rows, msg->content, msg->content_len);
+	if (error != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("malformed partition rows message in the transaction of watermark %s: %s",
+						txn->watermark, error)));
+	zs_encode_prepare(zs_relcache_update(&rows.relation));
+	memset(&row, 0, sizeof(row));
+	row.old_tuple = &stage->old_tuple;
+	row.new_tuple = &stage->new_tuple;
+	while (zs_partition_rows_next(&rows, &row, &error))
+	{
+		resetStringInfo(out);
+		stage_row_change(&row, txn, batch, out);
+	}
+	if (error != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("malformed partition rows message in the transaction of watermark %s: %s",
+						txn->watermark, error)));
+	zs_partition_rows_close(&rows);
+}
+
+/*
  * A logical message. Ours ("zero_stream/ddl", written by the DDL capture
  * in the DDL's transaction) carries the new published schema, and the leaf
- * partitions that joined empty: the difference from the schema at this
+ * partitions whose joining or leaving the stream accounts for (joined
+ * empty, or carried by "zero_stream/rows" messages before it): the difference from the schema at this
  * point of the stream becomes zero's schema-change messages, in the
  * transaction, at the message's place. A
  * lag report's (non-transactional) is handed to lag_report.c.
@@ -249,8 +288,14 @@ stage_message(const ZsPgoutputMsg *msg, ZsStageTxn *txn, ZsStageBatch *batch,
 		zs_lag_report_received(msg->content, msg->content_len);
 		return;
 	}
-	if (!(msg->flags & ZS_PGO_MESSAGE_TRANSACTIONAL) || txn->skip ||
-		strcmp(msg->prefix, ZS_DDL_MESSAGE_PREFIX) != 0)
+	if (!(msg->flags & ZS_PGO_MESSAGE_TRANSACTIONAL) || txn->skip)
+		return;
+	if (strcmp(msg->prefix, ZS_ROWS_MESSAGE_PREFIX) == 0)
+	{
+		stage_partition_rows(msg, txn, batch, stage, out);
+		return;
+	}
+	if (strcmp(msg->prefix, ZS_DDL_MESSAGE_PREFIX) != 0)
 		return;
 	zs_json_doc_init(&doc);
 	if (!zs_json_parse(&doc, msg->content, msg->content_len) ||
@@ -266,7 +311,10 @@ stage_message(const ZsPgoutputMsg *msg, ZsStageTxn *txn, ZsStageBatch *batch,
 	}
 	own[0] = zs_cdc_schema_name();
 	own[1] = ZS_EXTENSION_SCHEMA;
-	empty = zs_json_get(&doc, 0, "emptyLeaves");
+	/* before 0.5.0 the capture listed only the leaves that joined empty */
+	empty = zs_json_get(&doc, 0, "accountedLeaves");
+	if (empty < 0)
+		empty = zs_json_get(&doc, 0, "emptyLeaves");
 	if (stage->schema_baseline == NULL)
 		n = 0;					/* nothing to compare with: take it as the baseline */
 	else

@@ -9,18 +9,24 @@
  * ones. zero_stream.published_schema() lists, in "partitions", the leaf
  * partitions ([{"oid": root, "leaves": [oid, …]}, …]) of each table
  * published through its root, and the DDL capture adds to its message the
- * new leaves that hold no row ("emptyLeaves": a partition created as one,
- * or attached empty; the command's lock keeps it so until it commits).
+ * leaves whose joining or leaving the stream already accounts for
+ * ("accountedLeaves"; "emptyLeaves" before 0.5.0, joined leaves only): a
+ * leaf that joined holding no row (a partition created as one, or attached
+ * empty), and one whose rows the capture carried in the DDL's transaction,
+ * as inserts of those that joined or deletes of those that left
+ * (decoder/partition_rows.c); the command's lock keeps the leaf as it was
+ * read until it commits.
  *
- * zero-cache's messages cannot say "these rows joined the table" safely
- * (a backfill overwrites what the stream changed after its snapshot unless
- * the replica tracks the columns as backfilling, which only a new table or
- * column does), nor "the rows of this partition left" (deletes need every
- * key at the detach, and the detached table is no longer in the stream).
- * So such a root is reset: the schema diff drops it and creates it again
- * with a backfill of every column, as zero-cache does for a table added to
- * a publication; every replica then holds exactly its rows. Compiles as
- * backend or frontend code.
+ * A leaf the capture did not account for (one dropped, one over
+ * zero_stream.partition_carry_rows, a change made while no capture ran)
+ * cannot be said with zero-cache's messages after the fact (a backfill
+ * overwrites what the stream changed after its snapshot unless the replica
+ * tracks the columns as backfilling, which only a new table or column
+ * does, and deletes need every key at the detach). So its root is reset:
+ * the schema diff drops it and creates it again with a backfill of every
+ * column, as zero-cache does for a table added to a publication; every
+ * replica then holds exactly its rows. Compiles as backend or frontend
+ * code.
  *-------------------------------------------------------------------------
  */
 #ifdef FRONTEND
@@ -76,10 +82,10 @@ entry(const ZsJsonDoc *doc, int p, int64 *root, int *leaves)
 		*leaves >= 0 && doc->nodes[*leaves].type == ZS_JSON_ARRAY;
 }
 
-/* Did a leaf leave, or join without being known empty? (sorted oids) */
+/* Did a leaf join or leave that the stream does not account for? (sorted oids) */
 static bool
 leaves_changed(const int64 *before, int nb, const int64 *after, int na,
-			   const int64 *empty, int ne)
+			   const int64 *accounted, int nacc)
 {
 	int			i = 0,
 				j = 0;
@@ -87,10 +93,15 @@ leaves_changed(const int64 *before, int nb, const int64 *after, int na,
 	while (i < nb || j < na)
 	{
 		if (j >= na || (i < nb && before[i] < after[j]))
-			return true;		/* it left, with whatever rows it had */
+		{
+			if (!zs_partition_root_listed(accounted, nacc, before[i]))
+				return true;	/* it left, with whatever rows it had */
+			i++;
+			continue;
+		}
 		if (i >= nb || after[j] < before[i])
 		{
-			if (!zs_partition_root_listed(empty, ne, after[j]))
+			if (!zs_partition_root_listed(accounted, nacc, after[j]))
 				return true;	/* it joined, perhaps with rows */
 			j++;
 			continue;
@@ -102,13 +113,13 @@ leaves_changed(const int64 *before, int nb, const int64 *after, int na,
 }
 
 int
-zs_partition_changed_roots(const ZsJsonDoc *prev, const ZsJsonDoc *next, ZsEmptyLeaves empty,
-						   int64 **roots)
+zs_partition_changed_roots(const ZsJsonDoc *prev, const ZsJsonDoc *next,
+						   ZsAccountedLeaves accounted, int64 **roots)
 {
 	int			pparts = zs_json_get(prev, 0, "partitions");
 	int			nparts = zs_json_get(next, 0, "partitions");
-	int64	   *empty_oids = NULL;
-	int			nempty = empty.doc ? sorted_oids(empty.doc, empty.node, &empty_oids) : 0;
+	int64	   *accounted_oids = NULL;
+	int			naccounted = accounted.doc ? sorted_oids(accounted.doc, accounted.node, &accounted_oids) : 0;
 	int			n = 0;
 
 	*roots = NULL;
@@ -140,7 +151,7 @@ zs_partition_changed_roots(const ZsJsonDoc *prev, const ZsJsonDoc *next, ZsEmpty
 			continue;			/* newly published: create-table copies it */
 		nb = sorted_oids(prev, before_node, &before);
 		na = sorted_oids(next, after_node, &after);
-		if (leaves_changed(before, nb, after, na, empty_oids, nempty))
+		if (leaves_changed(before, nb, after, na, accounted_oids, naccounted))
 		{
 			if (*roots == NULL)
 				*roots = palloc(sizeof(int64) * Max(next->nodes[nparts].count, 1));
@@ -151,8 +162,8 @@ zs_partition_changed_roots(const ZsJsonDoc *prev, const ZsJsonDoc *next, ZsEmpty
 		if (after)
 			pfree(after);
 	}
-	if (empty_oids)
-		pfree(empty_oids);
+	if (accounted_oids)
+		pfree(accounted_oids);
 	if (n > 1)
 		qsort(*roots, n, sizeof(int64), cmp_int64);
 	return n;

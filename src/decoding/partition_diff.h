@@ -11,25 +11,26 @@
 #include "codec/json_read.h"
 
 /*
- * Leaf partitions known to hold no row when they joined: the DDL capture's
- * "emptyLeaves" (a JSON array of oids in doc at node, or none if node < 0).
+ * Leaf partitions whose joining or leaving the stream accounts for: the DDL
+ * capture's "accountedLeaves" (or "emptyLeaves"), a JSON array of oids in
+ * doc at node, or none if doc is NULL.
  */
-typedef struct ZsEmptyLeaves
+typedef struct ZsAccountedLeaves
 {
 	const ZsJsonDoc *doc;
 	int			node;
-} ZsEmptyLeaves;
+} ZsAccountedLeaves;
 
 /*
  * The partitioned tables (oids), published through their root in both
  * snapshots (the documents' "partitions"), whose rows must be sent again:
- * a leaf left (DETACH, also CONCURRENTLY, or DROP), or a leaf joined
- * (ATTACH) that is not known to be empty. A partition created as one
- * (CREATE TABLE ... PARTITION OF) joins empty. Returns how many, sorted,
- * in *roots (palloc'd; NULL if none).
+ * a leaf left (DETACH, also CONCURRENTLY, or DROP) or joined (ATTACH) that
+ * is not accounted for. A partition created as one (CREATE TABLE ...
+ * PARTITION OF) joins empty. Returns how many, sorted, in *roots
+ * (palloc'd; NULL if none).
  */
 extern int	zs_partition_changed_roots(const ZsJsonDoc *prev, const ZsJsonDoc *next,
-									   ZsEmptyLeaves empty, int64 **roots);
+									   ZsAccountedLeaves accounted, int64 **roots);
 
 /* Is oid among roots[0 .. n - 1] (sorted)? */
 extern bool zs_partition_root_listed(const int64 *roots, int n, int64 oid);

@@ -55,7 +55,7 @@ typedef struct Diff
 	int			nchanges;
 	int			maxchanges;
 	StringInfoData buf;
-	ZsJsonDoc	empty_doc;		/* the DDL capture's "emptyLeaves" */
+	ZsJsonDoc	accounted_doc;	/* the DDL capture's "accountedLeaves" */
 	int64	   *reset_roots;	/* sorted oids of the tables reset */
 	int			nreset;
 } Diff;
@@ -566,7 +566,7 @@ diff_tables(Diff *d)
 
 int
 zs_schema_diff(const char *prev, int prev_len, const char *next, int next_len,
-			   const char *empty_leaves, int empty_len,
+			   const char *accounted_leaves, int accounted_len,
 			   const char *tag, const char *const *own_schemas, int n_own,
 			   char ***changes, const char **error)
 {
@@ -580,28 +580,28 @@ zs_schema_diff(const char *prev, int prev_len, const char *next, int next_len,
 	*error = NULL;
 	zs_json_doc_init(&d.prev.doc);
 	zs_json_doc_init(&d.next.doc);
-	zs_json_doc_init(&d.empty_doc);
+	zs_json_doc_init(&d.accounted_doc);
 	ok = zs_schema_snapshot_read(&d.prev, prev, prev_len, error) &&
 		zs_schema_snapshot_read(&d.next, next, next_len, error);
 	if (ok)
 	{
-		ZsEmptyLeaves empty = {NULL, -1};
+		ZsAccountedLeaves accounted = {NULL, -1};
 
-		if (empty_leaves != NULL &&
-			(!zs_json_parse(&d.empty_doc, empty_leaves, empty_len) ||
-			 d.empty_doc.nodes[0].type != ZS_JSON_ARRAY))
+		if (accounted_leaves != NULL &&
+			(!zs_json_parse(&d.accounted_doc, accounted_leaves, accounted_len) ||
+			 d.accounted_doc.nodes[0].type != ZS_JSON_ARRAY))
 		{
-			*error = "the empty leaf partitions are not a JSON array";
+			*error = "the accounted leaf partitions are not a JSON array";
 			ok = false;
 		}
 		else
 		{
-			if (empty_leaves != NULL)
+			if (accounted_leaves != NULL)
 			{
-				empty.doc = &d.empty_doc;
-				empty.node = 0;
+				accounted.doc = &d.accounted_doc;
+				accounted.node = 0;
 			}
-			d.nreset = zs_partition_changed_roots(&d.prev.doc, &d.next.doc, empty, &d.reset_roots);
+			d.nreset = zs_partition_changed_roots(&d.prev.doc, &d.next.doc, accounted, &d.reset_roots);
 		}
 	}
 	if (ok)
@@ -614,7 +614,7 @@ zs_schema_diff(const char *prev, int prev_len, const char *next, int next_len,
 	}
 	zs_json_doc_free(&d.prev.doc);
 	zs_json_doc_free(&d.next.doc);
-	zs_json_doc_free(&d.empty_doc);
+	zs_json_doc_free(&d.accounted_doc);
 	if (d.reset_roots)
 		pfree(d.reset_roots);
 	if (!ok)

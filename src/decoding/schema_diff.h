@@ -13,16 +13,16 @@
 /*
  * The change objects (palloc'd JSON texts: create-table, add-column, ...)
  * that turn the published schema prev into next, in zero-cache's order;
- * returns how many, with the array in *changes. empty_leaves (or NULL) is
- * a JSON array of the leaf partitions known to have joined empty (the DDL
- * capture's "emptyLeaves"). tag is the DDL command's tag (it decides what
+ * returns how many, with the array in *changes. accounted_leaves (or
+ * NULL) is a JSON array of the leaf partitions whose joining or leaving
+ * the stream accounts for (partition_diff.h). tag is the DDL command's tag (it decides what
  * zero-cache backfills); tables and indexes in the
  * schemas own_schemas[0 .. n_own - 1] are ignored. Returns -1 with *error
  * set if a snapshot is not a published schema. Compiles as backend or
  * frontend code.
  */
 extern int	zs_schema_diff(const char *prev, int prev_len, const char *next, int next_len,
-						   const char *empty_leaves, int empty_len,
+						   const char *accounted_leaves, int accounted_len,
 						   const char *tag, const char *const *own_schemas, int n_own,
 						   char ***changes, const char **error);
 

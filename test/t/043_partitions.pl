@@ -2,12 +2,16 @@
 # a table is published through its root (publish_via_partition_root), the
 # rows of a partition attached with rows, detached (also CONCURRENTLY) or
 # dropped change the root's rows without a change in the stream; zero-cache
-# 1.9.0 leaves its replicas wrong there. zero_stream resets the root table
-# in the stream (drop-table, create-table with a backfill of every column,
-# as zero-cache does for a table added to a publication), so every replica
-# (a live zero-stream-replica and the backup replica here; a stock
+# 1.9.0 leaves its replicas wrong there. zero_stream's DDL capture carries
+# the rows of an attached or detached partition in the DDL's transaction,
+# stored as the root's inserts and deletes there; a dropped partition, or
+# one over zero_stream.partition_carry_rows, resets the root table in the
+# stream (drop-table, create-table with a backfill of every column, as
+# zero-cache does for a table added to a publication). Either way every
+# replica (a live zero-stream-replica and the backup replica here; a stock
 # view-syncer in 023) equals PostgreSQL column by column; a partition
-# created empty, or attached empty, resets nothing. Published leaf by leaf
+# created empty, or attached empty, changes nothing. TAP 051 samples a
+# replica through these under concurrent writes. Published leaf by leaf
 # (without publish_via_partition_root) the partitions are tables of their
 # own: an attached one is a new table, backfilled; a detached one is dropped.
 use strict;
@@ -94,11 +98,13 @@ CREATE TABLE staging.p4 (id int, k int, v text, PRIMARY KEY (id, k));
 INSERT INTO staging.p4 SELECT g, 300 + g % 100, 'attached ' || g FROM generate_series(10001, 10400) g;
 ALTER TABLE parted ATTACH PARTITION staging.p4 FOR VALUES FROM (300) TO (400);
 });
-# writes under the root while its reset runs: they must survive it
+# writes under the root right after it
 psql(q{INSERT INTO parted VALUES (20001, 350, 'live in p4'), (20002, 5, 'live in parted_1')});
 psql(q{UPDATE parted SET v = 'updated in p4' WHERE id = 10001});
 zs_wait_backfills($node);
-is(resets_of('parted'), '1', 'ATTACH with rows: the root is reset once');
+is(resets_of('parted'), '0', 'ATTACH with rows: the root is not reset');
+is(count_log(q{change->>'tag' = 'insert' AND change->'relation'->>'name' = 'parted' AND change->'new'->>'v' LIKE 'attached %'}),
+	'400', 'its 400 rows are inserts of the root');
 same_rows('parted', 'parted', 'ATTACH of a table with rows');
 
 # a table of the published schema (a table of its own until it is
@@ -111,7 +117,7 @@ zs_wait_catchup($node);
 ok(zs_replica_at_head($node, $file, "$dir/cli.log") && zs_sqlite($file, 'SELECT count(*) FROM p5') eq '200', 'p5 is a table of its own first');
 psql(q{ALTER TABLE parted ATTACH PARTITION p5 FOR VALUES FROM (400) TO (500)});
 zs_wait_backfills($node);
-is(resets_of('parted'), '2', 'ATTACH of a published table: the root is reset');
+is(resets_of('parted'), '0', 'ATTACH of a published table: the root is not reset');
 is(count_log(q{change->>'tag' = 'drop-table' AND change->'id'->>'name' = 'p5'}), '1', 'and p5 dropped as a table');
 same_rows('parted', 'parted', 'ATTACH of a published table with rows');
 ok(zs_replica_at_head($node, $file, "$dir/cli.log") && zs_sqlite($file, q{SELECT count(*) FROM sqlite_master WHERE name = 'p5'}) eq '0',
@@ -124,14 +130,16 @@ psql(q{CREATE TABLE staging.p7 (id int, k int, v text, PRIMARY KEY (id, k));
 ALTER TABLE parted ATTACH PARTITION staging.p7 FOR VALUES FROM (600) TO (700)});
 psql(q{INSERT INTO parted VALUES (40001, 550, 'in parted_6'), (40002, 650, 'in p7')});
 zs_wait_catchup($node);
-is(resets_of('parted'), '2', 'a partition created or attached empty: no reset');
+is(resets_of('parted'), '0', 'a partition created or attached empty: no reset');
 is(count_log(q{change->>'tag' = 'backfill'}), $backfills, 'and no backfill');
 same_rows('parted', 'parted', 'partitions created and attached empty');
 
 # DETACH, DETACH CONCURRENTLY, DROP of a partition
 psql(q{ALTER TABLE parted DETACH PARTITION parted_1});
 zs_wait_backfills($node);
-is(resets_of('parted'), '3', 'DETACH: the root is reset');
+is(resets_of('parted'), '0', 'DETACH: the root is not reset');
+is(count_log(q{change->>'tag' = 'delete' AND change->'relation'->>'name' = 'parted'}), '1001',
+	'the 1,001 detached rows are deletes of the root');
 same_rows('parted', 'parted', 'DETACH');
 psql(q{INSERT INTO parted_1 VALUES (50001, 1, 'written after the detach')});
 zs_wait_catchup($node);
@@ -139,12 +147,12 @@ same_rows('parted', 'parted', 'a write to the detached table');
 
 psql(q{ALTER TABLE parted DETACH PARTITION parted_2 CONCURRENTLY});
 zs_wait_backfills($node);
-is(resets_of('parted'), '4', 'DETACH CONCURRENTLY: the root is reset');
+is(resets_of('parted'), '0', 'DETACH CONCURRENTLY: the root is not reset');
 same_rows('parted', 'parted', 'DETACH CONCURRENTLY');
 
 psql(q{DROP TABLE parted_3});
 zs_wait_backfills($node);
-is(resets_of('parted'), '5', 'DROP of a partition: the root is reset');
+is(resets_of('parted'), '0', 'DROP of a partition: the root is not reset');
 same_rows('parted', 'parted', 'DROP of a partition');
 
 is(count_log(q{change->>'tag' = 'drop-table' AND change->'id'->>'name' = 'bystander'}), '0',
@@ -165,7 +173,7 @@ zs_close_session($ddl);
 ok($other->finish, 'the second DDL ran once the first committed') or diag($other_err);
 psql(q{INSERT INTO parted VALUES (80001, 850, 'in parted_8')});
 zs_wait_catchup($node);
-is(resets_of('parted'), '5', 'a partition created beside another DDL: no reset');
+is(resets_of('parted'), '0', 'a partition created beside another DDL: no reset');
 is(count_log(q{change->>'tag' = 'drop-column'}), '0', 'no DDL undone by another');
 ok(zs_replica_at_head($node, $file, "$dir/cli.log")
 	  && zs_sqlite($file, 'SELECT count(*) || \':\' || sum(w) FROM bystander') eq '100:700',

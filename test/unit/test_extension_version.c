@@ -78,6 +78,7 @@ test_fit(void)
 	CHECK(zs_sql_fit("0.2.0") == ZS_SQL_OLDER_COMPATIBLE, "and 0.2.0's");
 	CHECK(zs_sql_fit("0.3.0") == ZS_SQL_OLDER_COMPATIBLE, "and 0.3.0's (the library converts the log)");
 	CHECK(zs_sql_fit("0.4.0") == ZS_SQL_OLDER_COMPATIBLE, "and 0.4.0's");
+	CHECK(zs_sql_fit("0.4.1") == ZS_SQL_OLDER_COMPATIBLE, "and 0.4.1's");
 	CHECK(zs_sql_fit("9.0.0") == ZS_SQL_UNKNOWN, "a newer version is unknown");
 	CHECK(zs_sql_fit(NULL) == ZS_SQL_NOT_INSTALLED, "no version: not installed");
 	CHECK(zs_sql_fit("0.1") == ZS_SQL_UNKNOWN, "a prefix is not a version");

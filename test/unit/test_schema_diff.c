@@ -267,14 +267,25 @@ test_partitions(void)
 	CHECK(diff_with_empty(two, three, "[103]", "CREATE TABLE") == 0, "a partition that joined empty");
 	CHECK(diff_with_empty(two, three, "[101,103]", "ALTER TABLE") == 0, "attached empty");
 
-	/* detached or dropped: reset, whatever the list says */
-	n = diff_with_empty(two, one, "[102]", "ALTER TABLE");
+	/* detached or dropped without the capture's account of it: reset */
+	n = diff_with_empty(two, one, "[103]", "ALTER TABLE");
 	CHECK(n == 4 && strstr(changes[1], "\"drop-table\"") != NULL && strstr(changes[2], "\"backfill\"") != NULL,
 		  "detach: reset (%d changes)", n);
-
-	/* the other table is left alone, and so are snapshots without partitions */
+	/* the other table is left alone */
 	for (int i = 0; i < n; i++)
 		CHECK(strstr(changes[i], "\"other\"") == NULL, "detach: the other table untouched");
+
+	/* the capture carried the rows: nothing (its inserts and deletes are in the stream) */
+	CHECK(diff_with_empty(two, one, "[102]", "ALTER TABLE") == 0, "detached, its rows' deletes carried");
+	CHECK(diff_with_empty(one, three, "[102,103]", "ALTER TABLE") == 0, "two attached, their rows carried");
+	n = diff_with_empty(one, three, "[103]", "ALTER TABLE");
+	CHECK(n == 4, "one of two attached not carried: reset (%d changes)", n);
+	n = diff_with_empty(two, PARTED("101,103"), "[103]", "ALTER TABLE");
+	CHECK(n == 4, "one joined carried, one left not: reset (%d changes)", n);
+	CHECK(diff_with_empty(two, PARTED("101,103"), "[102,103]", "ALTER TABLE") == 0,
+		  "one joined and one left, both carried");
+
+	/* and so are snapshots without partitions */
 	{
 		const char *old = "{\"tables\":[" TABLE(100, "p", COL("id", 1, "int4", "true", "null") ","
 											 COL("v", 2, "text", "false", "null")) ","
@@ -290,7 +301,7 @@ test_partitions(void)
 		char	  **out;
 
 		CHECK(zs_schema_diff(two, (int) strlen(two), three, (int) strlen(three), "{}", 2, "ALTER TABLE",
-							 NULL, 0, &out, &error) < 0 && error, "emptyLeaves not an array");
+							 NULL, 0, &out, &error) < 0 && error, "accountedLeaves not an array");
 	}
 #undef PARTED
 }
