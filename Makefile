@@ -164,7 +164,7 @@ PG_PERL_LIB = $(dir $(PGXS))../../src/test/perl
 UNIT_TESTS = test/unit/test_watermark test/unit/test_json test/unit/test_pgoutput \
 	test/unit/test_websocket test/unit/test_http test/unit/test_codec \
 	test/unit/test_replica test/unit/test_schema_diff test/unit/test_stream_frame \
-	test/unit/test_extension_version test/unit/test_chunk
+	test/unit/test_extension_version test/unit/test_chunk test/unit/test_partition_rows
 UNIT_CFLAGS = -O2 -g -Wall $(ZS_WERROR) -DFRONTEND -DUSE_PRIVATE_ENCODING_FUNCS -I$(srcdir)/src -I$(PG_INCLUDEDIR) \
 	-I$(shell $(PG_CONFIG) --includedir)
 UNIT_LIBS = -L$(PG_LIBDIR) -lpgcommon -lpgport -lcrypto -lm
@@ -192,6 +192,9 @@ test/unit/test_replica: test/unit/test_replica.c test/unit/replica_test_apply.c 
 
 test/unit/test_schema_diff: test/unit/test_schema_diff.c src/decoding/schema_diff.c src/decoding/partition_diff.c src/decoding/schema_snapshot.c src/decoding/schema_backfill.c src/codec/json_read.c src/codec/json_out.c src/codec/json_js.c test/unit/unit.h $(wildcard $(srcdir)/src/*/*.h)
 	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_schema_diff.c src/decoding/schema_diff.c src/decoding/partition_diff.c src/decoding/schema_snapshot.c src/decoding/schema_backfill.c src/codec/json_read.c src/codec/json_out.c src/codec/json_js.c $(UNIT_LIBS)
+
+test/unit/test_partition_rows: test/unit/test_partition_rows.c src/decoding/partition_rows.c src/codec/json_read.c src/codec/json_out.c test/unit/unit.h $(wildcard $(srcdir)/src/*/*.h)
+	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_partition_rows.c src/decoding/partition_rows.c src/codec/json_read.c src/codec/json_out.c $(UNIT_LIBS)
 
 test/unit/test_extension_version: test/unit/test_extension_version.c src/extension_version.c test/unit/unit.h src/extension_version.h
 	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_extension_version.c src/extension_version.c $(UNIT_LIBS)

@@ -5,8 +5,9 @@
 //
 //   node zero_client.mjs URL TABLE ORDER_BY COLUMN:TYPE...
 //
-// URL is the view-syncer's (http://host:port); TABLE's primary key is its
-// first column; TYPE is string, number or boolean. Prints each row as its
+// URL is the view-syncer's (http://host:port); TABLE's primary key is the
+// columns written NAME:TYPE:key, or else its first column; TYPE is string,
+// number or boolean. Prints each row as its
 // columns' values joined by "|" in the order given (NULL as an empty string),
 // ordered by ORDER_BY, like replica.mjs. Exit 1 with "error: ..." on stderr
 // on any failure or when no complete result arrives within
@@ -34,8 +35,10 @@ const { Zero, createSchema, table, string, number, boolean } = zero;
 const types = { string, number, boolean };
 const columns = {};
 const names = [];
+const keys = [];
 for (const c of cols) {
-  const [name, type] = c.split(':');
+  const [name, type, key] = c.split(':');
+  if (key === 'key') keys.push(name);
   if (!types[type]) {
     console.error(`error: column ${c}: the type is string, number or boolean`);
     process.exit(2);
@@ -44,7 +47,7 @@ for (const c of cols) {
   names.push(name);
 }
 const schema = createSchema({
-  tables: [table(tableName).columns(columns).primaryKey(names[0])],
+  tables: [table(tableName).columns(columns).primaryKey(...(keys.length ? keys : [names[0]]))],
   enableLegacyQueries: true,
 });
 

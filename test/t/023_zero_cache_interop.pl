@@ -7,7 +7,9 @@
 # own replica file, read with zero's SQLite build
 # (test/interop/replica.mjs; the file is in wal2 mode): the restore, live DML
 # on plain and composite keys, a truncate, an ADD COLUMN, a CREATE TABLE,
-# partitions attached with rows and detached, an identity column added to
+# partitions attached with rows, detached (also CONCURRENTLY) and dropped
+# while a Zero client watches the table (it sees only committed states, and
+# never loses the rows no partition change touched), an identity column added to
 # a table with rows, a restart of the view-syncer
 # (catch-up, no second restore), a restart of PostgreSQL, and
 # zero_stream.resync() (the view-syncer exits on
@@ -151,22 +153,87 @@ sub backfills_done
 $node->safe_psql('postgres', q{
 CREATE TABLE event (id int, day int, what text, PRIMARY KEY (id, day)) PARTITION BY RANGE (day);
 CREATE TABLE event_1 PARTITION OF event FOR VALUES FROM (0) TO (10);
+CREATE TABLE event_keep PARTITION OF event FOR VALUES FROM (20) TO (30);
 INSERT INTO event SELECT g, g % 10, 'e' || g FROM generate_series(1, 50) g;
+INSERT INTO event SELECT g, 20 + g % 10, 'kept ' || g FROM generate_series(1001, 1500) g;
 CREATE SCHEMA staging;
 CREATE TABLE staging.event_2 (id int, day int, what text, PRIMARY KEY (id, day));
 INSERT INTO staging.event_2 SELECT g, 10 + g % 10, 'attached ' || g FROM generate_series(101, 160) g;
+CREATE TABLE staging.event_3 (id int, day int, what text, PRIMARY KEY (id, day));
+INSERT INTO staging.event_3 SELECT g, 30 + g % 10, 'dropped ' || g FROM generate_series(201, 240) g;
+ALTER TABLE event ATTACH PARTITION staging.event_3 FOR VALUES FROM (30) TO (40);
 });
+# the Zero client below may read event (zero-deploy-permissions' ANYONE_CAN,
+# compiled)
+$node->safe_psql('postgres',
+	q{UPDATE zero.permissions SET permissions = '{"tables":{"event":{"row":{"select":[["allow",{"type":"and","conditions":[]}]]}}}}'});
 check_caught_up('partitioned table');
 check_rows('partitioned table', 'event', [qw(id day what)]);
+# a Zero client's app watches the table, and its rows of day >= 20
+# (event_keep's, which no partition change touches, and event_3's until its
+# DROP), while partitions join and leave
+my @event_cols = ('id:number:key', 'day:number:key', 'what:string');
+my $watch = zc_zero_watch($vs, 'event', 'day', 20, @event_cols);
+my $count = sub { $node->safe_psql('postgres', 'SELECT count(*) FROM event') };
+my $kept = sub { $node->safe_psql('postgres', 'SELECT count(*) FROM event WHERE day >= 20') };
+my @states = ([ $count->(), $kept->() ]);
+my $wait_watch = sub {
+	my ($all, $where) = @_;
+	my $deadline = time + 120;
+	while (time < $deadline)
+	{
+		my @l = @{ zc_zero_watch_lines($watch) };
+		my ($a) = grep { $_->[0] eq 'all' && $_->[1] eq 'complete' } reverse @l;
+		my ($w) = grep { $_->[0] eq 'where' && $_->[1] eq 'complete' } reverse @l;
+		return 1 if $a && $w && $a->[2] == $all && $w->[2] == $where;
+		usleep(200_000);
+	}
+	return 0;
+};
+ok($wait_watch->(@{ $states[0] }), 'the Zero client has the table') or diag($watch->{err});
 $node->safe_psql('postgres', q{ALTER TABLE event ATTACH PARTITION staging.event_2 FOR VALUES FROM (10) TO (20)});
-$node->safe_psql('postgres', q{INSERT INTO event VALUES (200, 15, 'after the attach')});
+push @states, [ $count->(), $kept->() ];
+$node->safe_psql('postgres', q{INSERT INTO event VALUES (200, 15, 'after the attach');
+UPDATE event SET what = 'updated after the attach' WHERE id BETWEEN 101 AND 110});
+push @states, [ $count->(), $kept->() ];
 backfills_done();
 check_caught_up('ATTACH');
 check_rows('ATTACH of a table with rows', 'event', [qw(id day what)]);
 $node->safe_psql('postgres', q{ALTER TABLE event DETACH PARTITION event_1});
+push @states, [ $count->(), $kept->() ];
 backfills_done();
 check_caught_up('DETACH');
 check_rows('DETACH', 'event', [qw(id day what)]);
+$node->safe_psql('postgres', q{ALTER TABLE event DETACH PARTITION staging.event_2 CONCURRENTLY});
+push @states, [ $count->(), $kept->() ];
+$node->safe_psql('postgres', q{DROP TABLE staging.event_3});
+push @states, [ $count->(), $kept->() ];
+backfills_done();
+check_caught_up('DETACH CONCURRENTLY, DROP');
+check_rows('DETACH CONCURRENTLY and DROP', 'event', [qw(id day what)]);
+ok($wait_watch->(@{ $states[-1] }), 'the Zero client has the end state');
+my $lines = zc_zero_watch_stop($watch);
+note('the Zero client saw: ' . join(', ', map { "$_->[0] $_->[1] $_->[2]" } @$lines));
+# from each view's first complete result on, every view the client saw is a
+# state PostgreSQL committed; event_keep's 500 rows never left it
+my %all_ok = map { $_->[0] => 1 } @states;
+my %kept_ok = map { $_->[1] => 1 } @states;
+my (%complete, @wrong_all, @wrong_kept);
+for my $l (@$lines)
+{
+	$complete{ $l->[0] } ||= ($l->[1] eq 'complete');
+	next unless $complete{ $l->[0] };
+	push @wrong_all, $l->[2] if $l->[0] eq 'all' && !$all_ok{ $l->[2] };
+	push @wrong_kept, $l->[2] if $l->[0] eq 'where' && !$kept_ok{ $l->[2] };
+}
+is(scalar(@wrong_all), 0, 'the Zero client saw only committed states of event ('
+	  . join(', ', map { $_->[0] } @states) . ')') or diag("saw: @wrong_all");
+is(scalar(@wrong_kept), 0, "the rows no partition change touched never left the Zero client's view (it saw "
+	  . join(', ', sort { $a <=> $b } keys %kept_ok) . ' of them)') or diag("saw: @wrong_kept");
+is(zc_zero_query($vs, 'event', 'id', @event_cols), zc_pg_rows($node, 'event', [qw(id day what)]),
+	'a Zero client query of event returns PostgreSQL\'s rows');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM "zero_0/cdc"."changeLog" WHERE change->>'tag' = 'drop-table' AND change->'id'->>'name' = 'event'}),
+	'0', 'event was never reset');
 
 # ---- an identity column added to a table with rows (its values backfilled) ----
 $node->safe_psql('postgres', q{ALTER TABLE label ADD COLUMN seq int GENERATED BY DEFAULT AS IDENTITY});

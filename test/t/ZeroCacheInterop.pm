@@ -33,7 +33,7 @@ use Test::More;
 use Time::HiRes qw(usleep time);
 use Exporter 'import';
 
-our @EXPORT = qw(zc_install zc_view_syncer zc_start zc_running zc_stop zc_log_text
+our @EXPORT = qw(zc_zero_watch zc_zero_watch_lines zc_zero_watch_stop zc_install zc_view_syncer zc_start zc_running zc_stop zc_log_text
   zc_log_tail zc_log_since_start zc_wait_log zc_query zc_state_version zc_check_at
   zc_pg_rows zc_check_rows zc_restores zc_zero_query);
 
@@ -282,7 +282,8 @@ sub zc_check_rows
 sub zc_restores { my ($text) = @_; return scalar(() = $text =~ /zero-stream-replica: restored /g); }
 
 # One query through $vs by a Zero client: its rows, sorted, or "error: ...".
-# @cols are "name:type" (string, number, boolean).
+# @cols are "name:type" (string, number, boolean), "name:type:key" for the
+# columns of a composite primary key (else the first is the key).
 sub zc_zero_query
 {
 	my ($vs, $table, $order, @cols) = @_;
@@ -293,6 +294,37 @@ sub zc_zero_query
 		'>', \$out, '2>', \$err, IPC::Run::timeout(120))
 	  or return "error: $err";
 	return join("\n", sort split /\n/, $out);
+}
+
+# A Zero client watching $table through $vs (test/interop/zero_watch.mjs):
+# two materialized views, all rows and those with $col >= $value, each
+# change a line "<view> <resultType> <rows>". @cols as for zc_zero_query.
+sub zc_zero_watch
+{
+	my ($vs, $table, $col, $value, @cols) = @_;
+	my $zc = $vs->{zc};
+	my $w = { out => '', err => '' };
+	local $ENV{ZS_INTEROP_DIR} = $zc->{dir};
+	$w->{h} = IPC::Run::start([ $zc->{node}, "$INTEROP/zero_watch.mjs", "http://127.0.0.1:$vs->{port}",
+			$table, $col, $value, @cols ], '>', \$w->{out}, '2>', \$w->{err});
+	return $w;
+}
+
+# What $w printed so far, as [view, resultType, rows] triples.
+sub zc_zero_watch_lines
+{
+	my ($w) = @_;
+	$w->{h}->pump_nb if $w->{h}->pumpable;
+	return [ map { [ split / / ] } grep { /^(all|where) \S+ \d+$/ } split /\n/, $w->{out} ];
+}
+
+# Stop $w; its lines, as zc_zero_watch_lines.
+sub zc_zero_watch_stop
+{
+	my ($w) = @_;
+	$w->{h}->signal('TERM');
+	$w->{h}->finish;
+	return [ map { [ split / / ] } grep { /^(all|where) \S+ \d+$/ } split /\n/, $w->{out} ];
 }
 
 1;
