@@ -36,6 +36,18 @@
 
 #include "decoding/partition_rows.h"
 
+/* A string member without an embedded NUL (names, flags), or NULL */
+static const char *
+get_name(const ZsJsonDoc *doc, int node, const char *key)
+{
+	int			member = zs_json_get(doc, node, key);
+
+	if (member < 0 || doc->nodes[member].type != ZS_JSON_STRING ||
+		strlen(zs_json_str(doc, member)) != (size_t) doc->nodes[member].str_len)
+		return NULL;
+	return zs_json_str(doc, member);
+}
+
 const char *
 zs_partition_rows_open(ZsPartitionRows *rows, const char *content, int len)
 {
@@ -58,7 +70,7 @@ zs_partition_rows_open(ZsPartitionRows *rows, const char *content, int len)
 	root = zs_json_get(doc, 0, "root");
 	if (root < 0 || !zs_json_int64(doc, root, &oid) || oid <= 0 || oid > PG_UINT32_MAX)
 		return "no root oid";
-	op = zs_json_get_string(doc, 0, "op");
+	op = get_name(doc, 0, "op");
 	if (op == NULL || (strcmp(op, "insert") != 0 && strcmp(op, "delete") != 0))
 		return "op is neither insert nor delete";
 	rows->is_delete = (op[0] == 'd');
@@ -69,14 +81,14 @@ zs_partition_rows_open(ZsPartitionRows *rows, const char *content, int len)
 	if (columns < 0 || doc->nodes[columns].type != ZS_JSON_ARRAY ||
 		doc->nodes[columns].count > ZS_MAX_COLUMNS)
 		return "the relation's columns are not an array of at most 1664";
-	identity = zs_json_get_string(doc, relation, "replicaIdentity");
+	identity = get_name(doc, relation, "replicaIdentity");
 	if (identity == NULL || strlen(identity) != 1 || strchr("difn", identity[0]) == NULL)
 		return "the relation's replica identity is not d, i, f or n";
 
 	rel->type = ZS_PGO_RELATION;
 	rel->relid = (uint32_t) oid;
-	rel->nspname = zs_json_get_string(doc, relation, "schema");
-	rel->relname = zs_json_get_string(doc, relation, "name");
+	rel->nspname = get_name(doc, relation, "schema");
+	rel->relname = get_name(doc, relation, "name");
 	if (rel->nspname == NULL || rel->relname == NULL)
 		return "the relation has no schema or name";
 	rel->replident = identity[0];
@@ -90,7 +102,7 @@ zs_partition_rows_open(ZsPartitionRows *rows, const char *content, int len)
 		int			typmod = zs_json_get(doc, c, "typmod");
 		int64		v;
 
-		a->name = zs_json_get_string(doc, c, "name");
+		a->name = get_name(doc, c, "name");
 		if (a->name == NULL || key < 0 ||
 			(doc->nodes[key].type != ZS_JSON_TRUE && doc->nodes[key].type != ZS_JSON_FALSE))
 			return "a column has no name or key flag";
@@ -152,7 +164,8 @@ zs_partition_rows_next(ZsPartitionRows *rows, ZsPgoutputMsg *msg, const char **e
 			col->data = NULL;
 			col->len = 0;
 		}
-		else if (doc->nodes[v].type == ZS_JSON_STRING)
+		else if (doc->nodes[v].type == ZS_JSON_STRING &&
+				 strlen(zs_json_str(doc, v)) == (size_t) doc->nodes[v].str_len)
 		{
 			col->kind = ZS_PGO_COL_TEXT;
 			col->data = zs_json_str(doc, v);
@@ -160,7 +173,7 @@ zs_partition_rows_next(ZsPartitionRows *rows, ZsPgoutputMsg *msg, const char **e
 		}
 		else
 		{
-			*error = "a value is neither text nor null";
+			*error = "a value is neither text (without NUL) nor null";
 			return false;
 		}
 		/* a key carries every key value, as pgoutput's 'K' tuple */

@@ -405,7 +405,7 @@ test_bad_messages(void)
 	static const char *const col_typmod = "a column has no type modifier";
 	static const char *const no_rows = "no rows";
 	static const char *const row_width = "a row does not have one value per column";
-	static const char *const bad_value = "a value is neither text nor null";
+	static const char *const bad_value = "a value is neither text (without NUL) nor null";
 	static const char *const null_key = "a deleted row has no value for a key column";
 
 	/* not JSON, or not an object */
@@ -454,6 +454,7 @@ test_bad_messages(void)
 	check_open_fails("{\"root\": 1, \"op\": \"del\", " REL_D ROWS, bad_op, "op del");
 	check_open_fails("{\"root\": 1, \"op\": 1, " REL_D ROWS, bad_op, "op a number");
 	check_open_fails("{\"root\": 1, \"op\": [\"insert\"], " REL_D ROWS, bad_op, "op an array");
+	check_open_fails("{\"root\": 1, \"op\": \"insert\\u0000x\", " REL_D ROWS, bad_op, "op with a NUL");
 
 	/* the relation */
 	check_open_fails("{\"root\": 1, \"op\": \"insert\"" ROWS, no_rel, "no relation");
@@ -489,6 +490,8 @@ test_bad_messages(void)
 					 "identity default");
 	check_open_fails(IDENT_REL("\"replicaIdentity\": \"\\u0000\", "), bad_ident,
 					 "identity NUL");
+	check_open_fails(IDENT_REL("\"replicaIdentity\": \"d\\u0000zz\", "), bad_ident,
+					 "identity d and a NUL");
 	check_open_fails(IDENT_REL("\"replicaIdentity\": 100, "), bad_ident, "identity a number");
 	check_open_fails(IDENT_REL("\"replicaIdentity\": null, "), bad_ident, "identity null");
 
@@ -595,6 +598,7 @@ test_bad_messages(void)
 	check_row_fails(ROWS_OF("insert", "[\"1\", {\"a\": 1}]"), bad_value, "an object");
 	check_row_fails(ROWS_OF("insert", "[\"1\", [\"a\"]]"), bad_value, "an array");
 	check_row_fails(ROWS_OF("insert", "[\"1\", true]"), bad_value, "a boolean");
+	check_row_fails(ROWS_OF("insert", "[\"1\", \"a\\u0000b\"]"), bad_value, "a value with a NUL");
 	check_row_fails(ROWS_OF("delete", "[null, null]"), null_key, "a delete with a null key");
 	check_row_fails(ROWS_OF("delete", "[null, \"a\"]"), null_key,
 					"a delete with a null key and a value");
