@@ -75,8 +75,8 @@ is($t0, $KEEP + 3000, "PostgreSQL holds $t0 rows of ev");
 my $samples = "$dir/samples";
 my $sampler = IPC::Run::start([ 'bash', '-c', qq{
 while kill -0 $$ 2>/dev/null; do
-  sqlite3 -cmd '.timeout 2000' '$file' 'SELECT (SELECT stateVersion FROM "_zero.replicationState") || "|" ||
-    (SELECT count(*) FROM ev WHERE k < 100) || "|" || (SELECT count(*) FROM ev)' 2>/dev/null
+  sqlite3 -cmd '.timeout 2000' '$file' 'SELECT (SELECT stateVersion FROM "_zero.replicationState") || char(124) ||
+    (SELECT count(*) FROM ev WHERE k < 100) || char(124) || (SELECT count(*) FROM ev)' 2>/dev/null
   sleep 0.02
 done } ], '>', $samples);
 
