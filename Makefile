@@ -2,7 +2,7 @@
 MODULE_big = zero_stream
 OBJS = \
 	src/zero_stream.o \
-	src/drop_capture.o \
+	src/capture_leaving.o \
 	src/guc.o \
 	src/ownership.o \
 	src/shmem.o \

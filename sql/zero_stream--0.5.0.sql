@@ -437,7 +437,7 @@ REVOKE ALL ON FUNCTION relation_has_rows(oid) FROM PUBLIC;
 -- The rows of the leaf partition leaf that joined (op 'insert') or left (op
 -- 'delete') the table root, published through its root by publications,
 -- written into the stream in this transaction as "zero_stream/rows"
--- messages of at most 1,000 rows (src/decoding/partition_rows.c has their
+-- messages of at most 1,000 rows or ~4 MB (src/decoding/partition_rows.c has their
 -- format): an insert carries a joined row's published values, the
 -- publications' row filters applied; a delete a left row's key (every value
 -- with REPLICA IDENTITY FULL). The decoder stores them as the root's changes
@@ -448,6 +448,13 @@ CREATE FUNCTION carry_partition_rows(root oid, leaf oid, op text, publications t
 RETURNS bigint
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
+-- the values as the decoder's session writes them (zs_set_canonical_session)
+SET DateStyle = 'ISO, YMD'
+SET TimeZone = 'UTC'
+SET IntervalStyle = 'postgres'
+SET extra_float_digits = 1
+SET bytea_output = 'hex'
+SET lc_monetary = 'C'
 AS $$
 DECLARE
     rel record;
@@ -456,6 +463,7 @@ DECLARE
     filter text;
     r record;
     batch json[] := '{}';
+    batch_bytes bigint := 0;
     n bigint := 0;
 BEGIN
     SELECT ns.nspname, c.relname, c.relreplident INTO rel
@@ -487,8 +495,9 @@ BEGIN
                                  'name', attname, 'typeOID', atttypid::int8, 'typmod', atttypmod,
                                  'key', key) ORDER BY attnum), '[]')),
            string_agg(CASE WHEN op = 'delete' AND NOT key THEN 'NULL'
-                           -- the type's output function, as pgoutput's text
-                           ELSE format('CASE WHEN t.%1$I IS NULL THEN NULL ELSE pg_catalog.format(''%%s'', t.%1$I) END',
+                           -- the type's output function, as pgoutput's text (num_nulls:
+                           -- a composite of NULLs IS NULL, but is a value)
+                           ELSE format('CASE WHEN pg_catalog.num_nulls(t.%1$I) = 1 THEN NULL ELSE pg_catalog.format(''%%s'', t.%1$I) END',
                                        attname) END,
                       ', ' ORDER BY attnum)
       INTO relation, vals
@@ -501,17 +510,21 @@ BEGIN
          WHERE pt.pubname = ANY (publications)
            AND pt.schemaname = rel.nspname AND pt.tablename = rel.relname;
     END IF;
-    FOR r IN EXECUTE format('SELECT pg_catalog.json_build_array(%s) AS v FROM ONLY %s t%s',
+    -- (an array, not json_build_array: a function takes at most 100 arguments)
+    FOR r IN EXECUTE format('SELECT pg_catalog.to_json(ARRAY[%s]::text[]) AS v FROM ONLY %s t%s',
                             COALESCE(vals, ''), leaf::regclass,
                             CASE WHEN filter IS NULL THEN '' ELSE ' WHERE ' || filter END)
     LOOP
         batch := batch || r.v;
+        batch_bytes := batch_bytes + octet_length(r.v::text);
         n := n + 1;
-        IF cardinality(batch) >= 1000 THEN
+        -- messages of at most 1,000 rows or about 4 MB
+        IF cardinality(batch) >= 1000 OR batch_bytes >= 4194304 THEN
             PERFORM pg_logical_emit_message(true, 'zero_stream/rows',
                 json_build_object('root', root::int8, 'op', op, 'relation', relation,
                                   'rows', array_to_json(batch))::text);
             batch := '{}';
+            batch_bytes := 0;
         END IF;
     END LOOP;
     IF cardinality(batch) > 0 THEN
@@ -525,13 +538,16 @@ $$;
 
 REVOKE ALL ON FUNCTION carry_partition_rows(oid, oid, text, text[]) FROM PUBLIC;
 
--- The leaf partitions that a DROP TABLE takes from a table published
--- through its root (targets: the partitions it names, locked as DROP locks
--- them), before it runs: their rows' keys carried as the root's deletes
--- (carry_partition_rows), and the leaves noted in zero_stream.carried_leaves
--- for announce_published_schema at the end of the command. Called by
--- capture_drop_start().
-CREATE FUNCTION carry_dropped_partitions(targets oid[])
+-- The leaf partitions that a DROP TABLE or a DETACH PARTITION ...
+-- CONCURRENTLY takes from a table published through its root (targets: the
+-- partitions it names, locked as src/capture_leaving.c says), before it
+-- runs: their rows' keys carried as the root's deletes
+-- (carry_partition_rows), and the leaves noted in
+-- zero_stream.carried_leaves for announce_published_schema at the end of
+-- the command, for this transaction or, for DETACH CONCURRENTLY, whose end
+-- is in its second transaction, for the session (session_scope). Called by
+-- capture_leaving_partitions().
+CREATE FUNCTION carry_leaving_partitions(targets oid[], session_scope boolean)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -543,7 +559,9 @@ DECLARE
     r record;
     n bigint;
 BEGIN
+    -- (READ COMMITTED only, as announce_published_schema)
     IF COALESCE(current_setting('effective_wal_level', true), current_setting('wal_level')) <> 'logical' OR
+       current_setting('transaction_isolation') <> 'read committed' OR
        (SELECT backend_type LIKE 'zero\_stream %' FROM pg_stat_get_activity(pg_backend_pid())) THEN
         RETURN;
     END IF;
@@ -562,17 +580,17 @@ BEGIN
         IF n > carry_limit THEN
             RAISE WARNING 'partition % has more than % rows (zero_stream.partition_carry_rows): every replica gets table % again in full',
                 r.leaf::regclass, carry_limit, r.root::regclass
-              USING HINT = 'Replicas drop its rows and backfill them. To change only this partition''s rows, SET zero_stream.partition_carry_rows above its row count in this session before the command; its rows are then written into the WAL in this transaction.';
+              USING HINT = 'Replicas drop its rows and backfill them. To change only this partition''s rows, a superuser can SET zero_stream.partition_carry_rows above its row count in the session before the command; its rows are then written into the WAL in this transaction.';
             CONTINUE;
         END IF;
         PERFORM zero_stream.carry_partition_rows(r.root, r.leaf, 'delete', zero_stream.stream_publications());
         carried := concat_ws(',', carried, r.leaf::text);
     END LOOP;
-    PERFORM set_config('zero_stream.carried_leaves', COALESCE(carried, ''), true);
+    PERFORM set_config('zero_stream.carried_leaves', COALESCE(carried, ''), NOT session_scope);
 END
 $$;
 
-REVOKE ALL ON FUNCTION carry_dropped_partitions(oid[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION carry_leaving_partitions(oid[], boolean) FROM PUBLIC;
 
 -- Announce the published schema in the stream if it differs from the last
 -- one announced: a transactional logical message the decoder turns into
@@ -627,8 +645,11 @@ BEGIN
     -- what changed while no capture ran (those rows are long since others),
     -- nor for a leaf that is gone (DROP) or holds more rows than
     -- zero_stream.partition_carry_rows: the decoder resets its root
-    IF previous IS NOT NULL AND NOT COALESCE((SELECT backend_type LIKE 'zero\_stream %'
-                                                FROM pg_stat_get_activity(pg_backend_pid())), false) THEN
+    -- (only in READ COMMITTED: a higher isolation level's snapshot predates
+    -- the command's lock, and would miss what committed while it waited)
+    IF previous IS NOT NULL AND current_setting('transaction_isolation') = 'read committed'
+       AND NOT COALESCE((SELECT backend_type LIKE 'zero\_stream %'
+                         FROM pg_stat_get_activity(pg_backend_pid())), false) THEN
         carry_limit := current_setting('zero_stream.partition_carry_rows')::bigint;
         FOR r IN
             SELECT (c->>'oid')::oid AS root, j.leaf::oid AS leaf, 'insert' AS op
@@ -645,12 +666,18 @@ BEGIN
         LOOP
             CONTINUE WHEN r.leaf::int8 IN (SELECT json_array_elements_text(empty_leaves)::int8)
                        OR NOT EXISTS (SELECT FROM pg_class WHERE oid = r.leaf);
+            -- carried when the command started (DETACH ... CONCURRENTLY)
+            IF r.op = 'delete' AND r.leaf::text = ANY (string_to_array(
+                   NULLIF(current_setting('zero_stream.carried_leaves', true), ''), ',')) THEN
+                carried := carried || r.leaf::int8;
+                CONTINUE;
+            END IF;
             EXECUTE format('SELECT count(*) FROM (SELECT FROM ONLY %s LIMIT %s) l',
                            r.leaf::regclass, carry_limit + 1) INTO n;
             IF n > carry_limit THEN
                 RAISE WARNING 'partition % has more than % rows (zero_stream.partition_carry_rows): every replica gets table % again in full',
                     r.leaf::regclass, carry_limit, r.root::regclass
-                  USING HINT = 'Replicas drop its rows and backfill them. To change only this partition''s rows, SET zero_stream.partition_carry_rows above its row count in this session before the command; its rows are then written into the WAL in this transaction.';
+                  USING HINT = 'Replicas drop its rows and backfill them. To change only this partition''s rows, a superuser can SET zero_stream.partition_carry_rows above its row count in the session before the command; its rows are then written into the WAL in this transaction.';
                 CONTINUE;
             END IF;
             PERFORM zero_stream.carry_partition_rows(r.root, r.leaf, r.op, zero_stream.stream_publications());
@@ -658,6 +685,12 @@ BEGIN
         END LOOP;
     END IF;
     UPDATE zero_stream.published_schema_state SET snapshot = current;
+    -- the leaves noted at the start are accounted for below, once
+    carried := carried || COALESCE(string_to_array(NULLIF(
+        current_setting('zero_stream.carried_leaves', true), ''), ',')::int8[], '{}');
+    IF current_setting('zero_stream.carried_leaves', true) <> '' THEN
+        PERFORM set_config('zero_stream.carried_leaves', '', false);
+    END IF;
     -- accountedLeaves: the leaves whose joining or leaving the stream
     -- accounts for (joined empty, or carried); the decoder resets the root
     -- of any other that joined or left (src/decoding/partition_diff.c)
@@ -665,11 +698,7 @@ BEGIN
         json_build_object('tag', tag, 'schema', current::json,
                           'accountedLeaves', (SELECT COALESCE(json_agg(l), '[]'::json)
                                                 FROM (SELECT json_array_elements_text(empty_leaves)::int8
-                                                      UNION SELECT unnest(carried)
-                                                      -- a DROP's, carried before it ran
-                                                      UNION SELECT unnest(string_to_array(NULLIF(
-                                                          current_setting('zero_stream.carried_leaves', true), ''), ','))::int8
-                                                     ) a(l)))::text);
+                                                      UNION SELECT unnest(carried)) a(l)))::text);
     RETURN true;
 END
 $$;
@@ -746,18 +775,19 @@ CREATE EVENT TRIGGER zero_stream_capture_ddl_start ON ddl_command_start
                  'DROP INDEX', 'ALTER PUBLICATION', 'ALTER SCHEMA')
     EXECUTE FUNCTION capture_ddl_start();
 
--- At the start of a DROP TABLE: the partitions it takes from a root
--- published through it, their rows carried before they are gone
--- (src/drop_capture.c, carry_dropped_partitions). No search_path of its
--- own: it resolves the command's table names as the command does.
-CREATE FUNCTION capture_drop_start()
+-- At the start of a DROP TABLE or an ALTER TABLE (its DETACH PARTITION ...
+-- CONCURRENTLY): the partitions it takes from a root published through it,
+-- their rows carried before they are gone (src/capture_leaving.c,
+-- carry_leaving_partitions). No search_path of its own: it resolves the
+-- command's table names as the command does.
+CREATE FUNCTION capture_leaving_partitions()
 RETURNS event_trigger
 LANGUAGE C
 SECURITY DEFINER
-AS 'MODULE_PATHNAME', 'zs_capture_drop_start';
+AS 'MODULE_PATHNAME', 'zs_capture_leaving_partitions';
 
-REVOKE ALL ON FUNCTION capture_drop_start() FROM PUBLIC;
+REVOKE ALL ON FUNCTION capture_leaving_partitions() FROM PUBLIC;
 
-CREATE EVENT TRIGGER zero_stream_capture_drop_start ON ddl_command_start
-    WHEN TAG IN ('DROP TABLE')
-    EXECUTE FUNCTION capture_drop_start();
+CREATE EVENT TRIGGER zero_stream_capture_leaving_partitions ON ddl_command_start
+    WHEN TAG IN ('DROP TABLE', 'ALTER TABLE')
+    EXECUTE FUNCTION capture_leaving_partitions();

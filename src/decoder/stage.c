@@ -30,6 +30,7 @@
 #include "codec/json_read.h"
 #include "decoder/lag_report.h"
 #include "decoder/stage.h"
+#include "decoding/partition_diff.h"
 #include "decoding/partition_rows.h"
 #include "decoding/relcache.h"
 #include "decoding/change_encode.h"
@@ -70,11 +71,25 @@ zs_stage_init(ZsStage *stage, MemoryContext context, Size memory_limit,
 void
 zs_stage_set_baseline(ZsStage *stage, const char *schema, int len)
 {
+	ZsJsonDoc	doc;
+	MemoryContext old;
+
 	if (stage->schema_baseline != NULL)
 		pfree(stage->schema_baseline);
 	stage->schema_baseline = MemoryContextAlloc(TopMemoryContext, len + 1);
 	memcpy(stage->schema_baseline, schema, len);
 	stage->schema_baseline[len] = '\0';
+
+	if (stage->leaves != NULL)
+		pfree(stage->leaves);
+	stage->leaves = NULL;
+	stage->nleaves = 0;
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	zs_json_doc_init(&doc);
+	if (zs_json_parse(&doc, stage->schema_baseline, len))
+		stage->nleaves = zs_partition_all_leaves(&doc, &stage->leaves);
+	zs_json_doc_free(&doc);
+	MemoryContextSwitchTo(old);
 }
 
 void
@@ -175,11 +190,13 @@ stage_commit(const ZsPgoutputMsg *msg, ZsStageTxn *txn, ZsStageBatch *batch, Str
 }
 
 static void
-stage_row_change(const ZsPgoutputMsg *msg, ZsStageTxn *txn, ZsStageBatch *batch, StringInfo out)
+stage_row_change(const ZsPgoutputMsg *msg, ZsStage *stage, StringInfo out)
 {
+	ZsStageTxn *txn = &stage->txn;
+	ZsStageBatch *batch = &stage->batch;
 	ZsRelation *rel;
 
-	if (txn->skip)
+	if (txn->skip || zs_partition_root_listed(stage->leaves, stage->nleaves, msg->relid))
 		return;
 	rel = zs_relcache_lookup(msg->relid);
 	if (zs_relcache_is_own(rel))
@@ -247,7 +264,7 @@ stage_partition_rows(const ZsPgoutputMsg *msg, ZsStageTxn *txn, ZsStageBatch *ba
 	while (zs_partition_rows_next(&rows, &row, &error))
 	{
 		resetStringInfo(out);
-		stage_row_change(&row, txn, batch, out);
+		stage_row_change(&row, stage, out);
 	}
 	if (error != NULL)
 		ereport(ERROR,
@@ -381,7 +398,7 @@ zs_stage_write(LogicalDecodingContext *ctx, XLogRecPtr lsn, TransactionId xid, b
 		case ZS_PGO_INSERT:
 		case ZS_PGO_UPDATE:
 		case ZS_PGO_DELETE:
-			stage_row_change(msg, txn, batch, out);
+			stage_row_change(msg, stage, out);
 			break;
 		case ZS_PGO_TRUNCATE:
 			stage_truncate(msg, txn, batch, out);

@@ -61,6 +61,15 @@ typedef struct ZsStage
 	const char *stored_head;
 	/* the published schema at the current point of the stream (TopMemoryContext) */
 	char	   *schema_baseline;
+	/*
+	 * the baseline's leaf partitions of tables published through their
+	 * root (sorted): pgoutput sends such a leaf's changes as its own only
+	 * while it is being detached concurrently, before the DDL's end
+	 * announces it as a table of its own, with a backfill that copies its
+	 * rows then; until then they are no replica's table
+	 */
+	int64	   *leaves;
+	int			nleaves;
 	ZsPgoutputMsg msg;
 	ZsTuple		old_tuple;
 	ZsTuple		new_tuple;

@@ -168,3 +168,40 @@ zs_partition_changed_roots(const ZsJsonDoc *prev, const ZsJsonDoc *next,
 		qsort(*roots, n, sizeof(int64), cmp_int64);
 	return n;
 }
+
+int
+zs_partition_all_leaves(const ZsJsonDoc *doc, int64 **leaves)
+{
+	int			parts = zs_json_get(doc, 0, "partitions");
+	int			n = 0;
+	int			max = 0;
+
+	*leaves = NULL;
+	if (parts < 0 || doc->nodes[parts].type != ZS_JSON_ARRAY)
+		return 0;
+	for (int p = doc->nodes[parts].first_child; p >= 0; p = doc->nodes[p].next)
+	{
+		int64		root;
+		int			list;
+
+		if (entry(doc, p, &root, &list))
+			max += doc->nodes[list].count;
+	}
+	if (max == 0)
+		return 0;
+	*leaves = palloc(sizeof(int64) * max);
+	for (int p = doc->nodes[parts].first_child; p >= 0; p = doc->nodes[p].next)
+	{
+		int64		root;
+		int			list;
+
+		if (!entry(doc, p, &root, &list))
+			continue;
+		for (int e = doc->nodes[list].first_child; e >= 0; e = doc->nodes[e].next)
+			if (n < max && zs_json_int64(doc, e, &(*leaves)[n]))
+				n++;
+	}
+	if (n > 1)
+		qsort(*leaves, n, sizeof(int64), cmp_int64);
+	return n;
+}

@@ -32,6 +32,13 @@ typedef struct ZsAccountedLeaves
 extern int	zs_partition_changed_roots(const ZsJsonDoc *prev, const ZsJsonDoc *next,
 									   ZsAccountedLeaves accounted, int64 **roots);
 
+/*
+ * Every leaf partition of the tables published through their root in the
+ * published schema doc, sorted, in *leaves (palloc'd; NULL if none);
+ * returns how many.
+ */
+extern int	zs_partition_all_leaves(const ZsJsonDoc *doc, int64 **leaves);
+
 /* Is oid among roots[0 .. n - 1] (sorted)? */
 extern bool zs_partition_root_listed(const int64 *roots, int n, int64 oid);
 
