@@ -67,7 +67,7 @@ attach() {
 mb() { python3 -c "print(f'{$1 / 1048576:.1f} MB')"; }
 
 # 1. plain
-read -r s w <<<"$(attach staging.ev 1 "SELECT 1")"
+read -r s w <<<"$(attach staging.ev 1 "SET application_name = bench")"
 echo "plain ATTACH (nothing carried): $s s, WAL $(mb "$w")"
 
 # 2. carry
