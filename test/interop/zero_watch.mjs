@@ -12,42 +12,17 @@
 // "<view> <resultType> <rows>", view "all" or "where". The module is
 // resolved from ZS_INTEROP_DIR, the install prepare.sh made; the client's
 // own log goes to stderr.
-import { createRequire } from 'node:module';
-import path from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { loadZero, tableSchema } from './zero_schema.mjs';
 
 const [url, tableName, whereColumn, whereValue, ...cols] = process.argv.slice(2);
 if (!url || !tableName || !whereColumn || whereValue === undefined || cols.length === 0) {
   console.error('usage: node zero_watch.mjs URL TABLE COLUMN VALUE COLUMN:TYPE...');
   process.exit(2);
 }
-const dir = process.env.ZS_INTEROP_DIR;
-if (!dir) {
-  console.error('error: ZS_INTEROP_DIR is not set');
-  process.exit(2);
-}
-const require = createRequire(path.join(dir, 'package.json'));
-const zero = await import(pathToFileURL(require.resolve('@rocicorp/zero')).href);
-const { Zero, createSchema, table, string, number, boolean } = zero;
+const zero = await loadZero();
+const { Zero } = zero;
+const { schema } = tableSchema(zero, tableName, cols);
 
-const types = { string, number, boolean };
-const columns = {};
-const names = [];
-const keys = [];
-for (const c of cols) {
-  const [name, type, key] = c.split(':');
-  if (key === 'key') keys.push(name);
-  if (!types[type]) {
-    console.error(`error: column ${c}: the type is string, number or boolean`);
-    process.exit(2);
-  }
-  columns[name] = types[type]().optional();
-  names.push(name);
-}
-const schema = createSchema({
-  tables: [table(tableName).columns(columns).primaryKey(...(keys.length ? keys : [names[0]]))],
-  enableLegacyQueries: true,
-});
 const logSink = {
   log(level, context, ...args) {
     process.stderr.write(`zero-watch ${level}: ${args.map(String).join(' ')}\n`);
