@@ -228,8 +228,9 @@ sql -Atc "SELECT watermark || ' ' || left(change::text, 150) FROM \"zero_0/cdc\"
 sqlite3 "$REPLICA" "SELECT name || ' ' || type FROM pragma_table_info('issue') WHERE name = 'seen'"
 echo "Postgres: $(sql -Atc "SELECT count(*), count(seen), sum(floor(extract(epoch FROM seen) * 1000)::int8) FROM issue")   replica: $(sqlite3 "$REPLICA" "SELECT count(*), count(seen), sum(CAST(seen AS INTEGER)) FROM issue")"
 
-echo "== a partition attached with rows: ALTER TABLE event ATTACH PARTITION archive.event_2023"
-echo "   (its rows join the root, published through it, without a change in the stream: zero_stream resets the root and backfills it)"
+echo "== a partition attached with rows, then one detached: ALTER TABLE event ATTACH PARTITION archive.event_2023, DETACH PARTITION event_2024"
+echo "   (their rows join or leave the root, published through it, without a change in the stream: the DDL capture carries them"
+echo "    in the DDL's transaction, and the replica changes only those rows; the others keep their _0_version)"
 sql -q -c "CREATE TABLE event (id int, year int, what text, PRIMARY KEY (id, year)) PARTITION BY LIST (year)" \
 	-c "CREATE TABLE event_2024 PARTITION OF event FOR VALUES IN (2024)" \
 	-c "INSERT INTO event SELECT g, 2024, 'this year ' || g FROM generate_series(1, 50) g" \
@@ -238,11 +239,20 @@ sql -q -c "CREATE TABLE event (id int, year int, what text, PRIMARY KEY (id, yea
 	-c "INSERT INTO archive.event_2023 SELECT g, 2023, 'last year ' || g FROM generate_series(1, 200) g"
 replica_follows
 echo "before:   Postgres: $(sql -Atc "SELECT count(*) FROM event")   replica: $(sqlite3 "$REPLICA" "SELECT count(*) FROM event")"
+versions=$(sqlite3 "$REPLICA" "SELECT group_concat(\"_0_version\", ',') FROM (SELECT \"_0_version\" FROM event ORDER BY id)")
 sql -q -c "ALTER TABLE event ATTACH PARTITION archive.event_2023 FOR VALUES IN (2023)"
-caught_up_head >/dev/null	# the ATTACH stored, and with it the backfill it asks for
-wait_until "the backfill of the reset table event (\"zero_0/cdc\".\"backfilling\" to empty)" backfilled
+caught_up_head >/dev/null
 replica_follows
 echo "attached: Postgres: $(sql -Atc "SELECT count(*), count(*) FILTER (WHERE year = 2023) FROM event")   replica: $(sqlite3 "$REPLICA" "SELECT count(*), count(*) FILTER (WHERE year = 2023) FROM event")"
+echo "          the 50 rows of 2024 untouched in the replica: $([ "$(sqlite3 "$REPLICA" "SELECT group_concat(\"_0_version\", ',') FROM (SELECT \"_0_version\" FROM event WHERE year = 2024 ORDER BY id)")" = "$versions" ] && echo yes || echo NO)"
+sql -Atc "SELECT count(*) FILTER (WHERE change->>'tag' = 'insert' AND change->'new'->>'year' = '2023') || ' inserts of event in the ATTACH''s transaction, '
+	|| count(*) FILTER (WHERE change->>'tag' = 'drop-table') || ' drop-table of event (a reset)'
+	FROM \"zero_0/cdc\".\"changeLog\" WHERE change->'relation'->>'name' = 'event' OR change->'id'->>'name' = 'event'"
+sql -q -c "ALTER TABLE event DETACH PARTITION event_2024"
+caught_up_head >/dev/null
+wait_until "the backfill of event_2024, now a table of its own (\"zero_0/cdc\".\"backfilling\" to empty)" backfilled
+replica_follows
+echo "detached: Postgres: $(sql -Atc "SELECT count(*) FROM event")|$(sql -Atc "SELECT count(*) FROM event_2024")   replica: $(sqlite3 "$REPLICA" "SELECT count(*) FROM event")|$(sqlite3 "$REPLICA" "SELECT count(*) FROM event_2024") (event|event_2024)"
 
 echo "== metrics: what Prometheus scrapes from GET /metrics on 127.0.0.1:$SPORT (also SELECT zero_stream.metrics())"
 sql -Atc "SELECT zero_stream.metrics()" |
