@@ -258,6 +258,10 @@ my $downloads = zc_restores(zc_log_text($vs));
 is($downloads, 1, 'view-syncer restart: its existing replica is kept, not restored again');
 
 # ---- restart PostgreSQL (and zero_stream with it) ----
+# once the view-syncer has started all its workers: one still connecting to
+# its CVR database when PostgreSQL shuts down exits, and zero-cache with it
+zc_wait_log($vs, qr/zero-cache ready/)
+  or diag('the view-syncer did not say it is ready: ' . zc_log_tail($vs));
 $node->restart;
 zs_wait_streaming($node);
 $node->safe_psql('postgres', q{
