@@ -324,7 +324,7 @@ sub zc_zero_watch_stop
 	my ($w) = @_;
 	$w->{h}->signal('TERM');
 	$w->{h}->finish;
-	return [ map { [ split / / ] } grep { /^(all|where) \S+ \d+$/ } split /\n/, $w->{out} ];
+	return zc_zero_watch_lines($w);
 }
 
 1;
