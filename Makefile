@@ -26,6 +26,7 @@ OBJS = \
 	src/decoder/standby_follow.o \
 	src/decoder/claim.o \
 	src/decoder/stage.o \
+	src/decoder/capture_key.o \
 	src/decoder/round.o \
 	src/decoder/store.o \
 	src/decoder/resync.o \
@@ -38,6 +39,7 @@ OBJS = \
 	src/decoding/schema_diff.o \
 	src/decoding/partition_diff.o \
 	src/decoding/partition_rows.o \
+	src/decoding/capture_message.o \
 	src/decoding/schema_snapshot.o \
 	src/decoding/schema_backfill.o \
 	src/decoding/relcache.o \
@@ -85,7 +87,7 @@ OBJS = \
 	src/replica/backup_file.o
 
 EXTENSION = zero_stream
-DATA = sql/zero_stream--0.1.0.sql sql/zero_stream--0.2.0.sql sql/zero_stream--0.3.0.sql sql/zero_stream--0.1.0--0.2.0.sql sql/zero_stream--0.2.0--0.3.0.sql sql/zero_stream--0.4.0.sql sql/zero_stream--0.3.0--0.4.0.sql sql/zero_stream--0.4.1.sql sql/zero_stream--0.4.0--0.4.1.sql sql/zero_stream--0.5.0.sql sql/zero_stream--0.4.1--0.5.0.sql
+DATA = sql/zero_stream--0.1.0.sql sql/zero_stream--0.2.0.sql sql/zero_stream--0.3.0.sql sql/zero_stream--0.1.0--0.2.0.sql sql/zero_stream--0.2.0--0.3.0.sql sql/zero_stream--0.4.0.sql sql/zero_stream--0.3.0--0.4.0.sql sql/zero_stream--0.4.1.sql sql/zero_stream--0.4.0--0.4.1.sql sql/zero_stream--0.5.0.sql sql/zero_stream--0.4.1--0.5.0.sql sql/zero_stream--0.5.1.sql sql/zero_stream--0.5.0--0.5.1.sql
 # OpenSSL is the one PostgreSQL itself links (TLS of the subscriber server)
 # lz4 as the server uses it: linked only where PostgreSQL was built with it
 ZS_LZ4_LIB = $(filter -llz4,$(shell $(PG_CONFIG) --libs))
@@ -164,7 +166,8 @@ PG_PERL_LIB = $(dir $(PGXS))../../src/test/perl
 UNIT_TESTS = test/unit/test_watermark test/unit/test_json test/unit/test_pgoutput \
 	test/unit/test_websocket test/unit/test_http test/unit/test_codec \
 	test/unit/test_replica test/unit/test_schema_diff test/unit/test_stream_frame \
-	test/unit/test_extension_version test/unit/test_chunk test/unit/test_partition_rows
+	test/unit/test_extension_version test/unit/test_chunk test/unit/test_partition_rows \
+	test/unit/test_capture_message
 UNIT_CFLAGS = -O2 -g -Wall $(ZS_WERROR) -DFRONTEND -DUSE_PRIVATE_ENCODING_FUNCS -I$(srcdir)/src -I$(PG_INCLUDEDIR) \
 	-I$(shell $(PG_CONFIG) --includedir)
 UNIT_LIBS = -L$(PG_LIBDIR) -lpgcommon -lpgport -lcrypto -lm
@@ -195,6 +198,9 @@ test/unit/test_schema_diff: test/unit/test_schema_diff.c src/decoding/schema_dif
 
 test/unit/test_partition_rows: test/unit/test_partition_rows.c src/decoding/partition_rows.c src/codec/json_read.c src/codec/json_out.c test/unit/unit.h $(wildcard $(srcdir)/src/*/*.h)
 	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_partition_rows.c src/decoding/partition_rows.c src/codec/json_read.c src/codec/json_out.c $(UNIT_LIBS)
+
+test/unit/test_capture_message: test/unit/test_capture_message.c src/decoding/capture_message.c test/unit/unit.h $(wildcard $(srcdir)/src/*/*.h)
+	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_capture_message.c src/decoding/capture_message.c $(UNIT_LIBS)
 
 test/unit/test_extension_version: test/unit/test_extension_version.c src/extension_version.c test/unit/unit.h src/extension_version.h
 	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_extension_version.c src/extension_version.c $(UNIT_LIBS)

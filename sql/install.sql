@@ -143,7 +143,7 @@ SELECT extversion FROM pg_extension WHERE extname = 'zero_stream';
 -- metrics(): the Prometheus text, for the monitoring role too
 SELECT m ~ '(^|\n)zero_stream_decoder_state\{state="streaming"\} 1\n' AS streaming,
        m ~ '(^|\n)# TYPE zero_stream_transactions_stored_total counter\n' AS counters_typed,
-       m ~ 'zero_stream_info\{library_version="0.5.0",replica_version="[0-9a-z]+",slot="[a-z0-9_]+"\} 1' AS info
+       m ~ 'zero_stream_info\{library_version="0.5.1",replica_version="[0-9a-z]+",slot="[a-z0-9_]+"\} 1' AS info
 FROM zero_stream.metrics() m;
 SELECT has_function_privilege('pg_monitor', 'zero_stream.metrics()', 'EXECUTE') AS monitor_may,
        has_function_privilege('public', 'zero_stream.metrics()', 'EXECUTE') AS public_may;

@@ -66,6 +66,12 @@ static const KnownVersion known_versions[] = {
 	 * decoder reads 0.4.1's capture as before, and the log is the same
 	 */
 	{"0.4.1", true},
+	/*
+	 * 0.5.1 signs the capture's messages; its decoder takes 0.5.0's
+	 * unsigned ones where the stream has no capture key, and the log is
+	 * the same
+	 */
+	{"0.5.0", true},
 };
 
 ZsSqlFit

@@ -8,7 +8,7 @@
 #define ZS_EXTENSION_VERSION_H
 
 /* this library's version: zero_stream.control's default_version */
-#define ZS_LIBRARY_VERSION "0.5.0"
+#define ZS_LIBRARY_VERSION "0.5.1"
 
 typedef enum ZsSqlFit
 {

@@ -13,8 +13,10 @@
  *   row       INSERT/UPDATE/DELETE encoded through the relation cache
  *             (our own tables are never streamed);
  *   TRUNCATE  one message for the relations that are published;
- *   MESSAGE   the DDL capture's schema, diffed against the baseline into
- *             zero's schema-change messages, at the message's place;
+ *   MESSAGE   the DDL capture's (signed: decoding/capture_message.c):
+ *             its schema, diffed against the baseline into zero's
+ *             schema-change messages, or a partition's rows, at the
+ *             message's place;
  *             a lag report handed to lag_report.c;
  *   COMMIT    closes the transaction: the batch counts it.
  * A backfill running meanwhile is told when a change may move the keys it
@@ -28,6 +30,7 @@
 
 #include "backfill/backfill.h"
 #include "codec/json_read.h"
+#include "decoder/capture_key.h"
 #include "decoder/lag_report.h"
 #include "decoder/stage.h"
 #include "decoding/partition_diff.h"
@@ -167,6 +170,7 @@ stage_begin(const ZsPgoutputMsg *msg, ZsStageTxn *txn, ZsStageBatch *batch,
 			const char *stored_head, StringInfo out)
 {
 	zs_watermark_encode(msg->final_lsn, txn->watermark);
+	txn->xid = msg->xid;
 	txn->pos = 0;
 	txn->skip = strcmp(txn->watermark, stored_head) <= 0;
 	if (txn->skip)
@@ -244,19 +248,25 @@ stage_truncate(const ZsPgoutputMsg *msg, ZsStageTxn *txn, ZsStageBatch *batch, S
  * place in the transaction.
  */
 static void
-stage_partition_rows(const ZsPgoutputMsg *msg, ZsStageTxn *txn, ZsStageBatch *batch,
-					 ZsStage *stage, StringInfo out)
+stage_partition_rows(const char *content, int len, bool signed_content, ZsStageTxn *txn,
+					 ZsStageBatch *batch, ZsStage *stage, StringInfo out)
 {
 	ZsPartitionRows rows;
 	ZsPgoutputMsg row;
 	const char *error;
+	/* the capture's own is exact or a bug; an unsigned one may be anyone's */
+	int			elevel = signed_content ? ERROR : WARNING;
 
-	error = zs_partition_rows_open(&rows, msg->content, msg->content_len);
+	error = zs_partition_rows_open(&rows, content, len);
 	if (error != NULL)
-		ereport(ERROR,
+	{
+		ereport(elevel,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("malformed partition rows message in the transaction of watermark %s: %s",
 						txn->watermark, error)));
+		zs_partition_rows_close(&rows);
+		return;
+	}
 	zs_encode_prepare(zs_relcache_update(&rows.relation));
 	memset(&row, 0, sizeof(row));
 	row.old_tuple = &stage->old_tuple;
@@ -267,7 +277,7 @@ stage_partition_rows(const ZsPgoutputMsg *msg, ZsStageTxn *txn, ZsStageBatch *ba
 		stage_row_change(&row, stage, out);
 	}
 	if (error != NULL)
-		ereport(ERROR,
+		ereport(elevel,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("malformed partition rows message in the transaction of watermark %s: %s",
 						txn->watermark, error)));
@@ -275,16 +285,60 @@ stage_partition_rows(const ZsPgoutputMsg *msg, ZsStageTxn *txn, ZsStageBatch *ba
 }
 
 /*
- * A logical message. Ours ("zero_stream/ddl", written by the DDL capture
- * in the DDL's transaction) carries the new published schema, and the leaf
- * partitions whose joining or leaving the stream accounts for (joined
- * empty, or carried by "zero_stream/rows" messages before it): the difference from the schema at this
- * point of the stream becomes zero's schema-change messages, in the
- * transaction, at the message's place. A
- * lag report's (non-transactional) is handed to lag_report.c.
- * Anything else (an application's messages, transactional or not) is not
- * data; a transaction that holds only such a message is stored as an empty
- * begin/commit, as zero-cache stores it.
+ * The content of one of the DDL capture's messages: signed with the
+ * stream's capture key in this transaction (decoding/capture_message.c),
+ * or as it is where the stream has no key yet (*signed_content false: SQL
+ * before 0.5.1, whose capture did not sign). False for anything else, which
+ * is ignored: any role that can call pg_logical_emit_message can write a
+ * message with our prefix.
+ */
+static bool
+capture_content(const ZsPgoutputMsg *msg, const ZsStageTxn *txn,
+				const char **content, int *len, bool *signed_content)
+{
+	uint8		key[ZS_CAPTURE_KEY_LEN];
+	const char *error = "Table zero_stream.capture_key holds no key";
+
+	*signed_content = false;
+	switch (zs_capture_key_read(key))
+	{
+		case ZS_CAPTURE_KEY_NO_TABLE:
+			*content = msg->content;
+			*len = msg->content_len;
+			return true;
+		case ZS_CAPTURE_KEY_FOUND:
+			error = zs_capture_message_open(msg->prefix, txn->xid, msg->content,
+											msg->content_len, key, content, len);
+			break;
+		case ZS_CAPTURE_KEY_MISSING:
+			break;
+	}
+	if (error == NULL)
+	{
+		*signed_content = true;
+		return true;
+	}
+	ereport(WARNING,
+			(errcode(ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION),
+			 errmsg("ignoring a \"%s\" message that the DDL capture did not write, in the transaction of watermark %s",
+					msg->prefix, txn->watermark),
+			 errdetail("%s.", error),
+			 errhint("Any role that can execute pg_logical_emit_message() can write a message with this prefix; only the capture's signed messages change the replicas.")));
+	return false;
+}
+
+/*
+ * A logical message. The DDL capture's, written in the DDL's transaction
+ * and signed (capture_content): "zero_stream/rows" carries a partition's
+ * rows (stage_partition_rows); "zero_stream/ddl" the new published schema,
+ * and the leaf partitions whose joining or leaving the stream accounts for
+ * (joined empty, or carried before it): the difference from the schema at
+ * this point of the stream becomes zero's schema-change messages, in the
+ * transaction, at the message's place. A lag report's
+ * (non-transactional) is handed to lag_report.c. Anything else (an
+ * application's messages, transactional or not, or one with our prefix
+ * that does not verify) is not data; a transaction that holds only such a
+ * message is stored as an empty begin/commit, as zero-cache stores it.
  */
 static void
 stage_message(const ZsPgoutputMsg *msg, ZsStageTxn *txn, ZsStageBatch *batch,
@@ -298,6 +352,9 @@ stage_message(const ZsPgoutputMsg *msg, ZsStageTxn *txn, ZsStageBatch *batch,
 	const char *error;
 	const char *own[2];
 	int			n;
+	const char *content;
+	int			len;
+	bool		signed_content;
 
 	if (!(msg->flags & ZS_PGO_MESSAGE_TRANSACTIONAL) &&
 		strcmp(msg->prefix, zs_lag_report_prefix()) == 0)
@@ -307,15 +364,18 @@ stage_message(const ZsPgoutputMsg *msg, ZsStageTxn *txn, ZsStageBatch *batch,
 	}
 	if (!(msg->flags & ZS_PGO_MESSAGE_TRANSACTIONAL) || txn->skip)
 		return;
+	if (strcmp(msg->prefix, ZS_ROWS_MESSAGE_PREFIX) != 0 &&
+		strcmp(msg->prefix, ZS_DDL_MESSAGE_PREFIX) != 0)
+		return;
+	if (!capture_content(msg, txn, &content, &len, &signed_content))
+		return;
 	if (strcmp(msg->prefix, ZS_ROWS_MESSAGE_PREFIX) == 0)
 	{
-		stage_partition_rows(msg, txn, batch, stage, out);
+		stage_partition_rows(content, len, signed_content, txn, batch, stage, out);
 		return;
 	}
-	if (strcmp(msg->prefix, ZS_DDL_MESSAGE_PREFIX) != 0)
-		return;
 	zs_json_doc_init(&doc);
-	if (!zs_json_parse(&doc, msg->content, msg->content_len) ||
+	if (!zs_json_parse(&doc, content, len) ||
 		(schema = zs_json_get(&doc, 0, "schema")) < 0 ||
 		(tag = zs_json_get_string(&doc, 0, "tag")) == NULL)
 	{
@@ -341,9 +401,14 @@ stage_message(const ZsPgoutputMsg *msg, ZsStageTxn *txn, ZsStageBatch *batch,
 						   empty >= 0 ? doc.nodes[empty].raw_len : 0,
 						   tag, own, lengthof(own), &changes, &error);
 	if (n < 0)
-		ereport(ERROR,
+	{
+		/* the capture's own is exact or a bug; an unsigned one may be anyone's */
+		ereport(signed_content ? ERROR : WARNING,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("cannot compare published schemas: %s", error)));
+		zs_json_doc_free(&doc);
+		return;
+	}
 	for (int i = 0; i < n; i++)
 	{
 		resetStringInfo(out);

@@ -19,6 +19,7 @@
 typedef struct ZsStageTxn
 {
 	bool		skip;			/* already stored: its messages are dropped */
+	uint32		xid;			/* the upstream transaction's (top-level) */
 	char		watermark[ZS_WATERMARK_MAXLEN];
 	int64		pos;			/* the next row's position in it */
 } ZsStageTxn;
