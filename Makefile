@@ -3,6 +3,7 @@ MODULE_big = zero_stream
 OBJS = \
 	src/zero_stream.o \
 	src/capture_leaving.o \
+	src/capture_truncate.o \
 	src/guc.o \
 	src/ownership.o \
 	src/shmem.o \

@@ -659,6 +659,57 @@ $$;
 
 REVOKE ALL ON FUNCTION carry_leaving_partitions(oid[], boolean) FROM PUBLIC;
 
+-- The leaf partitions that a TRUNCATE empties under a table published through
+-- its root, before it runs (targets: the tables it names, locked as
+-- src/capture_truncate.c says). pgoutput sends no truncate of a partition
+-- published through its root, so the rows' keys of each such leaf, whose
+-- root the command does not truncate too, are carried as the root's
+-- deletes (carry_partition_rows). A leaf over zero_stream.partition_carry_rows,
+-- or truncated in a transaction above READ COMMITTED (whose snapshot would
+-- miss rows committed while the command waited for its lock), is listed as
+-- emptied in a schema-change message instead: the decoder resets its root.
+-- Called by the TRUNCATE hook as the extension's owner.
+CREATE FUNCTION carry_truncated_partitions(targets oid[])
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    previous json;
+    emptied int8[] := '{}';
+    r record;
+BEGIN
+    IF COALESCE(current_setting('effective_wal_level', true), current_setting('wal_level')) <> 'logical' OR
+       (SELECT backend_type LIKE 'zero\_stream %' FROM pg_stat_get_activity(pg_backend_pid())) THEN
+        RETURN;
+    END IF;
+    previous := (SELECT snapshot FROM zero_stream.published_schema_state)::json;
+    FOR r IN
+        SELECT DISTINCT (p->>'oid')::oid AS root, t.relid::oid AS leaf
+          FROM unnest(targets) target
+         CROSS JOIN LATERAL pg_partition_tree(target) t
+         CROSS JOIN json_array_elements(COALESCE(previous->'partitions', '[]')) p
+         WHERE t.isleaf
+           AND t.relid::oid::text IN (SELECT json_array_elements_text(p->'leaves'))
+           -- a root truncated too: pgoutput sends its truncate
+           AND NOT (p->>'oid')::oid = ANY (targets)
+    LOOP
+        IF current_setting('transaction_isolation') <> 'read committed'
+           OR NOT zero_stream.partition_rows_carriable(r.root, r.leaf) THEN
+            emptied := emptied || r.leaf::int8;
+            CONTINUE;
+        END IF;
+        PERFORM zero_stream.carry_partition_rows(r.root, r.leaf, 'delete', zero_stream.stream_publications());
+    END LOOP;
+    IF cardinality(emptied) > 0 THEN
+        PERFORM zero_stream.emit_capture_message('zero_stream/ddl',
+            json_build_object('tag', 'TRUNCATE', 'emptiedLeaves', to_json(emptied))::text);
+    END IF;
+END
+$$;
+
+REVOKE ALL ON FUNCTION carry_truncated_partitions(oid[]) FROM PUBLIC;
+
 -- Announce the published schema in the stream if it differs from the last
 -- one announced: a transactional logical message the decoder turns into
 -- zero's schema-change messages at this point of the stream. tag is the DDL

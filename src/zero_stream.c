@@ -19,6 +19,7 @@
 #include "storage/latch.h"
 #include "storage/proc.h"
 
+#include "capture_truncate.h"
 #include "guc.h"
 #include "shmem.h"
 
@@ -87,6 +88,7 @@ _PG_init(void)
 				 errhint("Correct it in postgresql.conf; the warning above says why it was rejected.")));
 
 	zs_shared_state_install_hooks();
+	zs_capture_truncate_install_hook();
 	RegisterXactCallback(wake_decoder_at_commit, NULL);
 	register_worker("zs_decoder_main", "zero_stream decoder");
 	if (zs_port > 0)

@@ -332,9 +332,11 @@ capture_content(const ZsPgoutputMsg *msg, const ZsStageTxn *txn,
  * and signed (capture_content): "zero_stream/rows" carries a partition's
  * rows (stage_partition_rows); "zero_stream/ddl" the new published schema,
  * and the leaf partitions whose joining or leaving the stream accounts for
- * (joined empty, or carried before it): the difference from the schema at
- * this point of the stream becomes zero's schema-change messages, in the
- * transaction, at the message's place. A lag report's
+ * (joined empty, or carried before it), or, for a TRUNCATE of partitions
+ * whose rows it did not carry, no schema and the leaves emptied: the
+ * difference from the schema at this point of the stream (root tables
+ * reset for leaves not accounted for, or emptied) becomes zero's
+ * schema-change messages, in the transaction, at the message's place. A lag report's
  * (non-transactional) is handed to lag_report.c. Anything else (an
  * application's messages, transactional or not, or one with our prefix
  * that does not verify) is not data; a transaction that holds only such a
@@ -355,6 +357,9 @@ stage_message(const ZsPgoutputMsg *msg, ZsStageTxn *txn, ZsStageBatch *batch,
 	const char *content;
 	int			len;
 	bool		signed_content;
+	int			emptied = -1;
+	const char *next = NULL;
+	int			next_len = 0;
 
 	if (!(msg->flags & ZS_PGO_MESSAGE_TRANSACTIONAL) &&
 		strcmp(msg->prefix, zs_lag_report_prefix()) == 0)
@@ -375,9 +380,10 @@ stage_message(const ZsPgoutputMsg *msg, ZsStageTxn *txn, ZsStageBatch *batch,
 		return;
 	}
 	zs_json_doc_init(&doc);
-	if (!zs_json_parse(&doc, content, len) ||
-		(schema = zs_json_get(&doc, 0, "schema")) < 0 ||
-		(tag = zs_json_get_string(&doc, 0, "tag")) == NULL)
+	if (!zs_json_parse(&doc, content, len) || doc.nodes[0].type != ZS_JSON_OBJECT ||
+		(tag = zs_json_get_string(&doc, 0, "tag")) == NULL ||
+		((schema = zs_json_get(&doc, 0, "schema")) < 0 &&
+		 (emptied = zs_json_get(&doc, 0, "emptiedLeaves")) < 0))
 	{
 		ereport(WARNING,
 				(errcode(ERRCODE_DATA_CORRUPTED),
@@ -385,6 +391,18 @@ stage_message(const ZsPgoutputMsg *msg, ZsStageTxn *txn, ZsStageBatch *batch,
 						txn->watermark)));
 		zs_json_doc_free(&doc);
 		return;
+	}
+	emptied = zs_json_get(&doc, 0, "emptiedLeaves");
+	/* without a schema (a TRUNCATE's emptied leaves) the schema is unchanged */
+	if (schema >= 0)
+	{
+		next = zs_json_raw(&doc, schema);
+		next_len = doc.nodes[schema].raw_len;
+	}
+	else if (stage->schema_baseline != NULL)
+	{
+		next = stage->schema_baseline;
+		next_len = strlen(stage->schema_baseline);
 	}
 	own[0] = zs_cdc_schema_name();
 	own[1] = ZS_EXTENSION_SCHEMA;
@@ -396,9 +414,11 @@ stage_message(const ZsPgoutputMsg *msg, ZsStageTxn *txn, ZsStageBatch *batch,
 		n = 0;					/* nothing to compare with: take it as the baseline */
 	else
 		n = zs_schema_diff(stage->schema_baseline, strlen(stage->schema_baseline),
-						   zs_json_raw(&doc, schema), doc.nodes[schema].raw_len,
+						   next, next_len,
 						   empty >= 0 ? zs_json_raw(&doc, empty) : NULL,
 						   empty >= 0 ? doc.nodes[empty].raw_len : 0,
+						   emptied >= 0 ? zs_json_raw(&doc, emptied) : NULL,
+						   emptied >= 0 ? doc.nodes[emptied].raw_len : 0,
 						   tag, own, lengthof(own), &changes, &error);
 	if (n < 0)
 	{
@@ -415,8 +435,11 @@ stage_message(const ZsPgoutputMsg *msg, ZsStageTxn *txn, ZsStageBatch *batch,
 		appendStringInfoString(out, changes[i]);
 		stage_row(txn, batch, out, false, true);
 	}
-	zs_stage_set_baseline(stage, zs_json_raw(&doc, schema), doc.nodes[schema].raw_len);
-	batch->baseline_changed = true;
+	if (schema >= 0)
+		zs_stage_set_baseline(stage, next, next_len);
+	/* (stored again even when only roots were reset: it asks for their backfills) */
+	if (schema >= 0 || n > 0)
+		batch->baseline_changed = true;
 	zs_json_doc_free(&doc);
 }
 

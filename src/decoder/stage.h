@@ -30,7 +30,7 @@ typedef struct ZsStageBatch
 	ZsSpool    *spool;
 	int			ntxns;
 	uint64		nchanges;
-	bool		baseline_changed;	/* the schema baseline moved: store it */
+	bool		baseline_changed;	/* schema changes staged: store the baseline, look for backfills */
 	char		last_watermark[ZS_WATERMARK_MAXLEN];
 	XLogRecPtr	last_end_lsn;
 	TimestampTz last_commit_time;

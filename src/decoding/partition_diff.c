@@ -17,9 +17,15 @@
  * (decoder/partition_rows.c); the command's lock keeps the leaf as it was
  * read until it commits.
  *
+ * A TRUNCATE of a partition changes its root's rows with no change in the
+ * stream either (pgoutput sends no truncate of a partition published
+ * through its root); the capture carries its rows as deletes before the
+ * command runs (src/capture_truncate.c), or, over
+ * zero_stream.partition_carry_rows, lists the leaf as emptied.
+ *
  * A leaf the capture did not account for (one dropped, one over
- * zero_stream.partition_carry_rows, a change made while no capture ran)
- * cannot be said with zero-cache's messages after the fact (a backfill
+ * zero_stream.partition_carry_rows, a change made while no capture ran),
+ * and one emptied, cannot be said with zero-cache's messages after the fact (a backfill
  * overwrites what the stream changed after its snapshot unless the replica
  * tracks the columns as backfilling, which only a new table or column
  * does, and deletes need every key at the detach). So its root is reset:
@@ -112,14 +118,26 @@ leaves_changed(const int64 *before, int nb, const int64 *after, int na,
 	return false;
 }
 
+/* Is any of the (sorted) leaves among the (sorted) listed ones? */
+static bool
+any_listed(const int64 *leaves, int n, const int64 *listed, int nlisted)
+{
+	for (int i = 0; i < n; i++)
+		if (zs_partition_root_listed(listed, nlisted, leaves[i]))
+			return true;
+	return false;
+}
+
 int
 zs_partition_changed_roots(const ZsJsonDoc *prev, const ZsJsonDoc *next,
-						   ZsAccountedLeaves accounted, int64 **roots)
+						   ZsLeafList accounted, ZsLeafList emptied, int64 **roots)
 {
 	int			pparts = zs_json_get(prev, 0, "partitions");
 	int			nparts = zs_json_get(next, 0, "partitions");
 	int64	   *accounted_oids = NULL;
 	int			naccounted = accounted.doc ? sorted_oids(accounted.doc, accounted.node, &accounted_oids) : 0;
+	int64	   *emptied_oids = NULL;
+	int			nemptied = emptied.doc ? sorted_oids(emptied.doc, emptied.node, &emptied_oids) : 0;
 	int			n = 0;
 
 	*roots = NULL;
@@ -151,7 +169,8 @@ zs_partition_changed_roots(const ZsJsonDoc *prev, const ZsJsonDoc *next,
 			continue;			/* newly published: create-table copies it */
 		nb = sorted_oids(prev, before_node, &before);
 		na = sorted_oids(next, after_node, &after);
-		if (leaves_changed(before, nb, after, na, accounted_oids, naccounted))
+		if (leaves_changed(before, nb, after, na, accounted_oids, naccounted) ||
+			any_listed(after, na, emptied_oids, nemptied))
 		{
 			if (*roots == NULL)
 				*roots = palloc(sizeof(int64) * Max(next->nodes[nparts].count, 1));
@@ -164,6 +183,8 @@ zs_partition_changed_roots(const ZsJsonDoc *prev, const ZsJsonDoc *next,
 	}
 	if (accounted_oids)
 		pfree(accounted_oids);
+	if (emptied_oids)
+		pfree(emptied_oids);
 	if (n > 1)
 		qsort(*roots, n, sizeof(int64), cmp_int64);
 	return n;

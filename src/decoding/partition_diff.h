@@ -11,32 +11,29 @@
 #include "codec/json_read.h"
 
 /*
- * Leaf partitions whose joining or leaving the stream accounts for: the DDL
- * capture's "accountedLeaves" (or "emptyLeaves"), a JSON array of oids in
- * doc at node, or none if doc is NULL.
+ * A list of leaf partitions: a JSON array of oids in doc at node, or none
+ * if doc is NULL.
  */
-typedef struct ZsAccountedLeaves
+typedef struct ZsLeafList
 {
 	const ZsJsonDoc *doc;
 	int			node;
-} ZsAccountedLeaves;
+} ZsLeafList;
 
 /*
  * The partitioned tables (oids), published through their root in both
  * snapshots (the documents' "partitions"), whose rows must be sent again:
  * a leaf left (DETACH, also CONCURRENTLY, or DROP) or joined (ATTACH) that
- * is not accounted for. A partition created as one (CREATE TABLE ...
- * PARTITION OF) joins empty. Returns how many, sorted, in *roots
- * (palloc'd; NULL if none).
+ * is not among the leaves the stream accounts for (accounted: the DDL
+ * capture's "accountedLeaves", or "emptyLeaves"); or a leaf it has in both
+ * is among emptied (the capture's "leaves" of a TRUNCATE it did not
+ * carry). A partition created as one (CREATE TABLE ... PARTITION OF) joins
+ * empty. Returns how many, sorted, in *roots (palloc'd; NULL if none).
  */
 extern int	zs_partition_changed_roots(const ZsJsonDoc *prev, const ZsJsonDoc *next,
-									   ZsAccountedLeaves accounted, int64 **roots);
+									   ZsLeafList accounted, ZsLeafList emptied,
+									   int64 **roots);
 
-/*
- * Every leaf partition of the tables published through their root in the
- * published schema doc, sorted, in *leaves (palloc'd; NULL if none);
- * returns how many.
- */
 extern int	zs_partition_all_leaves(const ZsJsonDoc *doc, int64 **leaves);
 
 /* Is oid among roots[0 .. n - 1] (sorted)? */

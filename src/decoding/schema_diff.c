@@ -56,6 +56,7 @@ typedef struct Diff
 	int			maxchanges;
 	StringInfoData buf;
 	ZsJsonDoc	accounted_doc;	/* the DDL capture's "accountedLeaves" */
+	ZsJsonDoc	emptied_doc;	/* leaves emptied by a TRUNCATE not carried */
 	int64	   *reset_roots;	/* sorted oids of the tables reset */
 	int			nreset;
 } Diff;
@@ -567,6 +568,7 @@ diff_tables(Diff *d)
 int
 zs_schema_diff(const char *prev, int prev_len, const char *next, int next_len,
 			   const char *accounted_leaves, int accounted_len,
+			   const char *emptied_leaves, int emptied_len,
 			   const char *tag, const char *const *own_schemas, int n_own,
 			   char ***changes, const char **error)
 {
@@ -581,17 +583,26 @@ zs_schema_diff(const char *prev, int prev_len, const char *next, int next_len,
 	zs_json_doc_init(&d.prev.doc);
 	zs_json_doc_init(&d.next.doc);
 	zs_json_doc_init(&d.accounted_doc);
+	zs_json_doc_init(&d.emptied_doc);
 	ok = zs_schema_snapshot_read(&d.prev, prev, prev_len, error) &&
 		zs_schema_snapshot_read(&d.next, next, next_len, error);
 	if (ok)
 	{
-		ZsAccountedLeaves accounted = {NULL, -1};
+		ZsLeafList	accounted = {NULL, -1};
+		ZsLeafList	emptied = {NULL, -1};
 
 		if (accounted_leaves != NULL &&
 			(!zs_json_parse(&d.accounted_doc, accounted_leaves, accounted_len) ||
 			 d.accounted_doc.nodes[0].type != ZS_JSON_ARRAY))
 		{
 			*error = "the accounted leaf partitions are not a JSON array";
+			ok = false;
+		}
+		else if (emptied_leaves != NULL &&
+				 (!zs_json_parse(&d.emptied_doc, emptied_leaves, emptied_len) ||
+				  d.emptied_doc.nodes[0].type != ZS_JSON_ARRAY))
+		{
+			*error = "the emptied leaf partitions are not a JSON array";
 			ok = false;
 		}
 		else
@@ -601,7 +612,13 @@ zs_schema_diff(const char *prev, int prev_len, const char *next, int next_len,
 				accounted.doc = &d.accounted_doc;
 				accounted.node = 0;
 			}
-			d.nreset = zs_partition_changed_roots(&d.prev.doc, &d.next.doc, accounted, &d.reset_roots);
+			if (emptied_leaves != NULL)
+			{
+				emptied.doc = &d.emptied_doc;
+				emptied.node = 0;
+			}
+			d.nreset = zs_partition_changed_roots(&d.prev.doc, &d.next.doc, accounted, emptied,
+												  &d.reset_roots);
 		}
 	}
 	if (ok)
@@ -615,6 +632,7 @@ zs_schema_diff(const char *prev, int prev_len, const char *next, int next_len,
 	zs_json_doc_free(&d.prev.doc);
 	zs_json_doc_free(&d.next.doc);
 	zs_json_doc_free(&d.accounted_doc);
+	zs_json_doc_free(&d.emptied_doc);
 	if (d.reset_roots)
 		pfree(d.reset_roots);
 	if (!ok)

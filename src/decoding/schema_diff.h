@@ -15,7 +15,9 @@
  * that turn the published schema prev into next, in zero-cache's order;
  * returns how many, with the array in *changes. accounted_leaves (or
  * NULL) is a JSON array of the leaf partitions whose joining or leaving
- * the stream accounts for (partition_diff.h). tag is the DDL command's tag (it decides what
+ * the stream accounts for, emptied_leaves (or NULL) one of leaves emptied
+ * with no change in the stream, whose roots are sent again
+ * (partition_diff.h). tag is the DDL command's tag (it decides what
  * zero-cache backfills); tables and indexes in the
  * schemas own_schemas[0 .. n_own - 1] are ignored. Returns -1 with *error
  * set if a snapshot is not a published schema. Compiles as backend or
@@ -23,6 +25,7 @@
  */
 extern int	zs_schema_diff(const char *prev, int prev_len, const char *next, int next_len,
 						   const char *accounted_leaves, int accounted_len,
+						   const char *emptied_leaves, int emptied_len,
 						   const char *tag, const char *const *own_schemas, int n_own,
 						   char ***changes, const char **error);
 

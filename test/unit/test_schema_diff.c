@@ -25,16 +25,24 @@
 static char **changes;
 
 static int
-diff_with_empty(const char *prev, const char *next, const char *empty_leaves, const char *tag)
+diff_with_leaves(const char *prev, const char *next, const char *empty_leaves,
+				 const char *emptied_leaves, const char *tag)
 {
 	static const char *const own[] = {"zero_0/cdc", "zero_stream"};
 	const char *error = NULL;
 	int			n = zs_schema_diff(prev, (int) strlen(prev), next, (int) strlen(next),
-								   empty_leaves, empty_leaves ? (int) strlen(empty_leaves) : 0, tag,
-								   own, 2, &changes, &error);
+								   empty_leaves, empty_leaves ? (int) strlen(empty_leaves) : 0,
+								   emptied_leaves, emptied_leaves ? (int) strlen(emptied_leaves) : 0,
+								   tag, own, 2, &changes, &error);
 
 	CHECK(n >= 0, "diff failed: %s", error ? error : "?");
 	return n;
+}
+
+static int
+diff_with_empty(const char *prev, const char *next, const char *empty_leaves, const char *tag)
+{
+	return diff_with_leaves(prev, next, empty_leaves, NULL, tag);
 }
 
 static int
@@ -222,11 +230,11 @@ test_bad_input(void)
 	const char *error = NULL;
 	char	  **out;
 
-	CHECK(zs_schema_diff("[]", 2, "{}", 2, NULL, 0, "X", NULL, 0, &out, &error) < 0 && error, "not objects");
+	CHECK(zs_schema_diff("[]", 2, "{}", 2, NULL, 0, NULL, 0, "X", NULL, 0, &out, &error) < 0 && error, "not objects");
 	CHECK(zs_schema_diff("{\"tables\":[{}],\"indexes\":[]}", 27, "{\"tables\":[],\"indexes\":[]}", 26, NULL, 0,
-						 "X", NULL, 0, &out, &error) < 0 && error, "table without a name");
+						 NULL, 0, "X", NULL, 0, &out, &error) < 0 && error, "table without a name");
 	CHECK(zs_schema_diff("{\"tables\":[", 11, "{\"tables\":[],\"indexes\":[]}", 26, NULL, 0,
-						 "X", NULL, 0, &out, &error) < 0 && error, "truncated");
+						 NULL, 0, "X", NULL, 0, &out, &error) < 0 && error, "truncated");
 }
 
 /*
@@ -300,9 +308,32 @@ test_partitions(void)
 		const char *error = NULL;
 		char	  **out;
 
-		CHECK(zs_schema_diff(two, (int) strlen(two), three, (int) strlen(three), "{}", 2, "ALTER TABLE",
-							 NULL, 0, &out, &error) < 0 && error, "accountedLeaves not an array");
+		CHECK(zs_schema_diff(two, (int) strlen(two), three, (int) strlen(three), "{}", 2, NULL, 0,
+							 "ALTER TABLE", NULL, 0, &out, &error) < 0 && error, "accountedLeaves not an array");
+		CHECK(zs_schema_diff(two, (int) strlen(two), two, (int) strlen(two), "[]", 2, "{\"a\":1}", 7,
+							 "TRUNCATE", NULL, 0, &out, &error) < 0 && error &&
+			  strstr(error, "emptied") != NULL, "emptied leaves not an array: %s", error ? error : "");
+		CHECK(zs_schema_diff(two, (int) strlen(two), two, (int) strlen(two), "[]", 2, "[", 1,
+							 "TRUNCATE", NULL, 0, &out, &error) < 0 && error, "emptied leaves truncated");
 	}
+
+	/*
+	 * a TRUNCATE of a leaf the capture did not carry (same schema on both
+	 * sides): its root is reset; one of another table's, or of no
+	 * partitioned table, resets nothing; an empty list nothing
+	 */
+	n = diff_with_leaves(two, two, NULL, "[102]", "TRUNCATE");
+	CHECK(n == 4 && strstr(changes[1], "{\"tag\":\"drop-table\",\"id\":{\"schema\":\"public\",\"name\":\"p\"}}") != NULL &&
+		  strstr(changes[2], "\"backfill\"") != NULL, "emptied leaf: its root reset (%d changes)", n);
+	for (int i = 0; i < n; i++)
+		CHECK(strstr(changes[i], "\"other\"") == NULL, "emptied leaf: the other table untouched");
+	CHECK(diff_with_leaves(two, two, NULL, "[103, 999]", "TRUNCATE") == 0, "a leaf not of the root: nothing");
+	CHECK(diff_with_leaves(two, two, "[]", "[]", "TRUNCATE") == 0, "no emptied leaf: nothing");
+	/* emptied and detached in one: one reset */
+	n = diff_with_leaves(two, one, "[102]", "[101]", "ALTER TABLE");
+	CHECK(n == 4, "emptied one, carried the other's leaving: one reset (%d changes)", n);
+	/* a leaf that left is not in the root any more: emptying it changes nothing */
+	CHECK(diff_with_leaves(two, one, "[102]", "[102]", "ALTER TABLE") == 0, "an emptied leaf that left: nothing");
 #undef PARTED
 }
 
