@@ -79,7 +79,7 @@
  */
 #define MAX_GIVE_WAYS 3
 
-typedef struct Running
+struct ZsBackfillRun
 {
 	MemoryContext context;		/* holds everything below */
 	char	   *request;		/* the request it runs, as read from the log */
@@ -95,50 +95,41 @@ typedef struct Running
 	XLogRecPtr	completed_lsn;
 	TimestampTz started;
 	TimestampTz lock_checked;	/* when waiters for its table were last looked for */
-} Running;
+};
 
-static MemoryContext backfill_context = NULL;
-static MemoryContext step_context = NULL;	/* reset at every step */
-static List *requests = NIL;	/* request texts, in backfill_context */
-static bool requests_stale = true;
-static Running *running = NULL;
-
-/*
- * A stopped worker may still be exiting, and hold its snapshot slot: the
- * next one starts only once it is gone (its context keeps the handle).
- */
-static MemoryContext stopping_context = NULL;
-static BackgroundWorkerHandle *stopping_handle = NULL;
-static TimestampTz retry_at = 0;
-static int	retry_delay_ms = BACKOFF_MIN_MS;
-static char *retry_request = NULL;	/* what the backoff is for (in backfill_context) */
-static int	give_ways = 0;		/* times the backfills gave way since one completed */
+void
+zs_backfill_init(ZsBackfill *b)
+{
+	memset(b, 0, sizeof(*b));
+	b->requests_stale = true;
+	b->retry_delay_ms = BACKOFF_MIN_MS;
+}
 
 static void
-ensure_context(void)
+ensure_context(ZsBackfill *b)
 {
-	if (backfill_context == NULL)
+	if (b->context == NULL)
 	{
-		backfill_context = AllocSetContextCreate(TopMemoryContext, "zero_stream backfills",
+		b->context = AllocSetContextCreate(TopMemoryContext, "zero_stream backfills",
 												 ALLOCSET_DEFAULT_SIZES);
-		step_context = AllocSetContextCreate(backfill_context, "zero_stream backfill step",
+		b->step_context = AllocSetContextCreate(b->context, "zero_stream backfill step",
 											 ALLOCSET_DEFAULT_SIZES);
 	}
 }
 
 /* Is the worker stopped last gone? Then forget it. */
 static bool
-stopped_worker_gone(void)
+stopped_worker_gone(ZsBackfill *b)
 {
 	pid_t		pid;
 
-	if (stopping_handle != NULL &&
-		GetBackgroundWorkerPid(stopping_handle, &pid) != BGWH_STOPPED)
+	if (b->stopping_handle != NULL &&
+		GetBackgroundWorkerPid(b->stopping_handle, &pid) != BGWH_STOPPED)
 		return false;
-	if (stopping_context != NULL)
-		MemoryContextDelete(stopping_context);
-	stopping_context = NULL;
-	stopping_handle = NULL;
+	if (b->stopping_context != NULL)
+		MemoryContextDelete(b->stopping_context);
+	b->stopping_context = NULL;
+	b->stopping_handle = NULL;
 	return true;
 }
 
@@ -156,72 +147,72 @@ set_progress(ZsBackfillPhase phase, const char *table, int64 rows, int64 total)
 }
 
 static void
-stop_running(const char *why)
+stop_running(ZsBackfill *b, const char *why)
 {
-	if (running == NULL)
+	if (b->running == NULL)
 		return;
 	if (why != NULL)
 		ereport(LOG,
-				(errmsg("zero_stream backfill of %s stopped: %s", running->table, why)));
-	TerminateBackgroundWorker(running->handle);
-	shm_mq_detach(running->queue);
-	dsm_detach(running->seg);
-	(void) stopped_worker_gone();	/* a previous one, if any, is long gone */
-	if (stopping_context != NULL)
-		MemoryContextDelete(stopping_context);
-	stopping_context = running->context;
-	stopping_handle = running->handle;
-	running = NULL;
+				(errmsg("zero_stream backfill of %s stopped: %s", b->running->table, why)));
+	TerminateBackgroundWorker(b->running->handle);
+	shm_mq_detach(b->running->queue);
+	dsm_detach(b->running->seg);
+	(void) stopped_worker_gone(b);	/* a previous one, if any, is long gone */
+	if (b->stopping_context != NULL)
+		MemoryContextDelete(b->stopping_context);
+	b->stopping_context = b->running->context;
+	b->stopping_handle = b->running->handle;
+	b->running = NULL;
 	set_progress(ZS_BACKFILL_IDLE, NULL, 0, 0);
 }
 
 /* No backoff any more: the next step may start a backfill. */
 static void
-forget_backoff(void)
+forget_backoff(ZsBackfill *b)
 {
-	retry_at = 0;
-	retry_delay_ms = BACKOFF_MIN_MS;
-	if (retry_request != NULL)
-		pfree(retry_request);
-	retry_request = NULL;
+	b->retry_at = 0;
+	b->retry_delay_ms = BACKOFF_MIN_MS;
+	if (b->retry_request != NULL)
+		pfree(b->retry_request);
+	b->retry_request = NULL;
 }
 
 void
-zs_backfill_reset(void)
+zs_backfill_reset(ZsBackfill *b)
 {
-	stop_running("the decoder restarts its stream");
-	requests_stale = true;
-	forget_backoff();
+	stop_running(b, "the decoder restarts its stream");
+	b->requests_stale = true;
+	forget_backoff(b);
 }
 
 void
-zs_backfill_requests_changed(void)
+zs_backfill_requests_changed(ZsBackfill *b)
 {
-	requests_stale = true;
+	b->requests_stale = true;
 }
 
 Oid
-zs_backfill_relid(void)
+zs_backfill_relid(const ZsBackfill *b)
 {
-	return running ? running->relid : InvalidOid;
+	return b->running ? b->running->relid : InvalidOid;
 }
 
 const char *const *
-zs_backfill_key_columns(int *nkeys)
+zs_backfill_key_columns(const ZsBackfill *b, int *nkeys)
 {
-	*nkeys = running ? running->nkeys : 0;
-	return running ? (const char *const *) running->keys : NULL;
+	*nkeys = b->running ? b->running->nkeys : 0;
+	return b->running ? (const char *const *) b->running->keys : NULL;
 }
 
 void
-zs_backfill_key_changed(const char *watermark)
+zs_backfill_key_changed(ZsBackfill *b, const char *watermark)
 {
-	if (running != NULL && strcmp(running->min_watermark, watermark) < 0)
-		strlcpy(running->min_watermark, watermark, sizeof(running->min_watermark));
+	if (b->running != NULL && strcmp(b->running->min_watermark, watermark) < 0)
+		strlcpy(b->running->min_watermark, watermark, sizeof(b->running->min_watermark));
 }
 
 static void
-load_requests(void)
+load_requests(ZsBackfill *b)
 {
 	List	   *read;
 	ListCell   *lc;
@@ -229,40 +220,40 @@ load_requests(void)
 
 	zs_spi_xact_begin(NULL);
 	read = zs_changelog_read_backfill_requests();
-	ensure_context();
-	old = MemoryContextSwitchTo(backfill_context);
-	list_free_deep(requests);
-	requests = NIL;
+	ensure_context(b);
+	old = MemoryContextSwitchTo(b->context);
+	list_free_deep(b->requests);
+	b->requests = NIL;
 	foreach(lc, read)
-		requests = lappend(requests, pstrdup((char *) lfirst(lc)));
+		b->requests = lappend(b->requests, pstrdup((char *) lfirst(lc)));
 	MemoryContextSwitchTo(old);
 	zs_spi_xact_commit();
-	requests_stale = false;
+	b->requests_stale = false;
 
-	if (running != NULL)
+	if (b->running != NULL)
 	{
 		bool		listed = false;
 
-		foreach(lc, requests)
-			listed |= strcmp((char *) lfirst(lc), running->request) == 0;
+		foreach(lc, b->requests)
+			listed |= strcmp((char *) lfirst(lc), b->running->request) == 0;
 		if (!listed)
-			stop_running("its request changed (a schema change of the table, or its completion)");
+			stop_running(b, "its request changed (a schema change of the table, or its completion)");
 	}
 	/* a backoff for a request that is gone (its table dropped) holds back no other */
-	if (retry_request != NULL)
+	if (b->retry_request != NULL)
 	{
 		bool		listed = false;
 
-		foreach(lc, requests)
-			listed |= strcmp((char *) lfirst(lc), retry_request) == 0;
+		foreach(lc, b->requests)
+			listed |= strcmp((char *) lfirst(lc), b->retry_request) == 0;
 		if (!listed)
-			forget_backoff();
+			forget_backoff(b);
 	}
 }
 
 /* relationOID and row key of a request; false if it has no table metadata */
 static bool
-describe_request(Running *r, const char *request)
+describe_request(ZsBackfillRun *r, const char *request)
 {
 	ZsJsonDoc	doc;
 	int			table,
@@ -298,19 +289,19 @@ describe_request(Running *r, const char *request)
  * doubles): request, if not NULL, is the one that failed.
  */
 static void
-back_off(const char *request, int delay_ms, const char *why)
+back_off(ZsBackfill *b, const char *request, int delay_ms, const char *why)
 {
 	if (delay_ms < 0)
 	{
-		delay_ms = retry_delay_ms;
-		retry_delay_ms = Min(retry_delay_ms * 2, BACKOFF_MAX_MS);
+		delay_ms = b->retry_delay_ms;
+		b->retry_delay_ms = Min(b->retry_delay_ms * 2, BACKOFF_MAX_MS);
 	}
 	ereport(LOG,
 			(errmsg("zero_stream backfill retried in %d s: %s", delay_ms / 1000, why)));
-	retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), delay_ms);
-	if (retry_request != NULL)
-		pfree(retry_request);
-	retry_request = request ? MemoryContextStrdup(backfill_context, request) : NULL;
+	b->retry_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), delay_ms);
+	if (b->retry_request != NULL)
+		pfree(b->retry_request);
+	b->retry_request = request ? MemoryContextStrdup(b->context, request) : NULL;
 }
 
 /*
@@ -320,7 +311,7 @@ back_off(const char *request, int delay_ms, const char *why)
  * worker has read every row.
  */
 static bool
-command_waits_for_table(Running *r)
+command_waits_for_table(ZsBackfillRun *r)
 {
 	TimestampTz now = GetCurrentTimestamp();
 	LockData   *locks;
@@ -362,7 +353,7 @@ command_waits_for_table(Running *r)
 }
 
 static void
-launch(const char *request)
+launch(ZsBackfill *b, const char *request)
 {
 	Size		request_size = strlen(request) + 1;
 	shm_toc_estimator e;
@@ -374,22 +365,22 @@ launch(const char *request)
 	BackgroundWorker worker;
 	BackgroundWorkerHandle *handle;
 	MemoryContext old;
-	Running    *r;
+	ZsBackfillRun    *r;
 
 	MemoryContext context;
 
-	ensure_context();
-	context = AllocSetContextCreate(backfill_context, "zero_stream running backfill",
+	ensure_context(b);
+	context = AllocSetContextCreate(b->context, "zero_stream running backfill",
 									ALLOCSET_SMALL_SIZES);
 	old = MemoryContextSwitchTo(context);
-	r = palloc0(sizeof(Running));
+	r = palloc0(sizeof(ZsBackfillRun));
 	r->context = context;
 	r->request = pstrdup(request);
 	if (!describe_request(r, request))
 	{
 		MemoryContextSwitchTo(old);
 		MemoryContextDelete(context);
-		back_off(request, -1, psprintf("the request has no table metadata: %s", request));
+		back_off(b, request, -1, psprintf("the request has no table metadata: %s", request));
 		return;
 	}
 
@@ -403,7 +394,7 @@ launch(const char *request)
 	{
 		MemoryContextSwitchTo(old);
 		MemoryContextDelete(context);
-		back_off(NULL, -1, "no dynamic shared memory segment is free");
+		back_off(b, NULL, -1, "no dynamic shared memory segment is free");
 		return;
 	}
 	dsm_pin_mapping(seg);		/* it outlives the decoder's transactions */
@@ -430,7 +421,7 @@ launch(const char *request)
 		dsm_detach(seg);
 		MemoryContextSwitchTo(old);
 		MemoryContextDelete(context);
-		back_off(NULL, -1, "no background worker slot is free (raise max_worker_processes)");
+		back_off(b, NULL, -1, "no background worker slot is free (raise max_worker_processes)");
 		return;
 	}
 	r->seg = seg;
@@ -439,7 +430,7 @@ launch(const char *request)
 	r->started = GetCurrentTimestamp();
 	r->lock_checked = r->started;
 	MemoryContextSwitchTo(old);
-	running = r;
+	b->running = r;
 	set_progress(ZS_BACKFILL_STARTING, r->table, 0, 0);
 }
 
@@ -457,47 +448,47 @@ static struct
 
 /* After a step, its batch stored (up to head) or empty: what comes next. */
 static void
-end_step(const char *head)
+end_step(ZsBackfill *b, const char *head)
 {
-	if (running == NULL)
+	if (b->running == NULL)
 		return;
 	if (step.rows >= 0)
-		set_progress(ZS_BACKFILL_SENDING, running->table, step.rows, step.total_rows);
+		set_progress(ZS_BACKFILL_SENDING, b->running->table, step.rows, step.total_rows);
 	if (step.finished)
 	{
 		long		secs;
 		int			usecs;
 
-		TimestampDifference(running->started, GetCurrentTimestamp(), &secs, &usecs);
+		TimestampDifference(b->running->started, GetCurrentTimestamp(), &secs, &usecs);
 		ereport(LOG,
 				(errmsg("zero_stream backfill of %s stored in %ld.%03d s, up to watermark %s",
-						running->table, secs, usecs / 1000, head)));
-		stop_running(NULL);
-		forget_backoff();
-		give_ways = 0;
-		requests_stale = true;	/* the completion removed its request */
+						b->running->table, secs, usecs / 1000, head)));
+		stop_running(b, NULL);
+		forget_backoff(b);
+		b->give_ways = 0;
+		b->requests_stale = true;	/* the completion removed its request */
 	}
 	else if (step.detached)
 	{
-		char	   *table = pstrdup(running->table);
-		char	   *request = pstrdup(running->request);
+		char	   *table = pstrdup(b->running->table);
+		char	   *request = pstrdup(b->running->request);
 
-		stop_running(NULL);
-		back_off(request, -1,
+		stop_running(b, NULL);
+		back_off(b, request, -1,
 				 psprintf("the worker backfilling %s exited before it completed (see its log lines)", table));
 	}
-	else if (give_ways < MAX_GIVE_WAYS && command_waits_for_table(running))
+	else if (b->give_ways < MAX_GIVE_WAYS && command_waits_for_table(b->running))
 	{
-		char	   *request = pstrdup(running->request);
+		char	   *request = pstrdup(b->running->request);
 
-		give_ways++;
-		stop_running("a command waits for a lock on the table");
-		back_off(request, BACKOFF_MIN_MS, "after the command that waited for the table");
+		b->give_ways++;
+		stop_running(b, "a command waits for a lock on the table");
+		back_off(b, request, BACKOFF_MIN_MS, "after the command that waited for the table");
 	}
 }
 
 bool
-zs_backfill_step(XLogRecPtr decoded_upto, ZsBackfillBatch *batch)
+zs_backfill_step(ZsBackfill *b, XLogRecPtr decoded_upto, ZsBackfillBatch *batch)
 {
 	Size		bytes = 0;
 	MemoryContext old;
@@ -505,32 +496,32 @@ zs_backfill_step(XLogRecPtr decoded_upto, ZsBackfillBatch *batch)
 	memset(batch, 0, sizeof(*batch));
 	memset(&step, 0, sizeof(step));
 	step.rows = -1;
-	ensure_context();
-	MemoryContextReset(step_context);
-	old = MemoryContextSwitchTo(step_context);
-	if (requests_stale)
-		load_requests();
-	if (running == NULL)
+	ensure_context(b);
+	MemoryContextReset(b->step_context);
+	old = MemoryContextSwitchTo(b->step_context);
+	if (b->requests_stale)
+		load_requests(b);
+	if (b->running == NULL)
 	{
 		/*
 		 * One at a time, picked at random as zero-cache does: a request that
 		 * keeps failing does not starve the others.
 		 */
-		if (requests != NIL && GetCurrentTimestamp() >= retry_at && stopped_worker_gone())
-			launch((const char *) list_nth(requests,
+		if (b->requests != NIL && GetCurrentTimestamp() >= b->retry_at && stopped_worker_gone(b))
+			launch(b, (const char *) list_nth(b->requests,
 										   (int) pg_prng_uint64_range(&pg_global_prng_state, 0,
-																	  list_length(requests) - 1)));
+																	  list_length(b->requests) - 1)));
 		MemoryContextSwitchTo(old);
 		return false;
 	}
 
-	while (bytes < BACKFILL_STEP_BYTES && running->completed == NULL)
+	while (bytes < BACKFILL_STEP_BYTES && b->running->completed == NULL)
 	{
 		Size		nbytes;
 		void	   *data;
 		ZsBackfillMessage header;
 		char		snapshot[ZS_WATERMARK_MAXLEN];
-		shm_mq_result res = shm_mq_receive(running->queue, &nbytes, &data, true);
+		shm_mq_result res = shm_mq_receive(b->running->queue, &nbytes, &data, true);
 
 		if (res == SHM_MQ_WOULD_BLOCK)
 			break;
@@ -545,12 +536,12 @@ zs_backfill_step(XLogRecPtr decoded_upto, ZsBackfillBatch *batch)
 					 errmsg_internal("short backfill message (%zu bytes)", nbytes)));
 		memcpy(&header, data, sizeof(header));
 		zs_watermark_encode(header.snapshot_lsn - 1, snapshot);
-		if (strcmp(snapshot, running->min_watermark) < 0)
+		if (strcmp(snapshot, b->running->min_watermark) < 0)
 		{
 			char	   *why = psprintf("a row key changed at %s, after its snapshot at %s",
-									   running->min_watermark, snapshot);
+									   b->running->min_watermark, snapshot);
 
-			stop_running(why);
+			stop_running(b, why);
 			MemoryContextSwitchTo(old);
 			batch->rows = NIL;
 			return false;		/* the next step starts it again */
@@ -559,26 +550,26 @@ zs_backfill_step(XLogRecPtr decoded_upto, ZsBackfillBatch *batch)
 		step.total_rows = header.total_rows;
 		if (header.kind == ZS_BACKFILL_COMPLETED)
 		{
-			running->completed = MemoryContextAlloc(running->context, nbytes - sizeof(header) + 1);
-			memcpy(running->completed, (char *) data + sizeof(header), nbytes - sizeof(header));
-			running->completed[nbytes - sizeof(header)] = '\0';
-			running->completed_lsn = header.snapshot_lsn;
+			b->running->completed = MemoryContextAlloc(b->running->context, nbytes - sizeof(header) + 1);
+			memcpy(b->running->completed, (char *) data + sizeof(header), nbytes - sizeof(header));
+			b->running->completed[nbytes - sizeof(header)] = '\0';
+			b->running->completed_lsn = header.snapshot_lsn;
 		}
 		else
 			batch->rows = lappend(batch->rows, pnstrdup((char *) data + sizeof(header), nbytes - sizeof(header)));
 		bytes += nbytes;
 	}
 
-	step.finished = running->completed != NULL && decoded_upto >= running->completed_lsn;
+	step.finished = b->running->completed != NULL && decoded_upto >= b->running->completed_lsn;
 	if (step.finished)
 	{
 		/* (a copy: the running backfill goes once it is stored) */
-		batch->completed = pstrdup(running->completed);
-		batch->completed_lsn = running->completed_lsn;
+		batch->completed = pstrdup(b->running->completed);
+		batch->completed_lsn = b->running->completed_lsn;
 	}
 	if (batch->rows == NIL && !step.finished)
 	{
-		end_step(NULL);
+		end_step(b, NULL);
 		MemoryContextSwitchTo(old);
 		return false;
 	}
@@ -587,10 +578,10 @@ zs_backfill_step(XLogRecPtr decoded_upto, ZsBackfillBatch *batch)
 }
 
 void
-zs_backfill_stored(const char *head)
+zs_backfill_stored(ZsBackfill *b, const char *head)
 {
-	MemoryContext old = MemoryContextSwitchTo(step_context);
+	MemoryContext old = MemoryContextSwitchTo(b->step_context);
 
-	end_step(head);
+	end_step(b, head);
 	MemoryContextSwitchTo(old);
 }

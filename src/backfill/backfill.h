@@ -9,20 +9,55 @@
 #define ZS_BACKFILL_H
 
 #include "access/xlogdefs.h"
+#include "datatype/timestamp.h"
 #include "nodes/pg_list.h"
+#include "postmaster/bgworker.h"
+#include "utils/palloc.h"
+
+/* A backfill being run by its worker (backfill.c) */
+typedef struct ZsBackfillRun ZsBackfillRun;
+
+/*
+ * The decoder's backfills: what the change log asks for, the one running,
+ * and the worker stopped last or the backoff after a failure. Owned by the
+ * decoder's stream (decoder/stream.h), which passes it to every call.
+ */
+typedef struct ZsBackfill
+{
+	MemoryContext context;		/* holds the requests and the backoff */
+	MemoryContext step_context; /* reset at every step */
+	List	   *requests;		/* request texts, in context */
+	bool		requests_stale; /* to be read again from the log */
+	ZsBackfillRun *running;		/* NULL if none */
+
+	/*
+	 * A stopped worker may still be exiting, and hold its snapshot slot: the
+	 * next one starts only once it is gone (its context keeps the handle).
+	 */
+	MemoryContext stopping_context;
+	BackgroundWorkerHandle *stopping_handle;
+
+	TimestampTz retry_at;		/* no backfill starts before */
+	int			retry_delay_ms; /* the next backoff */
+	char	   *retry_request;	/* what the backoff is for (in context) */
+	int			give_ways;		/* times the backfills gave way since one completed */
+} ZsBackfill;
+
+/* Backfills not yet looked for (their memory made at the first step). */
+extern void zs_backfill_init(ZsBackfill *backfill);
 
 /*
  * Forget any running backfill and read the unfinished ones from the change
  * log at the next step: at start-up and after a new lineage.
  */
-extern void zs_backfill_reset(void);
+extern void zs_backfill_reset(ZsBackfill *backfill);
 
 /*
  * Schema changes were stored: re-read the requests; a running backfill
  * whose request changed (its table renamed or dropped, a column added,
  * renamed or dropped, new metadata) is stopped and started again.
  */
-extern void zs_backfill_requests_changed(void);
+extern void zs_backfill_requests_changed(ZsBackfill *backfill);
 
 /*
  * The relation being backfilled (InvalidOid if none), and its row key. An
@@ -30,9 +65,9 @@ extern void zs_backfill_requests_changed(void);
  * backfill's data must not predate that transaction (zero-cache's
  * minWatermark): zs_backfill_key_changed() with its watermark.
  */
-extern Oid	zs_backfill_relid(void);
-extern const char *const *zs_backfill_key_columns(int *nkeys);
-extern void zs_backfill_key_changed(const char *watermark);
+extern Oid	zs_backfill_relid(const ZsBackfill *backfill);
+extern const char *const *zs_backfill_key_columns(const ZsBackfill *backfill, int *nkeys);
+extern void zs_backfill_key_changed(ZsBackfill *backfill, const char *watermark);
 
 /*
  * What a step has for the change log: the worker's messages (JSON texts),
@@ -54,9 +89,10 @@ typedef struct ZsBackfillBatch
  * the decoder's one writer stores it (decoder/store.c), then calls
  * zs_backfill_stored.
  */
-extern bool zs_backfill_step(XLogRecPtr decoded_upto, ZsBackfillBatch *batch);
+extern bool zs_backfill_step(ZsBackfill *backfill, XLogRecPtr decoded_upto,
+							 ZsBackfillBatch *batch);
 
 /* The last step's batch is stored, up to the change log's head. */
-extern void zs_backfill_stored(const char *head);
+extern void zs_backfill_stored(ZsBackfill *backfill, const char *head);
 
 #endif							/* ZS_BACKFILL_H */

@@ -130,7 +130,7 @@ start_stream(ZsStream *s)
 	MemoryContext old;
 
 	zs_claim_change_log(s);
-	zs_backfill_reset();
+	zs_backfill_reset(&s->backfill);
 	strlcpy(s->purge_gate, s->stored_head, sizeof(s->purge_gate));
 	/* the old slot's position is nothing to confirm on the new one */
 	zs_round_forget_confirmations(s);
@@ -278,7 +278,9 @@ run_decoder(MemoryContext worker_context)
 	zs_startup_origin();
 	/* the initial copy encodes rows through the relation cache */
 	zs_relcache_init(worker_context, zs_cdc_schema_name());
-	zs_stage_init(&s->stage, worker_context, ZS_ROUND_SPOOL_MEMORY, s->stored_head);
+	zs_backfill_init(&s->backfill);
+	zs_stage_init(&s->stage, worker_context, ZS_ROUND_SPOOL_MEMORY, s->stored_head, &s->backfill);
+	zs_purge_init(&s->purge);
 	s->decoding_owner = ResourceOwnerCreate(NULL, "zero_stream decoding");
 
 	take_slot(s);
@@ -298,14 +300,14 @@ run_decoder(MemoryContext worker_context)
 		zs_worker_check_interrupts();
 		busy = zs_round_run(s, &stored);
 		/* a backfill's messages, between rounds, through the one writer */
-		if (zs_backfill_step(s->ctx->reader->EndRecPtr, &backfill))
+		if (zs_backfill_step(&s->backfill, s->ctx->reader->EndRecPtr, &backfill))
 		{
 			zs_store_backfill(s, &backfill);
-			zs_backfill_stored(s->stored_head);
+			zs_backfill_stored(&s->backfill, s->stored_head);
 			busy = true;
 		}
 		/* the purge yields to rounds that stored (its deletes are WAL we skip) */
-		if (zs_purge_step(s->purge_gate, busy && stored))
+		if (zs_purge_step(&s->purge, s->purge_gate, busy && stored))
 			busy = true;
 		zs_positions_save_step();
 		zs_lag_report_step();

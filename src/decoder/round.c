@@ -362,7 +362,7 @@ zs_round_run(ZsStream *s, bool *stored)
 		zs_live_rest_drop();
 	}
 	if (batch->baseline_changed)
-		zs_backfill_requests_changed();
+		zs_backfill_requests_changed(&s->backfill);
 	zs_stage_clear_batch(batch);
 	/* everything before EndRecPtr is now stored, or was never ours */
 	if (s->pending_confirm == InvalidXLogRecPtr)

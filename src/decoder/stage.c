@@ -59,10 +59,11 @@ StaticAssertDecl(ZS_PGO_COL_NULL == LOGICALREP_COLUMN_NULL &&
 
 void
 zs_stage_init(ZsStage *stage, MemoryContext context, Size memory_limit,
-			  const char *stored_head)
+			  const char *stored_head, ZsBackfill *backfill)
 {
 	memset(stage, 0, sizeof(*stage));
 	stage->stored_head = stored_head;
+	stage->backfill = backfill;
 	stage->batch.spool = zs_spool_create(context, memory_limit);
 	stage->message_context = AllocSetContextCreate(context, "zero_stream message",
 												   ALLOCSET_DEFAULT_SIZES);
@@ -211,13 +212,13 @@ stage_row_change(const ZsPgoutputMsg *msg, ZsStage *stage, StringInfo out)
 			zs_encode_insert(out, rel, msg);
 			break;
 		case ZS_PGO_UPDATE:
-			if (msg->relid == zs_backfill_relid())
+			if (msg->relid == zs_backfill_relid(stage->backfill))
 			{
 				int			nkeys;
-				const char *const *keys = zs_backfill_key_columns(&nkeys);
+				const char *const *keys = zs_backfill_key_columns(stage->backfill, &nkeys);
 
 				if (zs_encode_update_changes_columns(rel, msg, keys, nkeys))
-					zs_backfill_key_changed(txn->watermark);
+					zs_backfill_key_changed(stage->backfill, txn->watermark);
 			}
 			zs_encode_update(out, rel, msg);
 			break;
@@ -229,14 +230,15 @@ stage_row_change(const ZsPgoutputMsg *msg, ZsStage *stage, StringInfo out)
 }
 
 static void
-stage_truncate(const ZsPgoutputMsg *msg, ZsStageTxn *txn, ZsStageBatch *batch, StringInfo out)
+stage_truncate(const ZsPgoutputMsg *msg, ZsStageTxn *txn, ZsStageBatch *batch,
+			   ZsBackfill *backfill, StringInfo out)
 {
 	if (txn->skip)
 		return;
 	/* backfill rows read before it must not bring truncated rows back */
 	for (int i = 0; i < msg->nrelids; i++)
-		if (zs_pgoutput_relid_at(msg, i) == zs_backfill_relid())
-			zs_backfill_key_changed(txn->watermark);
+		if (zs_pgoutput_relid_at(msg, i) == zs_backfill_relid(backfill))
+			zs_backfill_key_changed(backfill, txn->watermark);
 	if (zs_encode_truncate(out, msg))
 		stage_row(txn, batch, out, false, false);
 }
@@ -489,7 +491,7 @@ zs_stage_write(LogicalDecodingContext *ctx, XLogRecPtr lsn, TransactionId xid, b
 			stage_row_change(msg, stage, out);
 			break;
 		case ZS_PGO_TRUNCATE:
-			stage_truncate(msg, txn, batch, out);
+			stage_truncate(msg, txn, batch, stage->backfill, out);
 			break;
 		case ZS_PGO_MESSAGE:
 			stage_message(msg, txn, batch, stage, out);

@@ -11,6 +11,7 @@
 #include "replication/logical.h"
 #include "utils/timestamp.h"
 
+#include "backfill/backfill.h"
 #include "codec/watermark.h"
 #include "decoder/spool.h"
 #include "decoding/pgoutput_read.h"
@@ -60,6 +61,8 @@ typedef struct ZsStage
 	ZsDecodePosition position;
 	/* the log's lastWatermark: transactions not above it are skipped */
 	const char *stored_head;
+	/* the backfill running meanwhile, told of changes that move its keys */
+	ZsBackfill *backfill;
 	/* the published schema at the current point of the stream (TopMemoryContext) */
 	char	   *schema_baseline;
 	/*
@@ -80,10 +83,11 @@ typedef struct ZsStage
 
 /*
  * Set a stage up in context: its spool keeps memory_limit bytes in memory;
- * stored_head is read (never written) at each BEGIN.
+ * stored_head is read (never written) at each BEGIN; backfill is the
+ * stream's backfills.
  */
 extern void zs_stage_init(ZsStage *stage, MemoryContext context, Size memory_limit,
-						  const char *stored_head);
+						  const char *stored_head, ZsBackfill *backfill);
 
 /* The output plugin's writer callbacks (ctx->output_writer_private is the ZsStage). */
 extern void zs_stage_prepare_write(LogicalDecodingContext *ctx, XLogRecPtr lsn,

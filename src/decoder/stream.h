@@ -12,8 +12,10 @@
 #include "replication/logical.h"
 #include "utils/resowner.h"
 
+#include "backfill/backfill.h"
 #include "codec/watermark.h"
 #include "decoder/stage.h"
+#include "purge/purge.h"
 
 typedef struct ZsStream
 {
@@ -24,6 +26,8 @@ typedef struct ZsStream
 	char		replica_version[ZS_WATERMARK_MAXLEN];	/* the lineage */
 	char		stored_head[ZS_WATERMARK_MAXLEN];	/* lastWatermark in the log */
 	char		purge_gate[ZS_WATERMARK_MAXLEN];	/* the head when the stream started */
+	ZsPurge		purge;			/* the change log's purge (across streams) */
+	ZsBackfill	backfill;		/* the backfills the log asks for */
 	ZsStage		stage;			/* the round being decoded */
 	bool		decoding;		/* in a round's decoding loop */
 	ResourceOwner decoding_owner;	/* the replay's resources */

@@ -49,37 +49,27 @@
 #define PURGE_BUSY_SHARE 10
 #define PURGE_WAIT_RETRY_MS 1000
 
-static int	batch_rows = 5000;
-static double credit_ms = 0;	/* purge time earned while decoding */
-static TimestampTz last_step_end = 0;
-
-static TimestampTz last_purge = 0;
-static bool running = false;		/* a purge is spread over iterations */
-static bool requested = false;
-static bool waiting = false;	/* the last purge waited for the backup replica */
-static uint64 waited_backup_moves = 0;	/* zs_shared->backup_moves when it looked */
-static bool has_floor = false;	/* floor_watermark holds the floor */
-static char floor_watermark[ZS_WATERMARK_MAXLEN];
-static ZsPurgeHolder holder;
-static int64 run_rows;
-static int64 run_bytes;
-static char after_watermark[ZS_WATERMARK_MAXLEN];	/* the last row deleted */
-static int64 after_pos;
+void
+zs_purge_init(ZsPurge *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->batch_rows = 5000;
+}
 
 /* the floor and its holder in the shared state; finished: the purge's results too */
 static void
-publish(bool finished)
+publish(ZsPurge *p, bool finished)
 {
 	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
-	zs_shared->has_purge_floor = has_floor;
-	zs_shared->purge_waits_for_backup = waiting;
-	strlcpy(zs_shared->purge_floor, has_floor ? floor_watermark : "", sizeof(zs_shared->purge_floor));
-	zs_shared->purge_holder = holder;
+	zs_shared->has_purge_floor = p->has_floor;
+	zs_shared->purge_waits_for_backup = p->waiting;
+	strlcpy(zs_shared->purge_floor, p->has_floor ? p->floor_watermark : "", sizeof(zs_shared->purge_floor));
+	zs_shared->purge_holder = p->holder;
 	if (finished)
 	{
 		zs_shared->purge_runs++;
-		zs_shared->last_purge_rows = run_rows;
-		zs_shared->last_purge_bytes = run_bytes;
+		zs_shared->last_purge_rows = p->run_rows;
+		zs_shared->last_purge_bytes = p->run_bytes;
 		zs_shared->last_purge_time = GetCurrentTimestamp();
 	}
 	LWLockRelease(zs_shared->lock);
@@ -99,89 +89,89 @@ take_request(void)
 
 /* Is a periodic purge due at now? Never with purge_interval 0. */
 static bool
-purge_due(TimestampTz now)
+purge_due(ZsPurge *p, TimestampTz now)
 {
 	int			interval_ms = zs_purge_interval_ms;
 
 	if (interval_ms == 0)
 		return false;
-	if (waiting)
+	if (p->waiting)
 	{
 		bool		moved;
 
 		/* the backup replica moved since the last look (the replicator woke us) */
 		LWLockAcquire(zs_shared->lock, LW_SHARED);
-		moved = zs_shared->backup_moves != waited_backup_moves;
+		moved = zs_shared->backup_moves != p->waited_backup_moves;
 		LWLockRelease(zs_shared->lock);
 		if (moved)
 			return true;
 		interval_ms = Min(interval_ms, PURGE_WAIT_RETRY_MS);
 	}
-	return TimestampDifferenceExceeds(last_purge, now, interval_ms);
+	return TimestampDifferenceExceeds(p->last_purge, now, interval_ms);
 }
 
 /* next batch's size: about PURGE_BATCH_MS at the rate the last one ran */
 static void
-adapt_batch_rows(int64 rows, long ms)
+adapt_batch_rows(ZsPurge *p, int64 rows, long ms)
 {
 	double		next;
 
-	if (rows < batch_rows)
+	if (rows < p->batch_rows)
 		return;					/* a partial batch says little about the rate */
-	next = ms > 0 ? (double) rows * PURGE_BATCH_MS / ms : (double) batch_rows * 2;
-	next = Min(next, (double) batch_rows * 2);
-	batch_rows = (int) Max(PURGE_BATCH_MIN_ROWS, Min(PURGE_BATCH_MAX_ROWS, next));
+	next = ms > 0 ? (double) rows * PURGE_BATCH_MS / ms : (double) p->batch_rows * 2;
+	next = Min(next, (double) p->batch_rows * 2);
+	p->batch_rows = (int) Max(PURGE_BATCH_MIN_ROWS, Min(PURGE_BATCH_MAX_ROWS, next));
 }
 
 bool
-zs_purge_step(const char *gate, bool decoding)
+zs_purge_step(ZsPurge *p, const char *gate, bool decoding)
 {
 	TimestampTz start = GetCurrentTimestamp();
 	ZsPurgeBatchResult result = ZS_PURGE_BATCH_DONE;
 	long		budget_ms = PURGE_STEP_MS;
 
-	requested |= take_request();
-	if (!running)
+	p->requested |= take_request();
+	if (!p->running)
 	{
 		ZsPurgeFloor found;
 		bool		retry;
 
-		if (!requested && !purge_due(start))
+		if (!p->requested && !purge_due(p, start))
 			return false;
 		/* a periodic look again while waiting is no purge run of its own */
-		retry = waiting && !requested;
-		run_rows = run_bytes = 0;
+		retry = p->waiting && !p->requested;
+		p->run_rows = p->run_bytes = 0;
 		LWLockAcquire(zs_shared->lock, LW_SHARED);
-		waited_backup_moves = zs_shared->backup_moves;
+		p->waited_backup_moves = zs_shared->backup_moves;
 		LWLockRelease(zs_shared->lock);
-		found = zs_purge_floor(gate, zs_subscriber_retention_ms, floor_watermark, &holder);
-		waiting = (found == ZS_PURGE_FLOOR_WAITING);
-		has_floor = (found == ZS_PURGE_FLOOR_HELD);
-		if (!has_floor)
+		found = zs_purge_floor(gate, zs_subscriber_retention_ms, p->floor_watermark, &p->holder);
+		p->waiting = (found == ZS_PURGE_FLOOR_WAITING);
+		p->has_floor = (found == ZS_PURGE_FLOOR_HELD);
+		if (!p->has_floor)
 		{
-			last_purge = start;
-			requested = false;
-			publish(!(retry && waiting));
+			p->last_purge = start;
+			p->requested = false;
+			publish(p, !(retry && p->waiting));
 			return false;
 		}
-		running = true;
-		after_watermark[0] = '\0';
-		after_pos = -1;
-		credit_ms = 0;
-		last_step_end = start;
+		p->running = true;
+		p->after_watermark[0] = '\0';
+		p->after_pos = -1;
+		p->credit_ms = 0;
+		p->last_step_end = start;
 	}
 
 	if (decoding)
 	{
-		credit_ms += (double) TimestampDifferenceMilliseconds(last_step_end, start) *
+		p->credit_ms += (double) TimestampDifferenceMilliseconds(p->last_step_end, start) *
 			PURGE_BUSY_SHARE / (100 - PURGE_BUSY_SHARE);
-		credit_ms = Min(credit_ms, PURGE_STEP_MS);
-		if (credit_ms < PURGE_BATCH_MS)
+		p->credit_ms = Min(p->credit_ms, PURGE_STEP_MS);
+		if (p->credit_ms < PURGE_BATCH_MS)
 		{
-			last_step_end = start;
+			p->last_step_end = start;
 			return true;		/* not yet our turn; the purge goes on later */
 		}
-		budget_ms = (long) credit_ms;
+		budget_ms = (long) p->credit_ms;
 	}
 
 	do
@@ -192,12 +182,12 @@ zs_purge_step(const char *gate, bool decoding)
 
 		zs_spi_xact_begin("zero_stream: purging the change log");
 		zs_changelog_check_sql_version();
-		result = zs_purge_batch(floor_watermark, batch_rows, after_watermark, &after_pos,
+		result = zs_purge_batch(p->floor_watermark, p->batch_rows, p->after_watermark, &p->after_pos,
 								&rows, &bytes);
 		zs_spi_xact_commit();
-		adapt_batch_rows(rows, TimestampDifferenceMilliseconds(batch_start, GetCurrentTimestamp()));
-		run_rows += rows;
-		run_bytes += bytes;
+		adapt_batch_rows(p, rows, TimestampDifferenceMilliseconds(batch_start, GetCurrentTimestamp()));
+		p->run_rows += rows;
+		p->run_bytes += bytes;
 		if (rows > 0)
 		{
 			LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
@@ -209,25 +199,25 @@ zs_purge_step(const char *gate, bool decoding)
 	} while (result == ZS_PURGE_BATCH_MORE &&
 			 !TimestampDifferenceExceeds(start, GetCurrentTimestamp(), budget_ms));
 
-	last_step_end = GetCurrentTimestamp();
+	p->last_step_end = GetCurrentTimestamp();
 	if (decoding)
-		credit_ms -= TimestampDifferenceMilliseconds(start, last_step_end);
+		p->credit_ms -= TimestampDifferenceMilliseconds(start, p->last_step_end);
 	if (result == ZS_PURGE_BATCH_MORE)
 		return true;			/* the next iteration goes on */
 
-	running = false;
-	requested = false;
-	last_purge = GetCurrentTimestamp();
+	p->running = false;
+	p->requested = false;
+	p->last_purge = GetCurrentTimestamp();
 	if (result == ZS_PURGE_BATCH_LOCKED)
 	{
-		memset(&holder, 0, sizeof(holder));
-		holder.kind = ZS_HOLDER_PURGE_LOCK;
+		memset(&p->holder, 0, sizeof(p->holder));
+		p->holder.kind = ZS_HOLDER_PURGE_LOCK;
 	}
-	publish(true);
-	if (run_rows > 0)
+	publish(p, true);
+	if (p->run_rows > 0)
 		ereport(LOG,
 				(errmsg("zero_stream purged " INT64_FORMAT " change-log rows (" INT64_FORMAT " kB) below watermark %s, held by %s",
-						run_rows, run_bytes / 1024, floor_watermark, zs_purge_holder_text(&holder))));
+						p->run_rows, p->run_bytes / 1024, p->floor_watermark, zs_purge_holder_text(&p->holder))));
 	else if (result == ZS_PURGE_BATCH_LOCKED)
 		ereport(LOG,
 				(errmsg("zero_stream did not purge the change log: its oldest row is locked (the purge lock)")));
