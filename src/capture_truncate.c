@@ -8,21 +8,23 @@
  * root's), so without this a TRUNCATE of a partition would leave its rows
  * on every replica for good. Event triggers do not fire for TRUNCATE; this
  * ProcessUtility hook runs before the command, in the streamed database.
- * When the statement names a partition, it takes the command's locks in
- * the command's order (each named table the caller may truncate, then its
- * own partitions, ACCESS EXCLUSIVE), so that no row changes between the
- * read and the command, and hands the tables, as the extension's owner, to
+ * When the statement truncates a partition, it takes the command's locks
+ * in the command's order (each named table the caller may truncate, then
+ * its own partitions, ACCESS EXCLUSIVE), so that no row changes between
+ * the read and the command, and hands the tables, as the extension's owner, to
  * zero_stream.carry_truncated_partitions(): the rows' keys of the leaves
  * published through a root not itself truncated are carried as the root's
  * deletes, and a leaf over zero_stream.partition_carry_rows (or in a
  * transaction above READ COMMITTED) is listed as emptied, whose root the
  * decoder resets (decoding/partition_diff.c). A table the caller may not
  * truncate is left to the command's own error, and then nothing is locked.
- * Tables a TRUNCATE ... CASCADE adds through foreign keys are not carried.
+ * With CASCADE, the tables it adds through foreign keys are locked and
+ * carried as the command finds them.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "catalog/heap.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_type_d.h"
@@ -61,17 +63,20 @@ carry_function_exists(void)
 }
 
 /*
- * The tables stmt names, locked as TRUNCATE locks them, in *oids (palloc'd);
- * returns how many, or 0 if none is a partition or the caller may not
- * truncate one of them (then nothing is locked).
+ * The tables stmt truncates, locked as TRUNCATE locks them: each it names
+ * (then its own partitions, unless ONLY), and with CASCADE the tables that
+ * reference them by foreign key, round after round, as the command finds
+ * them. Returns them (in the current memory context), or NIL if none is a
+ * partition or the caller may not truncate one it names (then nothing is
+ * locked: the command fails on its own).
  */
-static int
-lock_targets(TruncateStmt *stmt, Datum **oids)
+static List *
+lock_targets(TruncateStmt *stmt)
 {
 	ListCell   *lc;
-	int			n = 0;
+	List	   *named = NIL;
+	List	   *relids = NIL;
 	bool		any_partition = false;
-	Oid		   *relids = palloc(sizeof(Oid) * Max(list_length(stmt->relations), 1));
 
 	foreach(lc, stmt->relations)
 	{
@@ -79,40 +84,59 @@ lock_targets(TruncateStmt *stmt, Datum **oids)
 
 		if (!OidIsValid(relid) ||
 			pg_class_aclcheck(relid, GetUserId(), ACL_TRUNCATE) != ACLCHECK_OK)
-			return 0;
-		any_partition |= get_rel_relispartition(relid);
-		relids[n++] = relid;
+			return NIL;
+		named = lappend_oid(named, relid);
 	}
-	if (!any_partition)
-		return 0;
-	*oids = palloc(sizeof(Datum) * n);
-	for (int i = 0; i < n; i++)
+	foreach(lc, stmt->relations)
 	{
-		RangeVar   *rv = (RangeVar *) list_nth(stmt->relations, i);
+		RangeVar   *rv = (RangeVar *) lfirst(lc);
+		Oid			relid = list_nth_oid(named, foreach_current_index(lc));
 
-		LockRelationOid(relids[i], AccessExclusiveLock);
+		LockRelationOid(relid, AccessExclusiveLock);
 		/* the name may have moved to another table meanwhile: the reset covers it */
-		if (RangeVarGetRelid(rv, NoLock, true) != relids[i])
-			return 0;
+		if (RangeVarGetRelid(rv, NoLock, true) != relid)
+			return NIL;
+		relids = list_append_unique_oid(relids, relid);
 		if (rv->inh)
-			(void) find_all_inheritors(relids[i], AccessExclusiveLock, NULL);
-		(*oids)[i] = ObjectIdGetDatum(relids[i]);
+			relids = list_concat_unique_oid(relids,
+											find_all_inheritors(relid, AccessExclusiveLock, NULL));
 	}
-	return n;
+	if (stmt->behavior == DROP_CASCADE)
+	{
+		for (;;)
+		{
+			List	   *referencing = heap_truncate_find_FKs(relids);
+
+			if (referencing == NIL)
+				break;
+			foreach(lc, referencing)
+			{
+				LockRelationOid(lfirst_oid(lc), AccessExclusiveLock);
+				relids = lappend_oid(relids, lfirst_oid(lc));
+			}
+		}
+	}
+	foreach(lc, relids)
+		any_partition |= get_rel_relispartition(lfirst_oid(lc));
+	return any_partition ? relids : NIL;
 }
 
-/* Carry the rows of the partitions oids[0 .. n - 1] empty, as the extension's owner */
+/* Carry the rows of the partitions among relids empty, as the extension's owner */
 static void
-carry_truncated(Datum *oids, int n)
+carry_truncated(List *relids)
 {
 	Oid			argtypes[1] = {OIDARRAYOID};
 	Datum		args[1];
+	Datum	   *oids = palloc(sizeof(Datum) * list_length(relids));
+	ListCell   *lc;
 	Oid			owner;
 	bool		isnull;
 	Oid			save_userid;
 	int			save_sec_context;
 
-	args[0] = PointerGetDatum(construct_array_builtin(oids, n, OIDOID));
+	foreach(lc, relids)
+		oids[foreach_current_index(lc)] = ObjectIdGetDatum(lfirst_oid(lc));
+	args[0] = PointerGetDatum(construct_array_builtin(oids, list_length(relids), OIDOID));
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	if (SPI_execute("SELECT extowner FROM pg_catalog.pg_extension WHERE extname = 'zero_stream'",
@@ -146,11 +170,10 @@ capture_truncate(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 		IsTransactionState() && strcmp(get_database_name(MyDatabaseId), zs_database) == 0 &&
 		carry_function_exists())
 	{
-		Datum	   *oids = NULL;
-		int			n = lock_targets((TruncateStmt *) parsetree, &oids);
+		List	   *relids = lock_targets((TruncateStmt *) parsetree);
 
-		if (n > 0)
-			carry_truncated(oids, n);
+		if (relids != NIL)
+			carry_truncated(relids);
 	}
 	if (prev_process_utility)
 		prev_process_utility(pstmt, queryString, readOnlyTree, context, params,

@@ -5,8 +5,9 @@
 # TRUNCATE's transaction, under the command's own locks: while writes go
 # on, a replica sampled continuously loses exactly those rows, in one step,
 # keeps the others untouched (same _0_version) and ends equal to
-# PostgreSQL. A role that may truncate but owns nothing is carried too; a
-# role that may not gets the command's own error. Over
+# PostgreSQL. A role that may truncate but owns nothing is carried too, and
+# so is a partition that a TRUNCATE ... CASCADE reaches by a foreign key; a
+# role that may not truncate gets the command's own error. Over
 # zero_stream.partition_carry_rows (with a WARNING) or above READ COMMITTED
 # the root is reset instead; a TRUNCATE of the root itself is pgoutput's.
 use strict;
@@ -33,9 +34,13 @@ CREATE TABLE ev_b PARTITION OF ev FOR VALUES FROM (100) TO (200);
 CREATE TABLE ev_c PARTITION OF ev FOR VALUES FROM (200) TO (300);
 CREATE TABLE ev_d PARTITION OF ev FOR VALUES FROM (300) TO (400);
 CREATE TABLE ev_e PARTITION OF ev FOR VALUES FROM (400) TO (500);
+CREATE TABLE ev_f PARTITION OF ev FOR VALUES FROM (500) TO (600);
+CREATE TABLE kinds (k int PRIMARY KEY);
+INSERT INTO kinds SELECT generate_series(500, 599);
+ALTER TABLE ev_f ADD FOREIGN KEY (k) REFERENCES kinds (k);
 INSERT INTO ev SELECT g, g % 100, 'keep ' || g FROM generate_series(1, $KEEP) g;
 INSERT INTO ev SELECT g, 100 * (1 + (g - 100001) / 1000) + g % 100, 'truncated ' || g
-  FROM generate_series(100001, 104000) g;
+  FROM generate_series(100001, 105000) g;
 CREATE ROLE janitor LOGIN;
 GRANT TRUNCATE ON ev_c TO janitor;
 CREATE ROLE mallory LOGIN;
@@ -95,13 +100,13 @@ done } ], '>', $samples);
 # writes to the rows the TRUNCATEs empty, all along: they wait for the
 # command's lock, then find no row
 my $script = "$dir/writes.sql";
-append_to_file($script, q{\set id random(100001, 104000)
+append_to_file($script, q{\set id random(100001, 105000)
 UPDATE ev SET v = 'written ' || :client_id || ' ' || :id WHERE id = :id AND k >= 100;
 });
 my $writes = zs_start_pgbench($node, 600, 2, $script);
 
 my @totals = (psql('SELECT count(*) FROM ev'));
-is($totals[0], $KEEP + 4000, "PostgreSQL holds $totals[0] rows of ev");
+is($totals[0], $KEEP + 5000, "PostgreSQL holds $totals[0] rows of ev");
 my $step = sub {
 	my ($sql, $label, $role) = @_;
 	my ($rc, $out, $err) = $node->psql('postgres', $role ? "SET ROLE $role; $sql" : $sql);
@@ -114,6 +119,7 @@ my $step = sub {
 
 $step->(q{TRUNCATE ev_b}, 'TRUNCATE of a partition');
 $step->(q{TRUNCATE ev_c}, 'TRUNCATE by a role that may truncate it and owns nothing', 'janitor');
+$step->(q{TRUNCATE kinds CASCADE}, 'TRUNCATE ... CASCADE that reaches a partition by its foreign key');
 my ($rc, $out, $err) = $node->psql('postgres', q{SET ROLE mallory; TRUNCATE ev_d});
 like($err, qr/permission denied for table ev_d/, 'a role that may not truncate gets the command\'s own error');
 $step->(q{INSERT INTO ev SELECT g, 150, 'after the truncate' FROM generate_series(900001, 900010) g},
@@ -147,12 +153,12 @@ is(scalar(@wrong), 0, 'every sample of ev is a state PostgreSQL committed (' . j
   or diag(join("\n", @wrong[0 .. ($#wrong < 9 ? $#wrong : 9)]));
 is(scalar(@backwards), 0, 'in commit order') or diag(join("\n", @backwards[0 .. 0]));
 is($keep_versions->(), $keep_before, "ev_keep's rows are untouched: the same _0_version");
-is(zs_sqlite($file, q{SELECT count(*) FROM ev WHERE k BETWEEN 100 AND 299 AND v NOT LIKE 'after the truncate'}), '0',
+is(zs_sqlite($file, q{SELECT count(*) FROM ev WHERE (k BETWEEN 100 AND 299 OR k BETWEEN 500 AND 599) AND v NOT LIKE 'after the truncate'}), '0',
 	'the truncated partitions\' rows left the replica');
 replica_equals('carried');
 is(resets(), '0', 'no reset of ev');
 is(psql(qq{SELECT count(*) FROM $CDC."changeLog" WHERE change->>'tag' = 'delete' AND change->'relation'->>'name' = 'ev'}),
-	'2000', 'one delete per truncated row, as the root\'s');
+	'3000', 'one delete per truncated row, as the root\'s');
 
 # ---------------------------------------------------------------------------
 # Over zero_stream.partition_carry_rows, or above READ COMMITTED: a reset
@@ -179,7 +185,8 @@ psql(q{TRUNCATE ev, ev_keep});
 zs_wait_catchup($node);
 is(psql(qq{SELECT count(*) FROM $CDC."changeLog" WHERE change->>'tag' = 'delete'}), $deletes,
 	'TRUNCATE of the root (and a partition with it): no delete carried');
-is(psql(qq{SELECT count(*) FROM $CDC."changeLog" WHERE change->>'tag' = 'truncate'}), '1', 'the root\'s truncate');
+is(psql(qq{SELECT count(*) FROM $CDC."changeLog" WHERE change->>'tag' = 'truncate' AND change::text LIKE '%"name":"ev"%'}),
+	'1', 'the root\'s truncate');
 replica_equals('root truncated');
 is(zs_sqlite($file, 'SELECT count(*) FROM ev'), '0', 'the replica\'s ev is empty');
 
