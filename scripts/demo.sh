@@ -254,6 +254,14 @@ wait_until "the backfill of event_2024, now a table of its own (\"zero_0/cdc\".\
 replica_follows
 echo "detached: Postgres: $(sql -Atc "SELECT count(*) FROM event")|$(sql -Atc "SELECT count(*) FROM event_2024")   replica: $(sqlite3 "$REPLICA" "SELECT count(*) FROM event")|$(sqlite3 "$REPLICA" "SELECT count(*) FROM event_2024") (event|event_2024)"
 
+echo "== a partition truncated: TRUNCATE archive.event_2023 (pgoutput sends nothing for it; the TRUNCATE hook carries its rows' keys)"
+sql -q -c "TRUNCATE archive.event_2023"
+caught_up_head >/dev/null
+replica_follows
+echo "truncated: Postgres: $(sql -Atc "SELECT count(*) FROM event")   replica: $(sqlite3 "$REPLICA" "SELECT count(*) FROM event")"
+sql -Atc "SELECT count(*) || ' deletes of event''s 2023 rows in the change log, ' || count(DISTINCT watermark) || ' transaction' FROM \"zero_0/cdc\".\"changeLog\"
+	WHERE change->>'tag' = 'delete' AND change->'relation'->>'name' = 'event' AND change->'key'->>'year' = '2023'"
+
 echo "== metrics: what Prometheus scrapes from GET /metrics on 127.0.0.1:$SPORT (also SELECT zero_stream.metrics())"
 sql -Atc "SELECT zero_stream.metrics()" |
 	grep -E '^zero_stream_(decoder_state\{state="streaming"\}|transactions_stored_total|changes_stored_total|lag_bytes|retained_wal_bytes|subscribers_connected|subscriber_lag_bytes)[ {]'
