@@ -54,6 +54,8 @@ OBJS = \
 	src/decoder/subscriber_positions.o \
 	src/decoder/lag_report.o \
 	src/changelog/changelog.o \
+	src/changelog/changelog_schema.o \
+	src/changelog/changelog_state.o \
 	src/changelog/changelog_read.o \
 	src/changelog/changelog_rows.o \
 	src/changelog/changelog_insert.o \
