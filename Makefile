@@ -60,7 +60,7 @@ OBJS = \
 	src/changelog/changelog_rows.o \
 	src/changelog/changelog_insert.o \
 	src/changelog/changelog_writer.o \
-	src/changelog/changelog_live.o \
+	src/live/live_round.o \
 	src/purge/purge_batch.o \
 	src/server/server_worker.o \
 	src/server/listener.o \

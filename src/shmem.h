@@ -329,7 +329,7 @@ zs_departed_entries(void)
  * The decoder's latest round of decoded rows, published before it is
  * stored, for live subscribers; zero_stream.live_buffer bytes of records,
  * the rest of a larger round in the decoder's spool file (their format is
- * changelog/changelog_live.c's). NULL when disabled.
+ * live/live_round.c's). NULL when disabled.
  */
 typedef struct ZsLiveRound
 {

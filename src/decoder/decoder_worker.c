@@ -42,7 +42,7 @@
 
 #include "backfill/backfill.h"
 #include "changelog/changelog.h"
-#include "changelog/changelog_live.h"
+#include "live/live_round.h"
 #include "decoder/claim.h"
 #include "decoder/lag_report.h"
 #include "decoder/lineage.h"

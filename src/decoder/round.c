@@ -7,7 +7,7 @@
  *   1. decodes the WAL flushed so far (at most commit_batch_size of staged
  *      changes and ZS_ROUND_WAL_BYTES of WAL); the output plugin's writes
  *      are staged by stage.c;
- *   2. publishes the round to live subscribers (changelog_live.c), then
+ *   2. publishes the round to live subscribers (live/live_round.c), then
  *      stores every staged transaction in one local transaction through
  *      SPI, stamped with our replication origin's progress (the commit LSN
  *      end of the last stored upstream transaction);
@@ -48,7 +48,7 @@
 #include "backfill/backfill.h"
 #include "changelog/changelog.h"
 #include "changelog/changelog_writer.h"
-#include "changelog/changelog_live.h"
+#include "live/live_round.h"
 #include "decoder/round.h"
 #include "decoder/store.h"
 #include "guc.h"
@@ -88,7 +88,7 @@ store_error_context(void *arg)
 
 /*
  * Before storing a round, publish it to live subscribers
- * (changelog/changelog_live.c), from the last row stored on: as much of it
+ * (live/live_round.c), from the last row stored on: as much of it
  * as fits in the live buffer, then, if the round spilled to the spool's
  * file (a transaction larger than the spool's memory), where the rest is
  * in that file. A round in memory that does not fit (live_buffer below the

@@ -10,7 +10,7 @@
  * here and reads go through a buffer of their own, so that the file can be
  * handed to another process once every record is written (zs_spool_file:
  * the server reads the rest of a large round from it,
- * changelog/changelog_live.c). Records are in that module's format,
+ * live/live_round.c). Records are in that module's format,
  * ZsRoundRecord headers followed by their change, at the same offsets in
  * memory and in the file.
  *-------------------------------------------------------------------------

@@ -13,7 +13,7 @@
 
 #include "lib/stringinfo.h"
 
-#include "changelog/changelog_live.h"
+#include "live/live_round.h"
 
 /* the live round's record format: the server reads an exported spool's file */
 typedef ZsRoundRecord ZsSpoolRecord;

@@ -17,7 +17,7 @@
  * Subscribers at the same position share one read of the log and the
  * messages built from it. A live subscriber exactly where the round the
  * decoder is storing begins (or inside it) reads that round from shared
- * memory instead, before it is stored (changelog/changelog_live.c).
+ * memory instead, before it is stored (live/live_round.c).
  *
  * Catch-up is paced against live serving. Each round serves the
  * live subscribers first (those whose last page reached the end of the log:
@@ -47,7 +47,7 @@
 #include "utils/timestamp.h"
 
 #include "changelog/changelog.h"
-#include "changelog/changelog_live.h"
+#include "live/live_round.h"
 #include "codec/websocket.h"
 #include "guc.h"
 #include "server/connection.h"

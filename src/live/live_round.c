@@ -1,5 +1,5 @@
 /*-------------------------------------------------------------------------
- * changelog_live.c
+ * live_round.c
  *	  The decoder's latest round, in shared memory before it is stored, and
  *	  the pages live subscribers read from it.
  *
@@ -55,7 +55,7 @@
 #include "utils/wait_event.h"
 
 #include "changelog/changelog.h"
-#include "changelog/changelog_live.h"
+#include "live/live_round.h"
 #include "shmem.h"
 
 /* (a round's rows are the decoder's, with LSN watermarks, as in its spool) */

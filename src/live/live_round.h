@@ -1,11 +1,11 @@
 /*-------------------------------------------------------------------------
- * changelog_live.h
+ * live_round.h
  *	  The decoder's latest round in shared memory, before it is stored, and
- *	  pages of it for live subscribers (see changelog_live.c).
+ *	  pages of it for live subscribers (see live_round.c).
  *-------------------------------------------------------------------------
  */
-#ifndef ZS_CHANGELOG_LIVE_H
-#define ZS_CHANGELOG_LIVE_H
+#ifndef ZS_LIVE_ROUND_H
+#define ZS_LIVE_ROUND_H
 
 #include "changelog/changelog.h"
 #include "codec/watermark.h"
@@ -64,4 +64,4 @@ extern bool zs_live_head(const char *replica_version, char *watermark, int64 *po
 extern ZsChangeLogPage *zs_live_read_page(const char *replica_version, const char *after_watermark,
 										  int64 after_pos, int limit);
 
-#endif							/* ZS_CHANGELOG_LIVE_H */
+#endif							/* ZS_LIVE_ROUND_H */
