@@ -69,6 +69,7 @@ OBJS = \
 	src/server/upstream.o \
 	src/server/subscription.o \
 	src/server/flow_control.o \
+	src/server/flow_schedule.o \
 	src/server/reservations.o \
 	src/server/subscriber_slots.o \
 	src/server/tls.o \
