@@ -63,8 +63,15 @@ PGDLLEXPORT void zs_server_main(Datum main_arg);
 #define SHUTDOWN_DRAIN_MS	1000	/* for close frames after what was queued */
 #define SLOT_CHECK_MS		5000	/* how often the slot's health is checked */
 
-static WaitEventSet *wait_set = NULL;
-static int	max_events = 0;			/* size of the events array */
+/* The loop's own state: what it waits on, and what the last wait reported */
+typedef struct ServerLoop
+{
+	WaitEventSet *wait_set;
+	WaitEvent  *events;
+	int			max_events;		/* size of the events array */
+	int			nevents;		/* reported by the last wait */
+	TimestampTz last_slot_check;
+} ServerLoop;
 
 /* what the connections receive goes to routes.c */
 static const ZsConnHandlers route_handlers = {
@@ -75,11 +82,13 @@ static const ZsConnHandlers route_handlers = {
 
 /* PostgreSQL 15 cannot remove events from a set: rebuild it when connections change */
 static void
-rebuild_wait_set(ZsServer *server)
+rebuild_wait_set(ServerLoop *loop, ZsServer *server)
 {
-	if (wait_set != NULL)
-		FreeWaitEventSet(wait_set);
-	wait_set = zs_create_wait_event_set(2 + server->nlisteners + server->nconns);
+	WaitEventSet *wait_set;
+
+	if (loop->wait_set != NULL)
+		FreeWaitEventSet(loop->wait_set);
+	wait_set = loop->wait_set = zs_create_wait_event_set(2 + server->nlisteners + server->nconns);
 	AddWaitEventToSet(wait_set, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
 	AddWaitEventToSet(wait_set, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, NULL, NULL);
 	for (int i = 0; i < server->nlisteners; i++)
@@ -96,14 +105,14 @@ rebuild_wait_set(ZsServer *server)
 }
 
 static void
-update_wait_events(ZsConn *c)
+update_wait_events(ServerLoop *loop, ZsConn *c)
 {
 	uint32		events = zs_conn_wait_events(c);
 
 	if (c->closed || events == c->wait_events)
 		return;
 	c->wait_events = events;
-	ModifyWaitEvent(wait_set, c->event_pos, events, NULL);
+	ModifyWaitEvent(loop->wait_set, c->event_pos, events, NULL);
 }
 
 /*
@@ -129,11 +138,11 @@ accept_connections(ZsServer *server, pgsocket listener)
  * clients; readable ones are marked, for zs_conns_read().
  */
 static void
-handle_events(ZsServer *server, WaitEvent *events, int nevents)
+handle_events(ServerLoop *loop, ZsServer *server)
 {
-	for (int i = 0; i < nevents; i++)
+	for (int i = 0; i < loop->nevents; i++)
 	{
-		WaitEvent  *ev = &events[i];
+		WaitEvent  *ev = &loop->events[i];
 
 		if (ev->events & WL_LATCH_SET)
 			ResetLatch(MyLatch);
@@ -154,14 +163,13 @@ handle_events(ZsServer *server, WaitEvent *events, int nevents)
 
 /* every SLOT_CHECK_MS: is the decoder's slot about to be lost? */
 static void
-check_slot_health(void)
+check_slot_health(ServerLoop *loop)
 {
-	static TimestampTz last_check = 0;
 	TimestampTz now = GetCurrentTimestamp();
 
-	if (!TimestampDifferenceExceeds(last_check, now, SLOT_CHECK_MS))
+	if (!TimestampDifferenceExceeds(loop->last_slot_check, now, SLOT_CHECK_MS))
 		return;
-	last_check = now;
+	loop->last_slot_check = now;
 	zs_warn_if_slot_at_risk();
 }
 
@@ -172,7 +180,7 @@ check_slot_health(void)
  * pause ends or the tick.
  */
 static long
-serve_round(ZsServer *server, WaitEvent *events, int nevents)
+serve_round(ServerLoop *loop, ZsServer *server)
 {
 	ZsFlowRound flow;
 	instr_time	start;
@@ -184,7 +192,7 @@ serve_round(ZsServer *server, WaitEvent *events, int nevents)
 	bool		input_pending;
 
 	INSTR_TIME_SET_CURRENT(start);
-	handle_events(server, events, nevents);
+	handle_events(loop, server);
 	input_pending = zs_conns_read(server);
 
 	/* the log's head and lineage, as the decoder last published them */
@@ -205,12 +213,12 @@ serve_round(ZsServer *server, WaitEvent *events, int nevents)
 		if (!server->conns[i]->closed)
 			zs_conn_flush(server->conns[i]);
 		if (!server->conns_changed)
-			update_wait_events(server->conns[i]);
+			update_wait_events(loop, server->conns[i]);
 	}
 	zs_conns_remove_closed(server);
 	zs_conns_trim_memory(server, !flow.catching_up);
 	zs_publish_subscriber_slots(server, head);
-	check_slot_health();
+	check_slot_health(loop);
 	/* catch-up's cost is its rounds' whole time: pages, acks, writes */
 	if (flow.catchup_served)
 	{
@@ -306,8 +314,7 @@ static void
 run_server(void)
 {
 	ZsServer   *server;
-	WaitEvent  *events;
-	int			nevents = 0;
+	ServerLoop	loop = {0};
 	MemoryContext loop_context;
 	ResourceOwner owner;
 	long		timeout;
@@ -322,8 +329,8 @@ run_server(void)
 	zs_conns_init(server, &route_handlers);
 	before_shmem_exit(close_at_exit, PointerGetDatum(server));
 	/* open connections: max_subscribers admitted, max_pending_connections others */
-	max_events = 2 + ZS_MAX_LISTENERS + zs_max_subscribers + zs_max_pending_connections;
-	events = MemoryContextAlloc(TopMemoryContext, sizeof(WaitEvent) * max_events);
+	loop.max_events = 2 + ZS_MAX_LISTENERS + zs_max_subscribers + zs_max_pending_connections;
+	loop.events = MemoryContextAlloc(TopMemoryContext, sizeof(WaitEvent) * loop.max_events);
 	loop_context = AllocSetContextCreate(TopMemoryContext, "zero_stream server loop",
 										 ALLOCSET_DEFAULT_SIZES);
 
@@ -333,7 +340,7 @@ run_server(void)
 
 		zs_worker_check_interrupts();
 		old = MemoryContextSwitchTo(loop_context);
-		timeout = serve_round(server, events, nevents);
+		timeout = serve_round(&loop, server);
 		MemoryContextSwitchTo(old);
 		MemoryContextReset(loop_context);
 		/* a committed read transaction leaves no resource owner behind */
@@ -347,9 +354,9 @@ run_server(void)
 		}
 
 		if (server->conns_changed)
-			rebuild_wait_set(server);
-		nevents = WaitEventSetWait(wait_set, timeout, events,
-								   max_events, PG_WAIT_EXTENSION);
+			rebuild_wait_set(&loop, server);
+		loop.nevents = WaitEventSetWait(loop.wait_set, timeout, loop.events,
+										loop.max_events, PG_WAIT_EXTENSION);
 	}
 }
 
