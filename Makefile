@@ -72,6 +72,7 @@ OBJS = \
 	src/server/upstream.o \
 	src/server/subscription.o \
 	src/server/flow_control.o \
+	src/server/flow_schedule.o \
 	src/server/reservations.o \
 	src/server/subscriber_slots.o \
 	src/server/tls.o \
@@ -170,7 +171,7 @@ UNIT_TESTS = test/unit/test_watermark test/unit/test_json test/unit/test_pgoutpu
 	test/unit/test_websocket test/unit/test_http test/unit/test_codec \
 	test/unit/test_replica test/unit/test_schema_diff test/unit/test_stream_frame \
 	test/unit/test_extension_version test/unit/test_chunk test/unit/test_partition_rows \
-	test/unit/test_capture_message
+	test/unit/test_capture_message test/unit/test_flow_control
 UNIT_CFLAGS = -O2 -g -Wall $(ZS_WERROR) -DFRONTEND -DUSE_PRIVATE_ENCODING_FUNCS -I$(srcdir)/src -I$(PG_INCLUDEDIR) \
 	-I$(shell $(PG_CONFIG) --includedir)
 UNIT_LIBS = -L$(PG_LIBDIR) -lpgcommon -lpgport -lcrypto -lm
@@ -204,6 +205,9 @@ test/unit/test_partition_rows: test/unit/test_partition_rows.c src/decoding/part
 
 test/unit/test_capture_message: test/unit/test_capture_message.c src/decoding/capture_message.c test/unit/unit.h $(wildcard $(srcdir)/src/*/*.h)
 	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_capture_message.c src/decoding/capture_message.c $(UNIT_LIBS)
+
+test/unit/test_flow_control: test/unit/test_flow_control.c src/server/flow_schedule.c test/unit/unit.h $(wildcard $(srcdir)/src/*/*.h)
+	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_flow_control.c src/server/flow_schedule.c $(UNIT_LIBS)
 
 test/unit/test_extension_version: test/unit/test_extension_version.c src/extension_version.c test/unit/unit.h src/extension_version.h
 	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_extension_version.c src/extension_version.c $(UNIT_LIBS)

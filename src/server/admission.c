@@ -16,8 +16,10 @@
  *
  * When the pending pool is full, the requests that have arrived are read
  * first (a burst of clients connecting at once, accepted before the round
- * reads them), then a new connection closes the one that has been sending
- * its request longest, if that one is older than
+ * reads them: the worker does that when the pool is full, before it
+ * accepts more, so that accepting never runs the request path), then a new connection closes
+ * the one that has been sending its request longest, if that one is older
+ * than
  * EVICT_MIN_AGE_MS: a client sends its request as soon as it is connected,
  * so a connection that old is much more likely a slow or stalled one than
  * a new one is. A flood of connections younger than that is answered 503
@@ -85,14 +87,14 @@ close_pending(ZsConn *c, ZsPeerEvent event, const char *status, const char *why)
 
 /* How many connections are pending; *oldest is the one pending longest. */
 static int
-count_pending(ZsConn **oldest)
+count_pending(ZsServer *server, ZsConn **oldest)
 {
 	int			npending = 0;
 
 	*oldest = NULL;
-	for (int i = 0; i < zs_nconns; i++)
+	for (int i = 0; i < server->nconns; i++)
 	{
-		ZsConn	   *c = zs_conns[i];
+		ZsConn	   *c = server->conns[i];
 
 		if (!pending(c))
 			continue;
@@ -104,16 +106,20 @@ count_pending(ZsConn **oldest)
 }
 
 bool
-zs_admission_make_room(void)
+zs_admission_pool_full(ZsServer *server)
+{
+	ZsConn	   *oldest;
+
+	return count_pending(server, &oldest) >= zs_max_pending_connections;
+}
+
+bool
+zs_admission_make_room(ZsServer *server)
 {
 	TimestampTz now;
 	ZsConn	   *oldest;
 
-	if (count_pending(&oldest) < zs_max_pending_connections)
-		return true;
-	/* a burst of clients: those whose requests have arrived by now leave the pool */
-	zs_conns_read_requests();
-	if (count_pending(&oldest) < zs_max_pending_connections)
+	if (count_pending(server, &oldest) < zs_max_pending_connections)
 		return true;
 	now = GetCurrentTimestamp();
 	if (oldest == NULL || age_ms(oldest, now) < EVICT_MIN_AGE_MS)
@@ -126,14 +132,14 @@ zs_admission_make_room(void)
 }
 
 bool
-zs_admission_admit(ZsConn *c)
+zs_admission_admit(ZsServer *server, ZsConn *c)
 {
 	int			nadmitted = 0;
 	int64		suppressed;
 
-	for (int i = 0; i < zs_nconns; i++)
+	for (int i = 0; i < server->nconns; i++)
 	{
-		if (!zs_conns[i]->closed && zs_conns[i]->admitted)
+		if (!server->conns[i]->closed && server->conns[i]->admitted)
 			nadmitted++;
 	}
 	if (nadmitted < zs_max_subscribers)
@@ -152,13 +158,13 @@ zs_admission_admit(ZsConn *c)
 }
 
 void
-zs_admission_check_timeouts(void)
+zs_admission_check_timeouts(ZsServer *server)
 {
 	TimestampTz now = GetCurrentTimestamp();
 
-	for (int i = 0; i < zs_nconns; i++)
+	for (int i = 0; i < server->nconns; i++)
 	{
-		ZsConn	   *c = zs_conns[i];
+		ZsConn	   *c = server->conns[i];
 
 		if (!pending(c) ||
 			!TimestampDifferenceExceeds(c->connected_since, now, zs_handshake_timeout_ms))

@@ -9,16 +9,22 @@
 #ifndef ZS_ADMISSION_H
 #define ZS_ADMISSION_H
 
-#include "server/conn.h"
+#include "server/server.h"
 
 /*
- * Is there room for a new connection in the HTTP phase? When every one of
- * zero_stream.max_pending_connections is taken, the one that has been
- * sending its request longest is closed to make room, unless all of them
- * are younger than a fraction of a second (then false: the caller answers
- * 503).
+ * Is every one of zero_stream.max_pending_connections taken? Then the
+ * requests that have arrived are read before more connections are accepted
+ * (a burst of clients, accepted before a round read them).
  */
-extern bool zs_admission_make_room(void);
+extern bool zs_admission_pool_full(ZsServer *server);
+
+/*
+ * Is there room for a new connection in the HTTP phase? When the pool is
+ * full, the one that has been sending its request longest is closed to
+ * make room, unless all of them are younger than a fraction of a second
+ * (then false: the caller answers 503). Nothing here reads a connection.
+ */
+extern bool zs_admission_make_room(ZsServer *server);
 
 /*
  * Give c, whose request needs one (a WebSocket upgrade or a snapshot
@@ -26,12 +32,12 @@ extern bool zs_admission_make_room(void);
  * (rate-limited) log line, when all zero_stream.max_subscribers are taken.
  * Health checks never take one.
  */
-extern bool zs_admission_admit(ZsConn *c);
+extern bool zs_admission_admit(ZsServer *server, ZsConn *c);
 
 /*
  * Close every connection without a slot that has not finished its request
  * (or had its HTTP reply taken) within zero_stream.handshake_timeout.
  */
-extern void zs_admission_check_timeouts(void);
+extern void zs_admission_check_timeouts(ZsServer *server);
 
 #endif							/* ZS_ADMISSION_H */

@@ -26,6 +26,9 @@
 #include "server/tls.h"
 #include "server/upstream.h"
 
+/* the server a connection belongs to (server.h) */
+typedef struct ZsServer ZsServer;
+
 typedef enum ZsConnState
 {
 	ZS_CONN_HTTP,				/* reading the request head */
@@ -36,6 +39,7 @@ typedef enum ZsConnState
 typedef struct ZsConn
 {
 	MemoryContext context;		/* everything the connection owns */
+	ZsServer   *server;			/* the server it belongs to */
 	pgsocket	sock;
 	ZsTlsSession tls;			/* its TLS session (zero_stream.ssl): tls.ssl NULL if none */
 	char		address[64];	/* host:port, for the log */

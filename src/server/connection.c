@@ -10,8 +10,8 @@
  * snapshot copy) follows the buffer chunk by chunk, so it is never held in
  * memory whole. What arrives is handed on whole: a complete request head
  * or a complete text message goes to the handlers the server installed
- * (zs_conns_init: routes.c's), which decide what it means; control frames
- * (ping, pong, close) are answered here.
+ * (server.h's ZsConnHandlers: routes.c's), which decide what it means;
+ * control frames (ping, pong, close) are answered here.
  *
  * No client gets more than its share of a loop iteration or of memory:
  *   - a round reads at most READ_BUDGET bytes and handles at most
@@ -84,40 +84,36 @@
 /* an output buffer larger than this is given back once empty, unless catching up */
 #define OUTPUT_BUFFER_KEEP	(64 * 1024)
 
-ZsConn	  **zs_conns;
-int			zs_nconns = 0;
-bool		zs_conns_changed = true;
-static int	conns_capacity = 0;
-static Size freed_since_trim = 0;
-static TimestampTz last_trim = 0;
-static const ZsConnHandlers *handlers;
-
 void
-zs_conns_init(const ZsConnHandlers *conn_handlers)
+zs_conns_init(ZsServer *server, const ZsConnHandlers *handlers)
 {
-	handlers = conn_handlers;
-	conns_capacity = zs_max_subscribers + zs_max_pending_connections;
-	zs_conns = MemoryContextAllocZero(TopMemoryContext, sizeof(ZsConn *) * conns_capacity);
+	server->handlers = handlers;
+	server->conns_capacity = zs_max_subscribers + zs_max_pending_connections;
+	server->conns = MemoryContextAllocZero(TopMemoryContext,
+										   sizeof(ZsConn *) * server->conns_capacity);
+	server->nconns = 0;
+	server->conns_changed = true;
 }
 
 ZsConn *
-zs_conn_add(pgsocket sock, const char *host, const char *port)
+zs_conn_add(ZsServer *server, pgsocket sock, const char *host, const char *port)
 {
 	MemoryContext context;
 	MemoryContext old;
 	ZsConn	   *c;
 
 	/* connections closed in this round are still listed until its end */
-	if (zs_nconns == conns_capacity)
+	if (server->nconns == server->conns_capacity)
 	{
-		conns_capacity *= 2;
-		zs_conns = repalloc(zs_conns, sizeof(ZsConn *) * conns_capacity);
+		server->conns_capacity *= 2;
+		server->conns = repalloc(server->conns, sizeof(ZsConn *) * server->conns_capacity);
 	}
 	context = AllocSetContextCreate(TopMemoryContext, "zero_stream client",
 									ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(context);
 	c = palloc0(sizeof(ZsConn));
 	c->context = context;
+	c->server = server;
 	c->sock = sock;
 	c->file_fd = -1;
 	strlcpy(c->host, host, sizeof(c->host));
@@ -129,8 +125,8 @@ zs_conn_add(pgsocket sock, const char *host, const char *port)
 	c->heard_since_ping = true;
 	c->last_ping = GetCurrentTimestamp();
 	c->connected_since = c->last_ping;
-	zs_conns[zs_nconns++] = c;
-	zs_conns_changed = true;
+	server->conns[server->nconns++] = c;
+	server->conns_changed = true;
 	return c;
 }
 
@@ -143,44 +139,47 @@ zs_conn_add(pgsocket sock, const char *host, const char *port)
  * TRIM_MAX_INTERVAL_MS.
  */
 void
-zs_conns_note_freed(Size bytes)
+zs_conns_note_freed(ZsServer *server, Size bytes)
 {
-	freed_since_trim += bytes;
+	server->freed_since_trim += bytes;
 }
 
 void
-zs_conns_trim_memory(bool burst_over)
+zs_conns_trim_memory(ZsServer *server, bool burst_over)
 {
 #ifdef __GLIBC__
 	TimestampTz now;
 
-	if (freed_since_trim < TRIM_THRESHOLD)
+	if (server->freed_since_trim < TRIM_THRESHOLD)
 		return;
 	now = GetCurrentTimestamp();
-	if (!TimestampDifferenceExceeds(last_trim, now, burst_over ? 1000 : TRIM_MAX_INTERVAL_MS))
+	if (!TimestampDifferenceExceeds(server->last_trim, now,
+									burst_over ? 1000 : TRIM_MAX_INTERVAL_MS))
 		return;
 	malloc_trim(0);
-	last_trim = now;
-	freed_since_trim = 0;
+	server->last_trim = now;
+	server->freed_since_trim = 0;
 #endif
 }
 
 void
-zs_conns_remove_closed(void)
+zs_conns_remove_closed(ZsServer *server)
 {
 	int			kept = 0;
 
-	for (int i = 0; i < zs_nconns; i++)
+	for (int i = 0; i < server->nconns; i++)
 	{
-		if (zs_conns[i]->closed)
+		ZsConn	   *c = server->conns[i];
+
+		if (c->closed)
 		{
-			freed_since_trim += MemoryContextMemAllocated(zs_conns[i]->context, true);
-			MemoryContextDelete(zs_conns[i]->context);
+			server->freed_since_trim += MemoryContextMemAllocated(c->context, true);
+			MemoryContextDelete(c->context);
 		}
 		else
-			zs_conns[kept++] = zs_conns[i];
+			server->conns[kept++] = c;
 	}
-	zs_nconns = kept;
+	server->nconns = kept;
 }
 
 /* ---------------------------------------------------------------- socket */
@@ -238,9 +237,9 @@ conn_ready(ZsConn *c)
 static bool
 subscribed_elsewhere(const ZsConn *leaving, const char *id, bool backup_mode)
 {
-	for (int i = 0; i < zs_nconns; i++)
+	for (int i = 0; i < leaving->server->nconns; i++)
 	{
-		const ZsConn *c = zs_conns[i];
+		const ZsConn *c = leaving->server->conns[i];
 		ZsSubscriberInfo info;
 
 		if (c == leaving || c->closed || c->sub == NULL)
@@ -284,7 +283,7 @@ zs_conn_close(ZsConn *c)
 		c->file_fd = -1;
 	}
 	c->closed = true;
-	zs_conns_changed = true;
+	c->server->conns_changed = true;
 }
 
 void
@@ -430,7 +429,7 @@ zs_conn_flush(ZsConn *c)
 	if (c->out.maxlen > OUTPUT_BUFFER_KEEP && c->file_fd < 0 &&
 		(c->sub == NULL || zs_subscriber_is_following(c->sub)))
 	{
-		freed_since_trim += c->out.maxlen;
+		c->server->freed_since_trim += c->out.maxlen;
 		pfree(c->out.data);
 		c->out.data = MemoryContextAlloc(c->context, 1024);
 		c->out.maxlen = 1024;
@@ -557,9 +556,9 @@ read_http(ZsConn *c, const char *data, int len)
 	if (r == ZS_HTTP_NEED_MORE)
 		return;
 	if (r == ZS_HTTP_BAD_REQUEST)
-		handlers->bad_request(c, status, error);
+		c->server->handlers->bad_request(c->server, c, status, error);
 	else
-		handlers->request(c, &req);
+		c->server->handlers->request(c->server, c, &req);
 	zs_http_request_free(&req);
 	/* no second request on the connection: a reply or a snapshot follows */
 	if (c->state == ZS_CONN_HTTP)
@@ -642,7 +641,8 @@ process_frames(ZsConn *c, int *budget)
 		switch (msg.opcode)
 		{
 			case ZS_WS_OP_TEXT:
-				handlers->message(c, msg.payload.data, msg.payload.len);
+				c->server->handlers->message(c->server, c, msg.payload.data,
+											 msg.payload.len);
 				break;
 			case ZS_WS_OP_BINARY:
 				zs_conn_send_close(c, ZS_WS_CLOSE_UNSUPPORTED,
@@ -720,11 +720,11 @@ read_connection(ZsConn *c)
 }
 
 void
-zs_conns_read_requests(void)
+zs_conns_read_requests(ZsServer *server)
 {
-	for (int i = 0; i < zs_nconns; i++)
+	for (int i = 0; i < server->nconns; i++)
 	{
-		ZsConn	   *c = zs_conns[i];
+		ZsConn	   *c = server->conns[i];
 
 		if (!c->closed && c->state == ZS_CONN_HTTP)
 			read_connection(c);
@@ -740,13 +740,13 @@ note_tls_pending(ZsConn *c)
 }
 
 bool
-zs_conns_read(void)
+zs_conns_read(ZsServer *server)
 {
 	bool		more = false;
 
-	for (int i = 0; i < zs_nconns; i++)
+	for (int i = 0; i < server->nconns; i++)
 	{
-		ZsConn	   *c = zs_conns[i];
+		ZsConn	   *c = server->conns[i];
 		bool		due = c->read_ready || c->input_pending;
 
 		c->read_ready = false;
@@ -767,13 +767,13 @@ zs_conns_read(void)
  * zero_stream.handshake_timeout (admission.c).
  */
 void
-zs_conns_check_liveness(void)
+zs_conns_check_liveness(ZsServer *server)
 {
 	TimestampTz now = GetCurrentTimestamp();
 
-	for (int i = 0; i < zs_nconns; i++)
+	for (int i = 0; i < server->nconns; i++)
 	{
-		ZsConn	   *c = zs_conns[i];
+		ZsConn	   *c = server->conns[i];
 
 		if (c->closed || !c->admitted ||
 			!TimestampDifferenceExceeds(c->last_ping, now, PING_INTERVAL_MS))

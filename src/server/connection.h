@@ -11,48 +11,26 @@
 #ifndef ZS_CONNECTION_H
 #define ZS_CONNECTION_H
 
-#include "codec/http.h"
 #include "server/conn.h"
-
-/*
- * What the server does with what a connection receives: a complete request
- * head; a request head that could not be parsed (status and error from the
- * parser); a WebSocket text message. Each may queue output and close.
- */
-typedef struct ZsConnHandlers
-{
-	void		(*request) (ZsConn *c, const ZsHttpRequest *req);
-	void		(*bad_request) (ZsConn *c, int status, const char *error);
-	void		(*message) (ZsConn *c, const char *text, int len);
-} ZsConnHandlers;
-
-/*
- * every connection, in accept order: at most zs_max_subscribers admitted
- * and zs_max_pending_connections pending ones are open, and those closed
- * during a loop iteration stay until its end
- */
-extern ZsConn **zs_conns;
-extern int	zs_nconns;
-
-/* a connection was added or closed: server_worker.c rebuilds its wait-event set */
-extern bool zs_conns_changed;
+#include "server/server.h"
 
 /* At the server's start; handlers must stay valid as long as the process. */
-extern void zs_conns_init(const ZsConnHandlers *handlers);
+extern void zs_conns_init(ZsServer *server, const ZsConnHandlers *handlers);
 
 /* A new connection on an accepted non-blocking socket, from host and port. */
-extern ZsConn *zs_conn_add(pgsocket sock, const char *host, const char *port);
+extern ZsConn *zs_conn_add(ZsServer *server, pgsocket sock, const char *host,
+							const char *port);
 
 /* Free the connections closed since the last call. */
-extern void zs_conns_remove_closed(void);
+extern void zs_conns_remove_closed(ZsServer *server);
 
 /*
  * Count bytes freed to malloc, and return freed memory to the system once
  * enough was freed: within a second once the burst is over (burst_over),
  * else every 10 s at most.
  */
-extern void zs_conns_note_freed(Size bytes);
-extern void zs_conns_trim_memory(bool burst_over);
+extern void zs_conns_note_freed(ZsServer *server, Size bytes);
+extern void zs_conns_trim_memory(ZsServer *server, bool burst_over);
 
 /* Bytes queued for the peer and not yet taken by the socket. */
 static inline Size
@@ -70,13 +48,13 @@ extern uint32 zs_conn_wait_events(const ZsConn *c);
  * number of bytes and frames per connection, so that no client can
  * stretch a round. True if some connection has input left for the next.
  */
-extern bool zs_conns_read(void);
+extern bool zs_conns_read(ZsServer *server);
 
 /*
  * Read the connections still sending their request head, now: a burst of
  * clients may have sent theirs since they were accepted.
  */
-extern void zs_conns_read_requests(void);
+extern void zs_conns_read_requests(ZsServer *server);
 
 /* Send what the socket takes now; close when asked and done. */
 extern void zs_conn_flush(ZsConn *c);
@@ -106,6 +84,6 @@ extern bool zs_conn_linger(ZsConn *c);
 extern void zs_conn_send_file(ZsConn *c, int fd, off_t size);
 
 /* Ping every connection due; close those silent since the previous ping. */
-extern void zs_conns_check_liveness(void);
+extern void zs_conns_check_liveness(ZsServer *server);
 
 #endif							/* ZS_CONNECTION_H */

@@ -19,22 +19,16 @@
  * decoder is storing begins (or inside it) reads that round from shared
  * memory instead, before it is stored (live/live_round.c).
  *
- * Catch-up is paced against live serving. Each round serves the
- * live subscribers first (those whose last page reached the end of the log:
- * they wait only for new commits, a short page) and sends their frames at
- * once. Then catching-up subscribers get pages in turn, round-robin from
- * where the previous round stopped, until the round's budget is spent
- * (while a subscriber is live, a shorter one, also within a page shared by
- * many subscribers at one position: framing it for 64 of them takes longer
- * than reading it); the loop then goes back to its WaitEventSet, so that a
- * commit stored meanwhile waits for one such share at most, not for every
- * catching-up subscriber's page. While a subscriber is live, every round
- * of the loop while someone catches up adds a pause in catch-up
- * proportional to its length, so that catch-up takes at most
- * zero_stream.catchup_share of the worker's time: on a small machine the
- * decoder and the live subscribers need the CPU that a catch-up going
- * flat out would take (live rounds go on during the pause). The rounds
- * between page reads count too: reading the acks of a round's pages and
+ * Catch-up is paced against live serving: live subscribers first, their
+ * frames sent at once, then catching-up ones in turn within the round's
+ * budget, paused beside live subscribers (flow_schedule.c decides all of
+ * it; this file reads the pages and hands them out). A round's inputs,
+ * the head and each connection as the round began, are one struct
+ * (PageRound) and what lasts between rounds is the server's (ZsFlowState),
+ * so that the decisions are tested apart from the pages. The budget counts
+ * within a page shared by many subscribers at one position too: framing it
+ * for 64 of them takes longer than reading it. The rounds between page
+ * reads count toward the pause: reading the acks of a round's pages and
  * writing them to the sockets cost more than reading them.
  * Each page is built in a memory context reset once it is handed out, and
  * the output it adds is bounded by ack pacing and the backlog limit.
@@ -56,36 +50,22 @@
 #include "spi_xact.h"
 
 /*
- * A round's share of catch-up: pages are read for catching-up subscribers
- * until this much time has passed since the round's first read or this
- * many bytes were queued, whichever comes first. While a subscriber is
- * live, the round is short (a commit stored meanwhile waits for it, and for
- * writing what it queued) and so is a catch-up page (the one page a round
- * always reads). Longer live rounds and pages raise a live subscriber's
- * latency while others catch up; shorter ones slow the catch-up for no
- * gain (bench/catchup.sh measures both; bench/README.md keeps its results).
+ * One round of page serving: its inputs, fixed at its start, and what it
+ * has done so far. The decisions over them are flow_schedule.c's.
  */
-#define CATCHUP_ROUND_MS	10
-#define CATCHUP_ROUND_BYTES	(4 * 1024 * 1024)
-#define CATCHUP_LIVE_ROUND_MS		1
-#define CATCHUP_LIVE_ROUND_BYTES	(512 * 1024)
-#define CATCHUP_LIVE_PAGE_ROWS		250
-
-/* where the next round's catch-up starts: the one after the last served */
-static int	catchup_turn = 0;
-
-/* catch-up pauses until then (while a subscriber is live) */
-static TimestampTz catchup_resume_at = 0;
-static bool live_present = false;
-
-/* the position of the head's last readable row (see zs_subscriber_wants_rows) */
-static int64 head_pos = PG_INT64_MAX;
-
-/* the average message of recent pages, in bytes (0: none read yet) */
-static double row_bytes = 0;
-
-/* the page being handed out (reset after each) */
-static MemoryContext page_context = NULL;
+typedef struct PageRound
+{
+	ZsServer   *server;
+	const char *head;			/* the log's head, or the live round's */
+	int64		head_pos;		/* the position of the head's last readable
+								 * row (see zs_subscriber_wants_rows) */
+	char		log_version[ZS_WATERMARK_MAXLEN];	/* the lineage of the
+													 * pages' snapshot */
+	ZsFlowCandidate *cands;		/* each connection, as the round began */
+	bool	   *served;			/* each connection served in the round */
+	instr_time	start;			/* the round's first read */
+	Size		queued;			/* catch-up bytes queued so far */
+} PageRound;
 
 static Size
 backlog_limit(void)
@@ -93,28 +73,21 @@ backlog_limit(void)
 	return (Size) zs_backlog_limit_kb * 1024;
 }
 
-/*
- * Above the high-water mark nothing more is read for a subscriber until it
- * has taken its output below the low-water mark, 80% (zero-cache's ratio).
- */
+/* Above the high-water mark nothing more is read until it is below the low. */
 static bool
 backlog_full(ZsConn *c)
 {
-	Size		pending = zs_conn_pending(c);
-
-	if (pending >= backlog_limit())
-		c->backlog_blocked = true;
-	else if (pending <= backlog_limit() / 10 * 8)
-		c->backlog_blocked = false;
+	c->backlog_blocked = zs_flow_backlog_blocked(c->backlog_blocked, zs_conn_pending(c),
+												 backlog_limit());
 	return c->backlog_blocked;
 }
 
 /* Is c a subscription that has room for another page now? */
 static bool
-wants_page(ZsConn *c, const char *head)
+wants_page(ZsConn *c, const PageRound *round)
 {
 	return !c->closed && !c->close_after_flush && c->sub != NULL &&
-		zs_subscriber_wants_rows(c->sub, head, head_pos) && !backlog_full(c);
+		zs_subscriber_wants_rows(c->sub, round->head, round->head_pos) && !backlog_full(c);
 }
 
 /*
@@ -139,49 +112,30 @@ elapsed_ms(instr_time start)
 	return INSTR_TIME_GET_MILLISEC(now);
 }
 
-/*
- * Rows worth reading for a subscriber with room bytes left below its backlog
- * limit: a page, or fewer when its rows are large (by the average message
- * of recent pages), so that a subscriber with little room does not cost the
- * read of a page it cannot take. A page shorter than a page's rows is
- * still "full" (consume_page reads on from where it stopped).
- */
-static int
-page_rows(Size room)
-{
-	double		fit;
-
-	if (row_bytes <= 0)
-		return zs_catchup_page_rows;
-	fit = (double) room / row_bytes + 1;
-	return (int) Max(16, Min((double) zs_catchup_page_rows, fit));
-}
-
-/* Is a catch-up round's budget spent? */
+/* Is the round's catch-up budget spent? */
 static bool
-round_spent(Size queued, instr_time start)
+round_spent(const PageRound *round, Size queued)
 {
-	if (live_present)
-		return queued >= CATCHUP_LIVE_ROUND_BYTES || elapsed_ms(start) >= CATCHUP_LIVE_ROUND_MS;
-	return queued >= CATCHUP_ROUND_BYTES || elapsed_ms(start) >= CATCHUP_ROUND_MS;
+	return zs_flow_round_spent(round->server->flow.live_present, queued,
+							   elapsed_ms(round->start));
 }
 
 /*
- * Read the page after c's position and hand it to c and to every other
- * subscriber of the same class at the same position that has room and was
- * not served in this round, in turn from first. The page lives in
- * page_context, reset after it: a round holds one page at a time, however
- * many it reads. Catching up while a subscriber is live, the round's
- * budget (queued so far, since start) counts here too: a page shared by
+ * Read the page after the first-th connection's position and hand it to it
+ * and to every other subscriber of the same class at the same position
+ * that has room and was not served in this round, in turn from first. The
+ * page lives in the server's page context, reset after it: a round holds
+ * one page at a time, however many it reads. Catching up while a
+ * subscriber is live, the round's budget counts here too: a page shared by
  * many subscribers costs each of them its framing and its bytes, so
  * handing it out stops once the budget is spent, and *stopped_at is the
  * next subscriber to get it (-1 if none was left out; it reads the page
  * again in the next round). Returns the bytes queued.
  */
 static Size
-serve_position(int first, bool catching_up, const char *head, const char *log_version,
-			   bool *served, Size queued_before, instr_time start, int *stopped_at)
+serve_position(PageRound *round, int first, bool catching_up, int *stopped_at)
 {
+	ZsServer   *server = round->server;
 	char		watermark[ZS_WATERMARK_MAXLEN];
 	int64		pos;
 	ZsChangeLogPage *page;
@@ -192,42 +146,43 @@ serve_position(int first, bool catching_up, const char *head, const char *log_ve
 	int			limit;
 
 	*stopped_at = -1;
-	zs_subscriber_position(zs_conns[first]->sub, watermark, &pos);
-	old = MemoryContextSwitchTo(page_context);
-	limit = page_rows(backlog_limit() - zs_conn_pending(zs_conns[first]));
-	if (catching_up && live_present)
-		limit = Min(limit, CATCHUP_LIVE_PAGE_ROWS);
+	zs_subscriber_position(server->conns[first]->sub, watermark, &pos);
+	old = MemoryContextSwitchTo(server->page_context);
+	limit = zs_flow_page_rows(&server->flow,
+							  backlog_limit() - zs_conn_pending(server->conns[first]),
+							  zs_catchup_page_rows, catching_up);
 	/* the round the decoder is storing, if it continues from here; else the log */
-	page = zs_live_read_page(log_version, watermark, pos, limit);
+	page = zs_live_read_page(round->log_version, watermark, pos, limit);
 	if (page == NULL)
-		page = zs_changelog_read_page(watermark, pos, limit, head);
+		page = zs_changelog_read_page(watermark, pos, limit, round->head);
 	for (int r = 0; r < page->nrows; r++)
 		page_bytes += page->rows[r].message_len;
-	if (page->nrows > 0)
-		row_bytes = (row_bytes * 3 + (double) page_bytes / page->nrows) / 4;
-	for (int k = 0; k < zs_nconns; k++)
+	zs_flow_note_page(&server->flow, page_bytes, page->nrows);
+	for (int k = 0; k < server->nconns; k++)
 	{
-		int			i = (first + k) % zs_nconns;
-		ZsConn	   *c = zs_conns[i];
+		int			i = (first + k) % server->nconns;
+		ZsConn	   *c = server->conns[i];
 		char		w[ZS_WATERMARK_MAXLEN];
 		int64		p;
 		int			len_before;
 		bool		page_failed;
 
-		if (served[i] || !wants_page(c, head) || is_catching_up(c) != catching_up)
+		if (round->served[i] || !round->cands[i].wants_page ||
+			round->cands[i].catching_up != catching_up)
 			continue;
 		zs_subscriber_position(c->sub, w, &p);
 		if (p != pos || strcmp(w, watermark) != 0)
 			continue;
-		if (catching_up && live_present && handed && round_spent(queued_before + queued, start))
+		if (catching_up && server->flow.live_present && handed &&
+			round_spent(round, round->queued + queued))
 		{
 			*stopped_at = i;
 			break;
 		}
-		served[i] = true;
+		round->served[i] = true;
 		handed = true;
 		len_before = c->out.len;
-		page_failed = zs_subscriber_consume_page(c->sub, page, log_version, &c->out,
+		page_failed = zs_subscriber_consume_page(c->sub, page, round->log_version, &c->out,
 												 backlog_limit() - zs_conn_pending(c));
 		queued += c->out.len - len_before;
 		if (page_failed)
@@ -246,140 +201,147 @@ serve_position(int first, bool catching_up, const char *head, const char *log_ve
 			zs_conn_flush(c);
 	}
 	MemoryContextSwitchTo(old);
-	zs_conns_note_freed(MemoryContextMemAllocated(page_context, true));
-	MemoryContextReset(page_context);
+	zs_conns_note_freed(server, MemoryContextMemAllocated(server->page_context, true));
+	MemoryContextReset(server->page_context);
 	return queued;
 }
 
-void
-zs_flow_serve_pages(const char *head, const char *replica_version, ZsFlowRound *round)
+/*
+ * Each connection as the round begins. Within the round, a connection's
+ * room changes only when it is served, so what is decided from these for
+ * the others holds until the round's end.
+ */
+static void
+gather_candidates(PageRound *round)
 {
-	bool		any = false;
-	bool		catchup_wanted = false;
-	bool	   *served;
-	char		log_version[ZS_WATERMARK_MAXLEN];
-	instr_time	start;
-	Size		queued = 0;
-	int			next_turn = -1;
-	int			stopped_at;
-	TimestampTz now;
-	bool		pausing;
-	char		live_head[ZS_WATERMARK_MAXLEN];
-	int64		live_pos;
+	ZsServer   *server = round->server;
 
-	round->catching_up = false;
-	round->catchup_served = false;
-	round->next_ms = -1;
-	live_present = false;
-	if (replica_version[0] == '\0')
-		return;					/* the decoder has not started the log yet */
-	/* rows of the round being stored count as there to be read */
-	head_pos = PG_INT64_MAX;
-	if (zs_live_head(replica_version, live_head, &live_pos) && strcmp(live_head, head) > 0)
+	round->cands = palloc0(sizeof(ZsFlowCandidate) * Max(1, server->nconns));
+	for (int i = 0; i < server->nconns; i++)
 	{
-		head = live_head;
-		head_pos = live_pos;
-	}
-
-	for (int i = 0; i < zs_nconns; i++)
-	{
-		ZsConn	   *c = zs_conns[i];
+		ZsConn	   *c = server->conns[i];
+		ZsFlowCandidate *cand = &round->cands[i];
 
 		if (c->closed || c->sub == NULL)
 			continue;
-		if (is_catching_up(c))
-		{
-			round->catching_up = true;
-			catchup_wanted |= wants_page(c, head);
-		}
-		else
-		{
-			live_present = true;
-			any |= wants_page(c, head);
-		}
+		cand->subscribed = true;
+		cand->catching_up = is_catching_up(c);
+		cand->wants_page = wants_page(c, round);
 	}
-	now = GetCurrentTimestamp();
-	pausing = live_present && now < catchup_resume_at;
-	if (catchup_wanted && pausing)
+}
+
+/*
+ * Catching-up subscribers in turn, from where the last round stopped,
+ * until the round's budget is spent (at least one page a round, so
+ * catch-up always progresses). What is left waits for the next round,
+ * which comes at once (or after the pause): the loop goes back to its
+ * WaitEventSet in between, to read acks and to serve what the decoder has
+ * stored.
+ */
+static void
+serve_catchup(PageRound *round, ZsFlowRound *result)
+{
+	ZsServer   *server = round->server;
+	ZsFlowTurn	turn;
+	int			stopped_at;
+	int			i;
+
+	zs_flow_turn_begin(&server->flow, &turn);
+	while ((i = zs_flow_turn_next(round->cands, round->served, server->nconns, &turn)) >= 0)
 	{
-		round->next_ms = Max(1, (long) ((catchup_resume_at - now + 999) / 1000));
-		catchup_wanted = false;
+		if (zs_flow_turn_started(&turn) && round_spent(round, round->queued))
+		{
+			result->next_ms = 0;
+			zs_flow_turn_stop(&turn, i);
+			break;
+		}
+		round->queued += serve_position(round, i, true, &stopped_at);
+		result->catchup_served = true;
+		if (stopped_at >= 0)
+		{
+			/* the page's other subscribers come first in the next round */
+			result->next_ms = 0;
+			zs_flow_turn_stop(&turn, stopped_at);
+			break;
+		}
+		zs_flow_turn_served(&turn, i, server->nconns);
 	}
-	if (!any && !catchup_wanted)
+	zs_flow_turn_end(&server->flow, &turn);
+}
+
+void
+zs_flow_serve_pages(ZsServer *server, const char *head, const char *replica_version,
+					ZsFlowRound *result)
+{
+	PageRound	round = {0};
+	ZsFlowPlan	plan;
+	char		live_head[ZS_WATERMARK_MAXLEN];
+	int64		live_pos;
+
+	result->catching_up = false;
+	result->catchup_served = false;
+	result->next_ms = -1;
+	server->flow.live_present = false;
+	if (replica_version[0] == '\0')
+		return;					/* the decoder has not started the log yet */
+	round.server = server;
+	round.head = head;
+	/* rows of the round being stored count as there to be read */
+	round.head_pos = PG_INT64_MAX;
+	if (zs_live_head(replica_version, live_head, &live_pos) && strcmp(live_head, head) > 0)
+	{
+		round.head = live_head;
+		round.head_pos = live_pos;
+	}
+	gather_candidates(&round);
+	zs_flow_plan_round(&server->flow, round.cands, server->nconns, GetCurrentTimestamp(),
+					   &plan);
+	result->catching_up = plan.catching_up;
+	result->next_ms = plan.next_ms;
+	if (!plan.live_wanted && !plan.catchup_wanted)
 		return;
 
-	if (page_context == NULL)
-		page_context = AllocSetContextCreate(TopMemoryContext, "zero_stream page",
-											 ALLOCSET_DEFAULT_SIZES);
-	INSTR_TIME_SET_CURRENT(start);
+	if (server->page_context == NULL)
+		server->page_context = AllocSetContextCreate(TopMemoryContext, "zero_stream page",
+													 ALLOCSET_DEFAULT_SIZES);
+	INSTR_TIME_SET_CURRENT(round.start);
 	zs_spi_xact_begin("zero_stream: reading the change log");
-	served = palloc0(sizeof(bool) * zs_nconns);
+	round.served = palloc0(sizeof(bool) * Max(1, server->nconns));
 	/* the lineage as of the pages' snapshot; a log being initialized has none */
-	if (!zs_changelog_read_replica_version(log_version))
+	if (!zs_changelog_read_replica_version(round.log_version))
 	{
 		zs_spi_xact_commit();
 		return;
 	}
 
-	/* 1. every live subscriber, whatever it costs: its pages are short */
-	for (int i = 0; i < zs_nconns; i++)
+	/* every live subscriber, whatever it costs: its pages are short */
+	for (int i = 0; i < server->nconns; i++)
 	{
-		ZsConn	   *c = zs_conns[i];
+		int			stopped_at;
 
-		if (!served[i] && wants_page(c, head) && !is_catching_up(c))
-			(void) serve_position(i, false, head, log_version, served, 0, start, &stopped_at);
+		if (!round.served[i] && round.cands[i].wants_page && !round.cands[i].catching_up)
+			(void) serve_position(&round, i, false, &stopped_at);
 	}
+	if (plan.catchup_wanted)
+		serve_catchup(&round, result);
 
-	/*
-	 * 2. catching-up subscribers in turn, from where the last round stopped,
-	 * until the round's budget is spent (at least one page a round, so
-	 * catch-up always progresses). What is left waits for the next round,
-	 * which comes at once (or after the pause): the loop goes back to its
-	 * WaitEventSet in between, to read acks and to serve what the decoder
-	 * has stored.
-	 */
-	for (int k = 0; catchup_wanted && k < zs_nconns; k++)
-	{
-		int			i = (catchup_turn + k) % zs_nconns;
-		ZsConn	   *c = zs_conns[i];
-
-		if (served[i] || !wants_page(c, head) || !is_catching_up(c))
-			continue;
-		if (next_turn >= 0 && round_spent(queued, start))
-		{
-			round->next_ms = 0;
-			next_turn = i;
-			break;
-		}
-		queued += serve_position(i, true, head, log_version, served, queued, start, &stopped_at);
-		round->catchup_served = true;
-		if (stopped_at >= 0)
-		{
-			/* the page's other subscribers come first in the next round */
-			round->next_ms = 0;
-			next_turn = stopped_at;
-			break;
-		}
-		next_turn = (i + 1) % zs_nconns;
-	}
-	if (next_turn >= 0)
-		catchup_turn = next_turn;
 	/*
 	 * One that was served but has room for more (its page was cut to its
 	 * room, and the socket took it) need not wait for an ack or the tick.
 	 */
-	for (int i = 0; round->next_ms < 0 && i < zs_nconns; i++)
+	for (int i = 0; result->next_ms < 0 && i < server->nconns; i++)
 	{
-		if (served[i] && is_catching_up(zs_conns[i]) && wants_page(zs_conns[i], head))
-			round->next_ms = 0;
+		ZsConn	   *c = server->conns[i];
+
+		if (round.served[i] && is_catching_up(c) && wants_page(c, &round))
+			result->next_ms = 0;
 	}
 	zs_spi_xact_commit();
 }
 
 void
-zs_flow_send_lag_reports(void)
+zs_flow_send_lag_reports(ZsServer *server)
 {
-	static uint64 sent_generation = 0;
 	char		report[ZS_LAG_REPORT_LEN];
 	uint64		generation;
 
@@ -387,13 +349,13 @@ zs_flow_send_lag_reports(void)
 	generation = zs_shared->lag_report_generation;
 	strlcpy(report, zs_shared->lag_report, sizeof(report));
 	LWLockRelease(zs_shared->lock);
-	if (generation == sent_generation)
+	if (generation == server->flow.lag_report_sent)
 		return;
-	sent_generation = generation;
+	server->flow.lag_report_sent = generation;
 	zs_subscriber_set_lag_report(report);
-	for (int i = 0; i < zs_nconns; i++)
+	for (int i = 0; i < server->nconns; i++)
 	{
-		ZsConn	   *c = zs_conns[i];
+		ZsConn	   *c = server->conns[i];
 
 		if (!c->closed && !c->close_after_flush && c->sub != NULL &&
 			zs_subscriber_is_following(c->sub) &&
@@ -403,26 +365,19 @@ zs_flow_send_lag_reports(void)
 }
 
 void
-zs_flow_pace_catchup(int64 round_us)
+zs_flow_pace_catchup(ZsServer *server, int64 round_us)
 {
-	TimestampTz now;
-
-	if (!live_present || zs_catchup_share >= 100)
-		return;
-	now = GetCurrentTimestamp();
-	catchup_resume_at = Max(catchup_resume_at, now) +
-		round_us * (100 - zs_catchup_share) / zs_catchup_share;
+	zs_flow_pace(&server->flow, GetCurrentTimestamp(), round_us, zs_catchup_share);
 }
 
 /*
  * Laggard disconnection (docs/zero-protocol.md §5.3): a subscriber that had
  * caught up and then lags, held back by its own acks, for longer than the
  * grace period while another subscriber keeps up, is told
- * StreamTooFarBehind and disconnected. Without an on-time subscriber to
- * compare with, nobody is disconnected.
+ * StreamTooFarBehind and disconnected (zs_flow_laggard_due decides).
  */
 void
-zs_flow_check_laggards(const char *head)
+zs_flow_check_laggards(ZsServer *server, const char *head)
 {
 	TimestampTz now = GetCurrentTimestamp();
 	bool		someone_live = false;
@@ -430,27 +385,20 @@ zs_flow_check_laggards(const char *head)
 	if (zs_slow_subscriber_grace_ms <= 0)
 		return;
 
-	for (int i = 0; i < zs_nconns && !someone_live; i++)
-		someone_live = !zs_conns[i]->closed && zs_conns[i]->sub != NULL &&
-			zs_subscriber_is_live(zs_conns[i]->sub, head);
-	for (int i = 0; i < zs_nconns; i++)
+	for (int i = 0; i < server->nconns && !someone_live; i++)
+		someone_live = !server->conns[i]->closed && server->conns[i]->sub != NULL &&
+			zs_subscriber_is_live(server->conns[i]->sub, head);
+	for (int i = 0; i < server->nconns; i++)
 	{
-		ZsConn	   *c = zs_conns[i];
+		ZsConn	   *c = server->conns[i];
 		long		secs;
 		int			usecs;
 		int64		lagging_ms;
 
 		if (c->closed || c->close_after_flush || c->sub == NULL)
 			continue;
-		if (!zs_subscriber_is_lagging(c->sub, head))
-		{
-			c->lagging_since = 0;
-			continue;
-		}
-		if (c->lagging_since == 0)
-			c->lagging_since = now;
-		if (!someone_live ||
-			!TimestampDifferenceExceeds(c->lagging_since, now, zs_slow_subscriber_grace_ms))
+		if (!zs_flow_laggard_due(&c->lagging_since, zs_subscriber_is_lagging(c->sub, head),
+								 someone_live, now, zs_slow_subscriber_grace_ms))
 			continue;
 		TimestampDifference(c->lagging_since, now, &secs, &usecs);
 		lagging_ms = (int64) secs * 1000 + usecs / 1000;

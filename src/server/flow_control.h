@@ -7,6 +7,8 @@
 #ifndef ZS_FLOW_CONTROL_H
 #define ZS_FLOW_CONTROL_H
 
+#include "server/server.h"
+
 /* What a round of page serving left to do */
 typedef struct ZsFlowRound
 {
@@ -17,14 +19,14 @@ typedef struct ZsFlowRound
 } ZsFlowRound;
 
 /*
- * Give subscribers that have room the next page after their position, in
- * one short read-only transaction: every live one, then catching-up ones in
- * turn within the round's catch-up budget, unless catch-up is pausing.
- * head and replica_version are the log's as the decoder last published
- * them.
+ * Give the server's subscribers that have room the next page after their
+ * position, in one short read-only transaction: every live one, then
+ * catching-up ones in turn within the round's catch-up budget, unless
+ * catch-up is pausing (flow_schedule.c decides). head and replica_version
+ * are the log's as the decoder last published them.
  */
-extern void zs_flow_serve_pages(const char *head, const char *replica_version,
-								ZsFlowRound *round);
+extern void zs_flow_serve_pages(ZsServer *server, const char *head,
+								const char *replica_version, ZsFlowRound *round);
 
 /*
  * A round of the loop that read pages for catching-up subscribers took
@@ -34,16 +36,16 @@ extern void zs_flow_serve_pages(const char *head, const char *replica_version,
  * a pause ends, because the rounds during it (serving live subscribers,
  * reading their acks) do not lengthen it, however many there are.
  */
-extern void zs_flow_pace_catchup(int64 round_us);
+extern void zs_flow_pace_catchup(ZsServer *server, int64 round_us);
 
 /* End the subscriptions that lagged for longer than the grace period. */
-extern void zs_flow_check_laggards(const char *head);
+extern void zs_flow_check_laggards(ZsServer *server, const char *head);
 
 /*
  * A new lag report from the decoder (decoder/lag_report.c): sent to every
  * live subscriber between transactions, and kept for new subscriptions'
  * first status.
  */
-extern void zs_flow_send_lag_reports(void);
+extern void zs_flow_send_lag_reports(ZsServer *server);
 
 #endif							/* ZS_FLOW_CONTROL_H */

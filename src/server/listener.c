@@ -10,9 +10,11 @@
  * process's file descriptors) is answered 503 and closed at once, logged
  * rate-limited; the others become connections (connection.c) with
  * TCP_NODELAY, as their frames are small and paced, and with a TLS session
- * when zero_stream.ssl is on (tls.c). One call accepts at
- * most ACCEPT_BUDGET connections, so that a flood of them cannot stretch a
- * round of the server's loop: the listening socket stays readable.
+ * when zero_stream.ssl is on (tls.c). A listener event accepts at most
+ * ZS_ACCEPT_BUDGET connections. When the pending pool is full, accepting
+ * stops before the next connection and says so: the worker reads the
+ * requests that have arrived (which may admit their connections), then
+ * accepts on, so that accepting never runs the request path itself.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -33,8 +35,6 @@
 #include "server/listener.h"
 #include "server/peer_log.h"
 #include "server/tls.h"
-
-#define ACCEPT_BUDGET		64
 
 static bool
 is_loopback(const struct sockaddr *sa)
@@ -146,30 +146,33 @@ refuse(pgsocket sock, const char *host, const char *port, const char *why)
 				 zs_peer_log_detail(suppressed)));
 }
 
-void
-zs_listener_accept(pgsocket listener)
+bool
+zs_listener_accept(ZsServer *server, pgsocket listener, bool requests_read, int *budget)
 {
-	for (int accepted = 0; accepted < ACCEPT_BUDGET; accepted++)
+	for (; *budget > 0; (*budget)--)
 	{
 		struct sockaddr_storage addr;
 		socklen_t	addrlen = sizeof(addr);
-		pgsocket	sock = accept(listener, (struct sockaddr *) &addr, &addrlen);
+		pgsocket	sock;
 		char		host[NI_MAXHOST] = "?";
 		char		port[NI_MAXSERV] = "?";
 		int			one = 1;
 		ZsConn	   *c;
 
+		if (!requests_read && zs_admission_pool_full(server))
+			return true;
+		sock = accept(listener, (struct sockaddr *) &addr, &addrlen);
 		if (sock == PGINVALID_SOCKET)
 		{
 			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
 				ereport(LOG,
 						(errcode_for_socket_access(),
 						 errmsg("could not accept a connection: %m")));
-			return;
+			return false;
 		}
 		(void) getnameinfo((struct sockaddr *) &addr, addrlen, host, sizeof(host), port,
 						   sizeof(port), NI_NUMERICHOST | NI_NUMERICSERV);
-		if (!zs_admission_make_room())
+		if (!zs_admission_make_room(server))
 		{
 			refuse(sock, host, port,
 				   psprintf("zero_stream.max_pending_connections (%d) reached",
@@ -183,8 +186,9 @@ zs_listener_accept(pgsocket listener)
 		}
 		pg_set_noblock(sock);
 		(void) setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		c = zs_conn_add(sock, host, port);
+		c = zs_conn_add(server, sock, host, port);
 		if (zs_tls_enabled() && !zs_tls_attach(&c->tls, sock, c->address, c->host))
 			zs_conn_close(c);
 	}
+	return false;
 }

@@ -7,7 +7,13 @@
 #ifndef ZS_LISTENER_H
 #define ZS_LISTENER_H
 
-#define ZS_MAX_LISTENERS 16
+#include "server/server.h"
+
+/*
+ * Connections one listener event may accept, so that a flood of them cannot
+ * stretch a round of the server's loop: the listening socket stays readable.
+ */
+#define ZS_ACCEPT_BUDGET	64
 
 /*
  * Open a non-blocking listening socket on every address of
@@ -16,7 +22,14 @@
  */
 extern int	zs_listeners_open(pgsocket *socks);
 
-/* Accept every pending connection on a listening socket. */
-extern void zs_listener_accept(pgsocket listener);
+/*
+ * Accept the pending connections on a listening socket, at most *budget of
+ * them (counted down). Unless requests_read, it stops at a full pool of
+ * pending connections and returns true: the caller reads the requests that
+ * have arrived, then calls again with requests_read, which makes room for
+ * each new connection or refuses it.
+ */
+extern bool zs_listener_accept(ZsServer *server, pgsocket listener, bool requests_read,
+							   int *budget);
 
 #endif							/* ZS_LISTENER_H */

@@ -33,11 +33,11 @@
 /* ---------------------------------------------------------------- registry */
 
 void
-zs_reservation_release(const char *task, ZsConn *except)
+zs_reservation_release(ZsServer *server, const char *task, ZsConn *except)
 {
-	for (int i = 0; i < zs_nconns; i++)
+	for (int i = 0; i < server->nconns; i++)
 	{
-		ZsConn	   *other = zs_conns[i];
+		ZsConn	   *other = server->conns[i];
 
 		if (other == except || other->closed || other->up.reserved_task == NULL ||
 			strcmp(other->up.reserved_task, task) != 0)
@@ -48,7 +48,7 @@ zs_reservation_release(const char *task, ZsConn *except)
 }
 
 void
-zs_reservation_open(ZsConn *c, const char *task)
+zs_reservation_open(ZsServer *server, ZsConn *c, const char *task)
 {
 	StringInfoData body;
 	StringInfoData frame;
@@ -62,7 +62,7 @@ zs_reservation_open(ZsConn *c, const char *task)
 		zs_conn_send_close(c, ZS_WS_CLOSE_PROTOCOL_ERROR, psprintf("Error: %s", error));
 		return;
 	}
-	zs_reservation_release(task, c);
+	zs_reservation_release(server, task, c);
 	c->up.reserved_task = pstrdup(task);
 	MemoryContextSwitchTo(old);
 	initStringInfo(&frame);
@@ -71,12 +71,14 @@ zs_reservation_open(ZsConn *c, const char *task)
 }
 
 static bool
-task_is_reserved(const char *task)
+task_is_reserved(ZsServer *server, const char *task)
 {
-	for (int i = 0; i < zs_nconns; i++)
+	for (int i = 0; i < server->nconns; i++)
 	{
-		if (!zs_conns[i]->closed && zs_conns[i]->up.reserved_task != NULL &&
-			strcmp(zs_conns[i]->up.reserved_task, task) == 0)
+		const ZsConn *c = server->conns[i];
+
+		if (!c->closed && c->up.reserved_task != NULL &&
+			strcmp(c->up.reserved_task, task) == 0)
 			return true;
 	}
 	return false;
@@ -94,12 +96,12 @@ snapshot_failed(ZsConn *c, const char *error)
 }
 
 void
-zs_reservation_serve_snapshot(ZsConn *c, const char *task)
+zs_reservation_serve_snapshot(ZsServer *server, ZsConn *c, const char *task)
 {
 	char	   *error = NULL;
 	MemoryContext old;
 
-	if (!task_is_reserved(task))
+	if (!task_is_reserved(server, task))
 	{
 		zs_conn_send_http(c, "404 Not Found", NULL,
 						  psprintf("no snapshot reservation is open for task \"%s\"\n", task));
@@ -144,13 +146,13 @@ send_snapshot(ZsConn *c)
 }
 
 bool
-zs_reservation_advance_copies(void)
+zs_reservation_advance_copies(ZsServer *server)
 {
 	bool		pending = false;
 
-	for (int i = 0; i < zs_nconns; i++)
+	for (int i = 0; i < server->nconns; i++)
 	{
-		ZsConn	   *c = zs_conns[i];
+		ZsConn	   *c = server->conns[i];
 		char	   *error = NULL;
 		int			rc;
 

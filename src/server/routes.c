@@ -161,7 +161,7 @@ has_body(const ZsHttpRequest *req)
 }
 
 static void
-route_plain(ZsConn *c, const ZsHttpRequest *req)
+route_plain(ZsServer *server, ZsConn *c, const ZsHttpRequest *req)
 {
 	char	   *task;
 
@@ -179,8 +179,8 @@ route_plain(ZsConn *c, const ZsHttpRequest *req)
 	{
 		if (!authorized(req))
 			send_unauthorized(c, req);
-		else if (zs_admission_admit(c))
-			zs_reservation_serve_snapshot(c, task);
+		else if (zs_admission_admit(server, c))
+			zs_reservation_serve_snapshot(server, c, task);
 	}
 	else
 		zs_conn_send_http(c, "404 Not Found", NULL, "not found\n");
@@ -190,7 +190,7 @@ route_plain(ZsConn *c, const ZsHttpRequest *req)
 
 /* The WebSocket handshake (RFC 6455 §4.2); false if it was refused. */
 static bool
-accept_upgrade(ZsConn *c, const ZsHttpRequest *req)
+accept_upgrade(ZsServer *server, ZsConn *c, const ZsHttpRequest *req)
 {
 	const char *key = zs_http_header(req, "Sec-WebSocket-Key");
 	char		accept[ZS_WS_ACCEPT_KEY_LEN + 1];
@@ -209,7 +209,7 @@ accept_upgrade(ZsConn *c, const ZsHttpRequest *req)
 						  "unsupported WebSocket version\n");
 		return false;
 	}
-	if (!zs_admission_admit(c))
+	if (!zs_admission_admit(server, c))
 		return false;
 
 	/* no extension (permessage-deflate) is accepted: the header is left out */
@@ -301,7 +301,7 @@ route_endpoint(ZsConn *c, const ZsHttpRequest *req, char **snapshot_task)
 }
 
 static void
-route_websocket(ZsConn *c, const ZsHttpRequest *req)
+route_websocket(ZsServer *server, ZsConn *c, const ZsHttpRequest *req)
 {
 	char	   *snapshot_task;
 	char	   *error;
@@ -311,11 +311,11 @@ route_websocket(ZsConn *c, const ZsHttpRequest *req)
 	MemoryContextSwitchTo(old);
 	if (snapshot_task != NULL)
 	{
-		zs_reservation_open(c, snapshot_task);
+		zs_reservation_open(server, c, snapshot_task);
 		return;
 	}
 	if (c->sub != NULL)
-		zs_reservation_release(zs_subscriber_task(c->sub), c);
+		zs_reservation_release(server, zs_subscriber_task(c->sub), c);
 	if (c->sub == NULL && !c->v7_subscribe)
 	{
 		ereport(LOG,
@@ -334,7 +334,7 @@ route_websocket(ZsConn *c, const ZsHttpRequest *req)
 /* ---------------------------------------------------------------- entry points */
 
 void
-zs_route_request(ZsConn *c, const ZsHttpRequest *req)
+zs_route_request(ZsServer *server, ZsConn *c, const ZsHttpRequest *req)
 {
 	if (strcmp(req->method, "GET") != 0)
 	{
@@ -346,7 +346,7 @@ zs_route_request(ZsConn *c, const ZsHttpRequest *req)
 		if (has_body(req))
 			zs_conn_send_http(c, "400 Bad Request", NULL, "a GET request has no body\n");
 		else
-			route_plain(c, req);
+			route_plain(server, c, req);
 		return;
 	}
 	/* a path that is no endpoint is not upgraded, as zero-cache answers it */
@@ -364,12 +364,12 @@ zs_route_request(ZsConn *c, const ZsHttpRequest *req)
 		send_unauthorized(c, req);
 		return;
 	}
-	if (accept_upgrade(c, req))
-		route_websocket(c, req);
+	if (accept_upgrade(server, c, req))
+		route_websocket(server, c, req);
 }
 
 void
-zs_route_bad_request(ZsConn *c, int status, const char *error)
+zs_route_bad_request(ZsServer *server, ZsConn *c, int status, const char *error)
 {
 	zs_conn_send_http(c, status == 431 ? "431 Request Header Fields Too Large"
 					  : status == 505 ? "505 HTTP Version Not Supported" : "400 Bad Request",
@@ -381,7 +381,7 @@ zs_route_bad_request(ZsConn *c, int status, const char *error)
  * for a task ends the task's reservations on other connections.
  */
 static bool
-route_upstream(ZsConn *c, const char *text, int len, char **error)
+route_upstream(ZsServer *server, ZsConn *c, const char *text, int len, char **error)
 {
 	/* a start-subscription creates state the client owns */
 	MemoryContext old = MemoryContextSwitchTo(c->context);
@@ -391,23 +391,23 @@ route_upstream(ZsConn *c, const char *text, int len, char **error)
 	ok = zs_upstream_receive(&c->sub, c->protocol, &c->up, text, len, &c->out, error);
 	MemoryContextSwitchTo(old);
 	if (c->up.reserved_task != NULL && c->up.reserved_task != reserved_before)
-		zs_reservation_release(c->up.reserved_task, c);
+		zs_reservation_release(server, c->up.reserved_task, c);
 	if (c->up.started_task != NULL)
 	{
-		zs_reservation_release(c->up.started_task, c);
+		zs_reservation_release(server, c->up.started_task, c);
 		c->up.started_task = NULL;
 	}
 	return ok;
 }
 
 void
-zs_route_message(ZsConn *c, const char *text, int len)
+zs_route_message(ZsServer *server, ZsConn *c, const char *text, int len)
 {
 	char	   *error;
 	bool		ok;
 
 	if (c->v7_subscribe)
-		ok = route_upstream(c, text, len, &error);
+		ok = route_upstream(server, c, text, len, &error);
 	else if (c->sub != NULL)
 		ok = zs_upstream_receive_ack(c->sub, text, len, &error);
 	else

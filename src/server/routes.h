@@ -10,15 +10,15 @@
 #define ZS_ROUTES_H
 
 #include "codec/http.h"
-#include "server/conn.h"
+#include "server/server.h"
 
 /* A complete request head. */
-extern void zs_route_request(ZsConn *c, const ZsHttpRequest *req);
+extern void zs_route_request(ZsServer *server, ZsConn *c, const ZsHttpRequest *req);
 
 /* A request head that could not be parsed: status and error from the parser. */
-extern void zs_route_bad_request(ZsConn *c, int status, const char *error);
+extern void zs_route_bad_request(ZsServer *server, ZsConn *c, int status, const char *error);
 
 /* A WebSocket text message. */
-extern void zs_route_message(ZsConn *c, const char *text, int len);
+extern void zs_route_message(ZsServer *server, ZsConn *c, const char *text, int len);
 
 #endif							/* ZS_ROUTES_H */

@@ -63,10 +63,15 @@ PGDLLEXPORT void zs_server_main(Datum main_arg);
 #define SHUTDOWN_DRAIN_MS	1000	/* for close frames after what was queued */
 #define SLOT_CHECK_MS		5000	/* how often the slot's health is checked */
 
-static pgsocket listeners[ZS_MAX_LISTENERS];
-static int	nlisteners = 0;
-static WaitEventSet *wait_set = NULL;
-static int	max_events = 0;			/* size of the events array */
+/* The loop's own state: what it waits on, and what the last wait reported */
+typedef struct ServerLoop
+{
+	WaitEventSet *wait_set;
+	WaitEvent  *events;
+	int			max_events;		/* size of the events array */
+	int			nevents;		/* reported by the last wait */
+	TimestampTz last_slot_check;
+} ServerLoop;
 
 /* what the connections receive goes to routes.c */
 static const ZsConnHandlers route_handlers = {
@@ -77,34 +82,55 @@ static const ZsConnHandlers route_handlers = {
 
 /* PostgreSQL 15 cannot remove events from a set: rebuild it when connections change */
 static void
-rebuild_wait_set(void)
+rebuild_wait_set(ServerLoop *loop, ZsServer *server)
 {
-	if (wait_set != NULL)
-		FreeWaitEventSet(wait_set);
-	wait_set = zs_create_wait_event_set(2 + nlisteners + zs_nconns);
+	WaitEventSet *wait_set;
+
+	if (loop->wait_set != NULL)
+		FreeWaitEventSet(loop->wait_set);
+	wait_set = loop->wait_set = zs_create_wait_event_set(2 + server->nlisteners + server->nconns);
 	AddWaitEventToSet(wait_set, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
 	AddWaitEventToSet(wait_set, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, NULL, NULL);
-	for (int i = 0; i < nlisteners; i++)
-		AddWaitEventToSet(wait_set, WL_SOCKET_READABLE, listeners[i], NULL, &listeners[i]);
-	for (int i = 0; i < zs_nconns; i++)
+	for (int i = 0; i < server->nlisteners; i++)
+		AddWaitEventToSet(wait_set, WL_SOCKET_READABLE, server->listeners[i], NULL,
+						  &server->listeners[i]);
+	for (int i = 0; i < server->nconns; i++)
 	{
-		ZsConn	   *c = zs_conns[i];
+		ZsConn	   *c = server->conns[i];
 
 		c->wait_events = zs_conn_wait_events(c);
 		c->event_pos = AddWaitEventToSet(wait_set, c->wait_events, c->sock, NULL, c);
 	}
-	zs_conns_changed = false;
+	server->conns_changed = false;
 }
 
 static void
-update_wait_events(ZsConn *c)
+update_wait_events(ServerLoop *loop, ZsConn *c)
 {
 	uint32		events = zs_conn_wait_events(c);
 
 	if (c->closed || events == c->wait_events)
 		return;
 	c->wait_events = events;
-	ModifyWaitEvent(wait_set, c->event_pos, events, NULL);
+	ModifyWaitEvent(loop->wait_set, c->event_pos, events, NULL);
+}
+
+/*
+ * New connections on a listener. When the pending pool is full, the
+ * requests that have arrived are read first (a burst of clients, accepted
+ * before a round read them: those whose requests came leave the pool),
+ * then accepting goes on, making room or refusing.
+ */
+static void
+accept_connections(ZsServer *server, pgsocket listener)
+{
+	int			budget = ZS_ACCEPT_BUDGET;
+
+	if (zs_listener_accept(server, listener, false, &budget))
+	{
+		zs_conns_read_requests(server);
+		(void) zs_listener_accept(server, listener, true, &budget);
+	}
 }
 
 /*
@@ -112,17 +138,17 @@ update_wait_events(ZsConn *c)
  * clients; readable ones are marked, for zs_conns_read().
  */
 static void
-handle_events(WaitEvent *events, int nevents)
+handle_events(ServerLoop *loop, ZsServer *server)
 {
-	for (int i = 0; i < nevents; i++)
+	for (int i = 0; i < loop->nevents; i++)
 	{
-		WaitEvent  *ev = &events[i];
+		WaitEvent  *ev = &loop->events[i];
 
 		if (ev->events & WL_LATCH_SET)
 			ResetLatch(MyLatch);
-		else if (ev->user_data != NULL && ev->user_data >= (void *) listeners &&
-				 ev->user_data < (void *) (listeners + ZS_MAX_LISTENERS))
-			zs_listener_accept(*(pgsocket *) ev->user_data);
+		else if (ev->user_data != NULL && ev->user_data >= (void *) server->listeners &&
+				 ev->user_data < (void *) (server->listeners + ZS_MAX_LISTENERS))
+			accept_connections(server, *(pgsocket *) ev->user_data);
 		else if (ev->user_data != NULL)
 		{
 			ZsConn	   *c = (ZsConn *) ev->user_data;
@@ -137,14 +163,13 @@ handle_events(WaitEvent *events, int nevents)
 
 /* every SLOT_CHECK_MS: is the decoder's slot about to be lost? */
 static void
-check_slot_health(void)
+check_slot_health(ServerLoop *loop)
 {
-	static TimestampTz last_check = 0;
 	TimestampTz now = GetCurrentTimestamp();
 
-	if (!TimestampDifferenceExceeds(last_check, now, SLOT_CHECK_MS))
+	if (!TimestampDifferenceExceeds(loop->last_slot_check, now, SLOT_CHECK_MS))
 		return;
-	last_check = now;
+	loop->last_slot_check = now;
 	zs_warn_if_slot_at_risk();
 }
 
@@ -155,7 +180,7 @@ check_slot_health(void)
  * pause ends or the tick.
  */
 static long
-serve_round(WaitEvent *events, int nevents)
+serve_round(ServerLoop *loop, ZsServer *server)
 {
 	ZsFlowRound flow;
 	instr_time	start;
@@ -167,8 +192,8 @@ serve_round(WaitEvent *events, int nevents)
 	bool		input_pending;
 
 	INSTR_TIME_SET_CURRENT(start);
-	handle_events(events, nevents);
-	input_pending = zs_conns_read();
+	handle_events(loop, server);
+	input_pending = zs_conns_read(server);
 
 	/* the log's head and lineage, as the decoder last published them */
 	LWLockAcquire(zs_shared->lock, LW_SHARED);
@@ -176,30 +201,30 @@ serve_round(WaitEvent *events, int nevents)
 	strlcpy(replica_version, zs_shared->replica_version, sizeof(replica_version));
 	LWLockRelease(zs_shared->lock);
 
-	zs_flow_serve_pages(head, replica_version, &flow);
-	zs_flow_send_lag_reports();
-	copies_pending = zs_reservation_advance_copies();
-	zs_flow_check_laggards(head);
-	zs_admission_check_timeouts();
-	zs_conns_check_liveness();
+	zs_flow_serve_pages(server, head, replica_version, &flow);
+	zs_flow_send_lag_reports(server);
+	copies_pending = zs_reservation_advance_copies(server);
+	zs_flow_check_laggards(server, head);
+	zs_admission_check_timeouts(server);
+	zs_conns_check_liveness(server);
 	zs_peer_log_sweep();
-	for (int i = 0; i < zs_nconns; i++)
+	for (int i = 0; i < server->nconns; i++)
 	{
-		if (!zs_conns[i]->closed)
-			zs_conn_flush(zs_conns[i]);
-		if (!zs_conns_changed)
-			update_wait_events(zs_conns[i]);
+		if (!server->conns[i]->closed)
+			zs_conn_flush(server->conns[i]);
+		if (!server->conns_changed)
+			update_wait_events(loop, server->conns[i]);
 	}
-	zs_conns_remove_closed();
-	zs_conns_trim_memory(!flow.catching_up);
-	zs_publish_subscriber_slots(head);
-	check_slot_health();
+	zs_conns_remove_closed(server);
+	zs_conns_trim_memory(server, !flow.catching_up);
+	zs_publish_subscriber_slots(server, head);
+	check_slot_health(loop);
 	/* catch-up's cost is its rounds' whole time: pages, acks, writes */
 	if (flow.catchup_served)
 	{
 		INSTR_TIME_SET_CURRENT(elapsed);
 		INSTR_TIME_SUBTRACT(elapsed, start);
-		zs_flow_pace_catchup(INSTR_TIME_GET_MICROSEC(elapsed));
+		zs_flow_pace_catchup(server, INSTR_TIME_GET_MICROSEC(elapsed));
 	}
 	if (copies_pending || input_pending)
 		return 0;
@@ -231,6 +256,7 @@ server_sigterm(SIGNAL_ARGS)
 static void
 close_at_exit(int code, Datum arg)
 {
+	ZsServer   *server = (ZsServer *) DatumGetPointer(arg);
 	TimestampTz deadline;
 	int			nclosing = 0;
 	int			nopen = 0;
@@ -241,9 +267,9 @@ close_at_exit(int code, Datum arg)
 	/* an error on the way out may have left our lock held */
 	LWLockReleaseAll();
 	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), SHUTDOWN_DRAIN_MS);
-	for (int i = 0; i < zs_nconns; i++)
+	for (int i = 0; i < server->nconns; i++)
 	{
-		ZsConn	   *c = zs_conns[i];
+		ZsConn	   *c = server->conns[i];
 
 		if (c->closed)
 			continue;
@@ -259,9 +285,9 @@ close_at_exit(int code, Datum arg)
 	for (;;)
 	{
 		nopen = nunsent = 0;
-		for (int i = 0; i < zs_nconns; i++)
+		for (int i = 0; i < server->nconns; i++)
 		{
-			ZsConn	   *c = zs_conns[i];
+			ZsConn	   *c = server->conns[i];
 
 			zs_conn_flush(c);
 			if (!c->closed && !c->write_shut)
@@ -273,8 +299,8 @@ close_at_exit(int code, Datum arg)
 			break;
 		pg_usleep(10 * 1000L);
 	}
-	for (int i = 0; i < zs_nconns; i++)
-		zs_conn_close(zs_conns[i]);
+	for (int i = 0; i < server->nconns; i++)
+		zs_conn_close(server->conns[i]);
 	if (nclosing > 0)
 		ereport(LOG,
 				(errmsg_plural("zero_stream server shutting down: %d subscriber connection closed with 1001 going away",
@@ -287,8 +313,8 @@ close_at_exit(int code, Datum arg)
 static void
 run_server(void)
 {
-	WaitEvent  *events;
-	int			nevents = 0;
+	ZsServer   *server;
+	ServerLoop	loop = {0};
 	MemoryContext loop_context;
 	ResourceOwner owner;
 	long		timeout;
@@ -298,12 +324,13 @@ run_server(void)
 	CurrentResourceOwner = owner;
 
 	zs_tls_init();
-	nlisteners = zs_listeners_open(listeners);
-	zs_conns_init(&route_handlers);
-	before_shmem_exit(close_at_exit, (Datum) 0);
+	server = MemoryContextAllocZero(TopMemoryContext, sizeof(ZsServer));
+	server->nlisteners = zs_listeners_open(server->listeners);
+	zs_conns_init(server, &route_handlers);
+	before_shmem_exit(close_at_exit, PointerGetDatum(server));
 	/* open connections: max_subscribers admitted, max_pending_connections others */
-	max_events = 2 + ZS_MAX_LISTENERS + zs_max_subscribers + zs_max_pending_connections;
-	events = MemoryContextAlloc(TopMemoryContext, sizeof(WaitEvent) * max_events);
+	loop.max_events = 2 + ZS_MAX_LISTENERS + zs_max_subscribers + zs_max_pending_connections;
+	loop.events = MemoryContextAlloc(TopMemoryContext, sizeof(WaitEvent) * loop.max_events);
 	loop_context = AllocSetContextCreate(TopMemoryContext, "zero_stream server loop",
 										 ALLOCSET_DEFAULT_SIZES);
 
@@ -313,7 +340,7 @@ run_server(void)
 
 		zs_worker_check_interrupts();
 		old = MemoryContextSwitchTo(loop_context);
-		timeout = serve_round(events, nevents);
+		timeout = serve_round(&loop, server);
 		MemoryContextSwitchTo(old);
 		MemoryContextReset(loop_context);
 		/* a committed read transaction leaves no resource owner behind */
@@ -326,10 +353,10 @@ run_server(void)
 			zs_tls_reload();
 		}
 
-		if (zs_conns_changed)
-			rebuild_wait_set();
-		nevents = WaitEventSetWait(wait_set, timeout, events,
-								   max_events, PG_WAIT_EXTENSION);
+		if (server->conns_changed)
+			rebuild_wait_set(&loop, server);
+		loop.nevents = WaitEventSetWait(loop.wait_set, timeout, loop.events,
+										loop.max_events, PG_WAIT_EXTENSION);
 	}
 }
 

@@ -55,18 +55,19 @@ describe_reservation(ZsConn *c, ZsSubscriberSlot *slot)
 }
 
 void
-zs_publish_subscriber_slots(const char *head)
+zs_publish_subscriber_slots(ZsServer *server, const char *head)
 {
 	int			n = 0;
+	int			nconns = server->nconns;
 
 	LWLockAcquire(zs_shared->lock, LW_EXCLUSIVE);
-	for (int i = 0; i < 2 * zs_nconns && n < zs_shared->max_subscribers; i++)
+	for (int i = 0; i < 2 * nconns && n < zs_shared->max_subscribers; i++)
 	{
 		/* admitted connections in the first pass, the others in the second */
-		ZsConn	   *c = zs_conns[i % zs_nconns];
+		ZsConn	   *c = server->conns[i % nconns];
 		ZsSubscriberSlot *slot = &zs_shared->subscribers[n];
 
-		if (c->closed || c->admitted != (i < zs_nconns))
+		if (c->closed || c->admitted != (i < nconns))
 			continue;
 		memset(slot, 0, sizeof(*slot));
 		slot->in_use = true;

@@ -6,7 +6,9 @@
 #ifndef ZS_SUBSCRIBER_SLOTS_H
 #define ZS_SUBSCRIBER_SLOTS_H
 
+#include "server/server.h"
+
 /* Copy every open connection's state to its slot in shared memory. */
-extern void zs_publish_subscriber_slots(const char *head);
+extern void zs_publish_subscriber_slots(ZsServer *server, const char *head);
 
 #endif							/* ZS_SUBSCRIBER_SLOTS_H */

