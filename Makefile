@@ -247,6 +247,7 @@ layoutcheck:
 	python3 $(srcdir)/test/tools/check_layout.py
 unitcheck: $(UNIT_TESTS) all layoutcheck metacheck distcheck
 	@set -e; for t in $(UNIT_TESTS); do ./$$t; done
+	@perl $(srcdir)/test/tools/check_sleeps.pl
 	@# a shared library links with undefined symbols; none may be our own
 	@if nm -D --undefined-only $(MODULE_big)$(DLSUFFIX) | grep ' zs_'; then \
 		echo "$(MODULE_big)$(DLSUFFIX) references undefined zero_stream functions" >&2; exit 1; fi

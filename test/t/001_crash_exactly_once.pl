@@ -44,6 +44,8 @@ for my $round (1 .. 2)
 	my $load = start_load(6);
 	for my $kill (1 .. 2)
 	{
+		# a random moment into the load: the kill is meant to land anywhere
+		# in decoding, so there is no state to wait for
 		usleep(500_000 + int(rand(1_500_000)));
 		my $pid;
 		$node->poll_query_until('postgres',
@@ -51,12 +53,10 @@ for my $round (1 .. 2)
 		  or die "decoder did not come back";
 		$pid = zs_decoder_pid($node);
 		ok($pid =~ /^\d+$/, "round $round: decoder is running ($pid)");
-		kill 'KILL', $pid;
 		# the postmaster reinitializes after a child's crash; wait for it
 		# (a psql started during crash recovery can die of EPIPE, which
 		# poll_query_until does not retry: zs_wait_ready's pg_isready first)
-		usleep(300_000);
-		zs_wait_ready($node);
+		zs_crash_kill($node, $pid);
 		$node->poll_query_until('postgres', 'SELECT true') or die "server did not come back";
 	}
 	$load->finish;
@@ -66,6 +66,7 @@ for my $round (1 .. 2)
 # Round 3: immediate shutdown in the middle of the load, then restart.
 {
 	my $load = start_load(8);
+	# as above: the shutdown is meant to land at a random point of the load
 	usleep(1_000_000 + int(rand(2_000_000)));
 	$node->stop('immediate');
 	$load->finish;

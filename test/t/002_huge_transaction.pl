@@ -46,7 +46,7 @@ while (1)
 	}
 	last if defined $target && $node->safe_psql('postgres',
 		"SELECT confirmed_lsn >= '$target' FROM zero_stream.status()") eq 't';
-	usleep(100_000);
+	usleep(100_000);    # poll: sample the decoder's memory until it has confirmed the insert
 }
 my ($rss, $hwm, $anon) = zs_rss_kb($pid);
 is(zs_decoder_pid($node), $pid, 'the decoder did not restart');

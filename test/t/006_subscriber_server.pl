@@ -177,8 +177,10 @@ SELECT watermark FROM "zero_0/cdc"."changeLog" WHERE change->>'tag' = 'commit'
 	my $head = $node->safe_psql('postgres', 'SELECT last_watermark FROM zero_stream.status()');
 	my $bg = $node->background_psql('postgres');
 	$bg->query_safe("BEGIN; INSERT INTO t (client, v) VALUES (99, 'in flight'), (99, 'in flight 2')");
-	my $t = start_tail('--count', '5', url(watermark => $head));
-	usleep(300_000);
+	my $t = start_tail('--count', '5', url(id => 'midtx', watermark => $head));
+	# the subscriber is connected and at the head before the commit
+	ok($node->poll_query_until('postgres', q{SELECT state = 'live' FROM zero_stream.subscribers() WHERE id = 'midtx'}),
+		'mid-transaction: the subscriber is live before the commit');
 	$bg->query_safe('COMMIT');
 	$bg->quit;
 	my ($rc, $out) = finish_tail($t);
@@ -382,7 +384,7 @@ SELECT count(*) = 20 AND bool_and(protocol = 6 AND mode = 'serving')
 	{
 		($rc, $out2) = tail('--idle', '3', url(watermark => $resume));
 		last if $rc == 4;
-		usleep(200_000);
+		usleep(200_000);    # poll: until the restarted server worker serves the reconnect
 	}
 	is($rc, 4, 'server restart: reconnected');
 	# keep only whole transactions of the first connection
@@ -406,7 +408,7 @@ SELECT count(*) = 20 AND bool_and(protocol = 6 AND mode = 'serving')
 	{
 		($rc, $out, $err) = tail('--count', '1', url());
 		last if $rc == 2;
-		usleep(200_000);
+		usleep(200_000);    # poll: until the server worker has reloaded and refuses
 	}
 	like($err, qr/server refused the upgrade: HTTP\/1.1 401 Unauthorized/, 'no credentials: 401');
 	(my $bad = url()) =~ s{ws://}{ws://zero:wrong\@};

@@ -106,7 +106,9 @@ sub backup_caught_up
 # Initial copy while writes run
 # ---------------------------------------------------------------------------
 my $load = start_load(6);
-usleep(500_000);
+# the writes have begun before the copy starts
+$node->poll_query_until('postgres', q{SELECT count(*) > 0 FROM events WHERE payload = 'load'})
+  or die 'the load did not start';
 $node->safe_psql('postgres', 'CREATE EXTENSION zero_stream');
 zs_wait_streaming($node);
 ok(-f $replica_file, 'the initial copy wrote the backup replica');
@@ -212,7 +214,7 @@ sub wait_replica
 	for (1 .. 600)
 	{
 		return 1 if state_version($file) eq $target;
-		usleep(100_000);
+		usleep(100_000);    # poll: until the replica is at the log's head
 	}
 	diag("$label: replica at " . state_version($file) . ", log at $target");
 	return 0;
@@ -223,6 +225,8 @@ my $cli = start_cli($file1, 'app1', "$dir/app1.log");
 my @versions;
 for (1 .. 10)
 {
+	# the CLI follows the load for 2 s: its stateVersion sampled meanwhile
+	# is what is checked (it only moves forward), nothing to wait for
 	usleep(200_000);
 	push @versions, state_version($file1);
 }
@@ -234,6 +238,7 @@ my $second = start_cli($file2, 'app2', "$dir/app2.log", '--change-log');
 $cli = start_cli($file1, 'app1', "$dir/app1.log");
 for (1 .. 10)
 {
+	# as above: samples while the restarted CLI follows the load
 	usleep(200_000);
 	push @versions, state_version($file1);
 }
@@ -300,7 +305,13 @@ my ($code, $err);
 {
 	my ($o, $e) = ('', '');
 	my $h = IPC::Run::start([ $CLI, 'sync', "ws://127.0.0.1:$closed_port", "$dir/none.db" ], '>', \$o, '2>', \$e);
-	usleep(1_500_000);
+	for (1 .. 300)
+	{
+		$h->pump_nb;
+		last if $e =~ /not reachable/ || !$h->pumpable;
+		usleep(100_000);    # poll: until the CLI notes the unreachable server
+	}
+	ok($h->pumpable, 'unreachable server: still running after its note');
 	$h->signal('TERM');
 	$h->finish;
 	is($h->result(0), 0, 'unreachable server: retried until stopped');
@@ -326,7 +337,7 @@ for (1 .. 50)
 	($code, $err) = cli_error('sync', '--idle', '1', "ws://zero:wrong\@127.0.0.1:$sport", "$dir/pw.db");
 	last if $code == 2;
 	unlink glob("$dir/pw.db*");
-	usleep(200_000);
+	usleep(200_000);    # poll: until the server worker has reloaded and refuses
 }
 is($code, 2, 'wrong password: exit 2');
 like($err, qr/refused the credentials \(HTTP 401\)/, 'wrong password: clear error');
@@ -349,9 +360,7 @@ $big->poll_query_until('postgres',
 my $progress = $big->safe_psql('postgres', 'SELECT initial_copy FROM zero_stream.status()');
 my $pid = $big->safe_psql('postgres', 'SELECT pid FROM zero_stream.status()');
 ok(!-f $big_file, "mid-copy ($progress) no replica file is marked complete yet");
-kill 'KILL', $pid;
-usleep(500_000);
-zs_wait_ready($big);
+zs_crash_kill($big, $pid);
 zs_wait_streaming($big);
 $big->poll_query_until('postgres', "SELECT backup_state = 'following' FROM zero_stream.status()")
   or die 'replicator did not start after the redo';

@@ -67,7 +67,7 @@ sub wait_file_at_head
 	{
 		# (sqlite3 would create a missing file)
 		return 1 if -s $file && zs_sqlite($file, 'SELECT stateVersion FROM "_zero.replicationState"') eq $head;
-		usleep(100_000);
+		usleep(100_000);    # poll: until the replica is at the log's head
 	}
 	diag("$label: " . zs_sqlite($file, 'SELECT stateVersion FROM "_zero.replicationState"') . " vs $head");
 	return 0;

@@ -57,7 +57,7 @@ sub at_head
 	{
 		return 1 if -f $file
 		  && zs_sqlite($file, 'SELECT stateVersion FROM "_zero.replicationState"') eq $head;
-		usleep(100_000);
+		usleep(100_000);    # poll: until the replica is at the log's head
 	}
 	diag("$label: " . zs_sqlite($file, 'SELECT stateVersion FROM "_zero.replicationState"') . " vs $head");
 	return 0;

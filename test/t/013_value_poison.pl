@@ -63,7 +63,7 @@ sub wait_replica
 	for (1 .. 600)
 	{
 		return 1 if state_version() eq $target;
-		usleep(100_000);
+		usleep(100_000);    # poll: until the replica is at the log's head
 	}
 	diag("$label: replica at " . state_version() . ", log at $target");
 	return 0;
@@ -260,7 +260,7 @@ for (1 .. 100)
 	$node->safe_psql('postgres', "INSERT INTO small VALUES ($sent, 7)");
 	zs_wait_catchup($node, '30 s');
 	last if $node->safe_psql('postgres', 'SELECT value_errors FROM zero_stream.status()') > 0;
-	usleep(100_000);
+	usleep(100_000);    # poll: until the decoder has reloaded the setting (a value error counted)
 }
 $node->safe_psql('postgres', q{INSERT INTO nums VALUES (2000, 1, NULL)});
 zs_wait_catchup($node, '30 s');

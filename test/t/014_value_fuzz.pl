@@ -31,7 +31,7 @@ use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Time::HiRes qw(time usleep);
+use Time::HiRes qw(time);
 use ZeroStreamTest;
 
 my $CHECK = "$FindBin::RealBin/../tools/value_check.py";

@@ -49,7 +49,7 @@ sub wait_replica
 	{
 		return 1 if -f $file
 		  && zs_sqlite($file, 'SELECT stateVersion FROM "_zero.replicationState"') eq $target;
-		usleep(100_000);
+		usleep(100_000);    # poll: until the replica is at the log's head
 	}
 	diag("$label: replica behind; CLI log: " . slurp_file("$dir/cli.log"));
 	return 0;

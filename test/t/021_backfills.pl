@@ -23,7 +23,6 @@ use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Time::HiRes qw(usleep);
 use ZeroStreamTest;
 
 my $CLI = "$FindBin::RealBin/../../zero-stream-replica";

@@ -66,7 +66,7 @@ sub reserve
 	{
 		$h->pump_nb;
 		last if $out =~ /\n/;
-		usleep(100_000);
+		usleep(100_000);    # poll: until the reservation's status line
 	}
 	$out =~ /"backupURL":"([^"]+)","replicaVersion":"([^"]+)","minWatermark":"([^"]+)"/
 	  or die "no status from the reservation of $task: $out $err";
@@ -281,8 +281,11 @@ is(zs_sqlite($db, q{SELECT count(*) FROM "_zero.column_metadata" WHERE table_nam
 	append_to_file($load_script, q{\set id random(1, 3000)
 UPDATE items SET qty = qty + 1 WHERE id = :id;
 });
+	my $before = $node->safe_psql('postgres', 'SELECT last_watermark FROM zero_stream.status()');
 	my $load = zs_start_pgbench($node, 4, 2, $load_script);
-	usleep(500_000);
+	# the reservation is made while the load's transactions are being stored
+	$node->poll_query_until('postgres', qq{SELECT last_watermark > '$before' COLLATE "C" FROM zero_stream.status()})
+	  or die 'the load was not stored';
 	my ($res2, $st2) = reserve('vs2');
 	my $db2 = "$dir/vs2.db";
 	($code, $err) = restore_run({ ZERO_LITESTREAM_BACKUP_URL => $st2->{backupURL} }, vs_args($db2));
@@ -387,6 +390,7 @@ def serve(c):
     if mode in ('truncated', 'stall'):
         c.sendall(head + body[:len(body) // 2])
         if mode == 'stall':
+            # the stall is the test: the client is stopped during it
             time.sleep(60)
         c.close()
         return
@@ -410,7 +414,7 @@ my $fake = IPC::Run::start([ 'python3', $fake_script, $port_file, $served, $serv
 for (1 .. 100)
 {
 	last if -f $port_file;
-	usleep(100_000);
+	usleep(100_000);    # poll: until the fake server has written its port
 }
 my $fport = slurp_file($port_file);
 my $fake_url = "http://127.0.0.1:$fport";
@@ -444,7 +448,7 @@ fails('HTTP 500', 2, qr/could not download the backup from .*: HTTP\/1\.1 500 Wh
 	for (1 .. 100)
 	{
 		last if -s "$bad.tmp";
-		usleep(100_000);
+		usleep(100_000);    # poll: until the partial download is on disk
 	}
 	ok(-s "$bad.tmp", 'stalled download: the partial download is in <db>.tmp, never <db>');
 	ok(!-e $bad, 'stalled download: no database file meanwhile');

@@ -87,6 +87,7 @@ sub check_rows
 # ---- restore and catch-up ----
 zc_start($vs, $node, ZERO_CHANGE_STREAMER_URI => "ws://127.0.0.1:$sport");
 my $deadline = time + 90;
+# poll: until the restored replica file is there (or zero-cache exited)
 usleep(200_000) while zc_running($vs) && !-f $replica && time < $deadline;
 my $rv = $node->safe_psql('postgres', 'SELECT replica_version FROM zero_stream.status()');
 my $restored_ok = ok(
@@ -186,7 +187,7 @@ my $wait_watch = sub {
 		my ($a) = grep { $_->[0] eq 'all' && $_->[1] eq 'complete' } reverse @l;
 		my ($w) = grep { $_->[0] eq 'where' && $_->[1] eq 'complete' } reverse @l;
 		return 1 if $a && $w && $a->[2] == $all && $w->[2] == $where;
-		usleep(200_000);
+		usleep(200_000);    # poll: until the Zero client's queries have the counts
 	}
 	return 0;
 };
@@ -281,6 +282,7 @@ $node->poll_query_until('postgres',
   or die 'resync did not start a new lineage';
 my $rv2 = $node->safe_psql('postgres', 'SELECT replica_version FROM zero_stream.status()');
 $deadline = time + 60;
+# poll: until the view-syncer exits on the new lineage
 usleep(200_000) while zc_running($vs) && time < $deadline;
 ok(!zc_running($vs), 'resync: the view-syncer stops on the new lineage, as on a stock change-streamer');
 like(zc_log_text($vs), qr/WrongReplicaVersion: current replica version is \Q$rv2\E/,

@@ -169,7 +169,7 @@ my $target = newest();
 for (1 .. 600)
 {
 	last if -f $file && zs_sqlite($file, 'SELECT stateVersion FROM "_zero.replicationState"') eq $target;
-	usleep(100_000);
+	usleep(100_000);    # poll: until the live replica is at the log's head
 }
 my $pg = sql(q{SELECT count(*) || ':' || md5(string_agg(id || '|' || v, ',' ORDER BY id)) FROM t});
 sub lite
@@ -204,7 +204,7 @@ for (1 .. 100)
 {
 	$demo_held = $demo->safe_psql('postgres', 'SELECT purge_held_by FROM zero_stream.status()');
 	last if $demo_held eq 'backup replica';
-	usleep(100_000);
+	usleep(100_000);    # poll: until status() names the backup replica
 }
 is($demo_held, 'backup replica',
 	'default purge_interval: status() names the backup replica as the holder once it follows');

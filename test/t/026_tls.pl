@@ -59,7 +59,7 @@ sub wait_for_log
 	while (time < $end)
 	{
 		return 1 if log_since($offset) =~ $re;
-		usleep(100_000);
+		usleep(100_000);    # poll: until the log matches
 	}
 	return 0;
 }
@@ -103,7 +103,7 @@ sub closed_within
 		my $n = sysread($s, my $buf, 65536);
 		return 1 if defined $n && $n == 0;
 		return 1 if !defined $n && !$!{EAGAIN} && !$!{EWOULDBLOCK};
-		usleep(50_000);
+		usleep(50_000);    # poll: until the server closes the socket
 	}
 	return 0;
 }
@@ -223,7 +223,7 @@ for (1 .. 600)
 		$caught_up = 1;
 		last;
 	}
-	usleep(100_000);
+	usleep(100_000);    # poll: until the replica is at the log's head
 }
 ok($caught_up, 'zero-stream-replica over wss:// restored a snapshot and followed to the head')
   or diag(slurp_file("$dir/app.log"));
@@ -242,7 +242,7 @@ for (1 .. 300)
 		$caught_up = 1;
 		last;
 	}
-	usleep(100_000);
+	usleep(100_000);    # poll: until the replica is at the log's head
 }
 ok($caught_up && zs_sqlite($file, 'SELECT v FROM t WHERE id = 300001') eq 'live', 'and follows live writes');
 $cli->signal('INT');
@@ -259,7 +259,7 @@ $cli->finish;
 	{
 		$h->pump_nb;
 		last if $rout =~ /\n/;
-		usleep(100_000);
+		usleep(100_000);    # poll: until the reservation's status line
 	}
 	my ($backup_url) = $rout =~ /"backupURL":"([^"]+)"/;
 	is($backup_url, "https://127.0.0.1:$port/replica/vs1", 'the advertised backupURL says https://')

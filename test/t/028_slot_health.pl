@@ -67,7 +67,7 @@ my $warned = 0;
 for (1 .. 150)
 {
 	$warned = $node->log_contains('WARNING:  zero_stream: replication slot "zero_stream_zero_0" is at risk of being lost') and last;
-	usleep(100_000);
+	usleep(100_000);    # poll: until the server worker's WARNING
 }
 ok($warned, 'the server worker logs a WARNING while the decoder is held back');
 ok($node->log_contains('DETAIL:  The replication slot may be lost soon: wal_status '), 'with the figures');
@@ -88,7 +88,7 @@ my $invalidated = 0;
 for (1 .. 600)
 {
 	$invalidated = $node->log_contains($invalidating) and last;
-	usleep(100_000);
+	usleep(100_000);    # poll: until the checkpoint's invalidation is logged
 }
 ok($invalidated, 'the checkpoint invalidates the slot (max_slot_wal_keep_size)');
 # nothing observable ends this: the server worker checks the slot every 5 s

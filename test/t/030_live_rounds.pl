@@ -55,7 +55,7 @@ sub replica_at
 	for (1 .. 600)
 	{
 		return 1 if -f $app && zs_sqlite($app, 'SELECT stateVersion FROM "_zero.replicationState"') eq $watermark;
-		usleep(100_000);
+		usleep(100_000);    # poll: until the replica is at $watermark
 	}
 	return 0;
 }
@@ -87,7 +87,7 @@ for (1 .. 300)
 	my $text = -f "$dir/tail.out" ? slurp_file("$dir/tail.out") : '';
 	$got = () = $text =~ /\["commit"/g;
 	last if $got >= 1;
-	usleep(100_000);
+	usleep(100_000);    # poll: until the tail has a commit
 }
 is($got, 1, 'the live subscriber received the transaction while the store waits');
 is(sql(qq{SELECT count(*) FROM $CDC."changeLog" WHERE watermark > '$head'}), '0',
@@ -100,7 +100,7 @@ my $replica_ahead = 0;
 for (1 .. 300)
 {
 	$replica_ahead = zs_sqlite($app, 'SELECT sum(n) FROM items') eq sql('SELECT sum(n) FROM items') and last;
-	usleep(100_000);
+	usleep(100_000);    # poll: until the replica has the live round
 }
 ok($replica_ahead, 'zero-stream-replica applied them too')
   or diag(zs_sqlite($app, 'SELECT sum(n) FROM items') . ' ' . sql('SELECT sum(n) FROM items') . "\n"
@@ -162,7 +162,7 @@ for (1 .. 300)
 {
 	$late = () = slurp_file("$dir/tail.out") =~ /\["commit"/g;
 	last if $late >= 1;
-	usleep(100_000);
+	usleep(100_000);    # poll: until the tail has the stored round's commit
 }
 is($late, 1, 'and the transaction once it is stored');
 $tail->kill_kill;
@@ -203,7 +203,7 @@ sub wait_commits
 	for (1 .. 600)
 	{
 		return 1 if !grep { commits_in($_) < $want } @files;
-		usleep(100_000);
+		usleep(100_000);    # poll: until every tail has $want commits
 	}
 	return 0;
 }
@@ -223,7 +223,7 @@ for (1 .. 100)
 {
 	$part = inserts_in("$dir/part.out");
 	last if $part > 0;
-	usleep(100_000);
+	usleep(100_000);    # poll: until the tail has the round's first inserts
 }
 # until the decoder has the whole round and waits to store it
 $node->poll_query_until('postgres',
@@ -277,7 +277,7 @@ ok($node->poll_query_until('postgres', qq{SELECT count(*) = 120002 FROM $CDC."ch
 for (1 .. 300)
 {
 	last if rest_files() == 0;
-	usleep(100_000);
+	usleep(100_000);    # poll: until the decoder has removed the file
 }
 is(rest_files(), 0, 'and the file is gone');
 sql(q{UPDATE items SET n = n + 1 WHERE id = 5});

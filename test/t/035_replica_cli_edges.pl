@@ -49,7 +49,7 @@ sub wait_for_log
 	for (1 .. 600)
 	{
 		return 1 if -f $file && slurp_file($file) =~ $re;
-		usleep(100_000);
+		usleep(100_000);    # poll: until the log matches
 	}
 	return 0;
 }
@@ -79,6 +79,8 @@ my $app = "$dir/app.db";
 my $early = IPC::Run::start([ $CLI, 'sync', '--task-id', 'early', "ws://127.0.0.1:$sport", $app ],
 	'>', "$dir/early.out", '2>', "$dir/early.log");
 push @clis, $early;
+# nothing observable ends this: the attempts are not shown, and the note
+# must appear once over several of them (3 in 4 s)
 usleep(4_000_000);
 ok(running($early), 'sync keeps trying while the server is not up');
 my $log = slurp_file("$dir/early.log");
@@ -186,6 +188,7 @@ PostgreSQL::Test::Utils::append_to_file($busy, '');
 my $busy_cli = IPC::Run::start([ $CLI, 'sync', "ws://127.0.0.1:$fake_port", "$dir/busy.db" ],
 	'>', "$dir/busy.out", '2>', "$dir/busy.log");
 push @clis, $busy_cli;
+# as above: a window of several attempts, noted once
 usleep(2_000_000);
 ok(running($busy_cli), 'a server answering 503 is retried on the first attempt too');
 $log = slurp_file("$dir/busy.log");

@@ -184,12 +184,13 @@ is(sql(q{SELECT count(*) FROM zero_stream.subscribers() WHERE state = 'restored'
 # past subscriber_retention: not retained any more, as without a restart
 $node->append_conf('postgresql.conf', "zero_stream.subscriber_retention = '2s'\n");
 $node->reload;
-sleep 3;
+# until the retention has passed for every position (subscribers() shows
+# only the retained ones)
+ok($node->poll_query_until('postgres', qq{SELECT count(*) = 0 FROM zero_stream.subscribers() WHERE NOT $CONNECTED}),
+	'past subscriber_retention: subscribers() shows no retained position');
 write_txns(5);
 my ($rows, $floor, $held) = purge();
 is($held, 'backup replica', 'past subscriber_retention: the backup replica holds the floor');
-is(sql(qq{SELECT count(*) FROM zero_stream.subscribers() WHERE NOT $CONNECTED}), '0',
-	'past subscriber_retention: subscribers() shows no retained position');
 ok($node->poll_query_until('postgres', 'SELECT count(*) = 0 FROM zero_stream.subscriber_positions'),
 	'past subscriber_retention: the saved positions are gone');
 IPC::Run::run([ $TAIL, url(watermark => $w) ], '>', \my $out, '2>', \my $err, IPC::Run::timeout(60));

@@ -113,7 +113,7 @@ sub wait_tail_commit
 	for (1 .. 1800)
 	{
 		return 1 if tail_output($t) =~ /"commit",\{[^\n]*"watermark":"\Q$wm\E"/;
-		usleep(100_000);
+		usleep(100_000);    # poll: until the tail has the commit
 	}
 	diag("$label: no commit $wm; tail stderr: " . slurp_file("$t->{base}.err"));
 	return 0;
@@ -154,7 +154,7 @@ sub wait_file_at
 	for (1 .. 1800)
 	{
 		return 1 if state_version($file) eq $target;
-		usleep(100_000);
+		usleep(100_000);    # poll: until the file is at $target
 	}
 	diag("$label: $file at " . state_version($file) . ", not $target");
 	diag("$label: the replica's log:\n" . slurp_file($log)) if defined $log && -f $log;
@@ -191,6 +191,7 @@ ok($primary->poll_query_until('postgres',
 	'with sb1 never connected, failover_warning names it');
 like(psql($primary, 'SELECT failover_hint FROM zero_stream.status()'), qr/start that standby, or remove its slot/,
 	'and the hint says what to do');
+# nothing observable ends this: a moment for a decode that must not happen
 usleep(1_000_000);
 is(psql($primary, qq{SELECT count(*) FROM $CDC."changeLog" WHERE change->'new'->>'v' = 'before any standby'}), '0',
 	'the write is not decoded while sb1 has not flushed it');
@@ -390,10 +391,12 @@ my $gtail = start_tail($new, $rv, $gate_from);
 $standby2->stop;
 psql($new, q{INSERT INTO t (v) VALUES ('while the standby is down')});
 my $gate_lsn = psql($new, 'SELECT pg_current_wal_lsn()');
-usleep(3_000_000);
 ok($new->poll_query_until('postgres',
 		q{SELECT failover_warning LIKE '%replication slot "sb1" (synchronized_standby_slots) is not connected%' FROM zero_stream.status()}),
 	'status() names the standby\'s slot that holds the stream back');
+# nothing observable ends this: a moment for the write to pass the gate,
+# which must not happen
+usleep(3_000_000);
 like(psql($new, 'SELECT failover_hint FROM zero_stream.status()'), qr/start that standby/, 'with a hint');
 unlike(tail_output($gtail), qr/while the standby is down/, 'the write reaches no subscriber while the standby is down');
 is(psql($new, qq{SELECT count(*) FROM $CDC."changeLog" WHERE change->'new'->>'v' = 'while the standby is down'}), '0',

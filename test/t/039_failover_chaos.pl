@@ -186,6 +186,7 @@ my $standby = sp_new_standby($primary, 'chaos1');
 ok(sp_wait_synced($standby, slot => $slot, nudge => sub { psql($primary, 'INSERT INTO nudge DEFAULT VALUES') }),
 	'the first standby holds a synchronized copy of the slot');
 my $cli = start_cli($primary);
+# poll: until the replica file has a stateVersion
 for (1 .. 600) { last if state_version() ne ''; usleep(100_000); }
 isnt(state_version(), '', 'zero-stream-replica restored a replica of the primary');
 my @st = stat $file;
@@ -205,6 +206,8 @@ for my $round (1 .. $ROUNDS)
 	$standby->poll_query_until('postgres', q{SELECT backup_state = 'following' FROM zero_stream.status()})
 	  or BAIL_OUT("round $round: the standby's backup replica does not follow: "
 		  . psql($standby, q{SELECT backup_state || ' ' || coalesce(backup_detail, '') FROM zero_stream.status()}));
+	# a random moment into the load: the crash is meant to land anywhere,
+	# so there is no state to wait for
 	usleep(1_000_000 + int(rand(3_000_000)));
 	# every other round the standby falls behind first: the walsender that
 	# feeds it is stopped for a moment, so the primary commits what the
@@ -214,6 +217,8 @@ for my $round (1 .. $ROUNDS)
 	{
 		my $sender = psql($primary, q{SELECT pid FROM pg_stat_replication WHERE application_name = '} . $standby->name . q{'});
 		kill 'STOP', $sender if $sender;
+		# the primary commits on meanwhile, for a random moment: how much
+		# the standby lacks is left to chance, nothing to wait for
 		usleep(500_000 + int(rand(1_000_000)));
 	}
 	my $had = psql($primary, 'SELECT count(*) FROM ledger');
@@ -222,7 +227,13 @@ for my $round (1 .. $ROUNDS)
 	$kills++;
 	$load->kill_kill;
 	my $t1 = time;
-	usleep(300_000);
+	# the tail exits once its connection is gone, having written what it got
+	for (1 .. 300)
+	{
+		last unless $tail->{h}->pumpable;
+		usleep(100_000);    # poll: until the tail has exited
+	}
+	ok(!$tail->{h}->pumpable, "round $round: the subscriber saw the crashed primary's connection end");
 	$tail->{h}->kill_kill;
 	my $t2 = time;
 	$cli->signal('INT');
@@ -261,6 +272,7 @@ for my $round (1 .. $ROUNDS)
 $cli = start_cli($primary);
 zs_wait_catchup($primary);
 my $head = psql($primary, 'SELECT last_watermark FROM zero_stream.status()');
+# poll: until the replica is at the last primary's head
 for (1 .. 1200) { last if state_version() eq $head; usleep(100_000); }
 is(state_version(), $head, 'the replica reached the last primary\'s head');
 is(zs_sqlite($file, q{SELECT count(*) || ':' || sum(id) FROM ledger}),

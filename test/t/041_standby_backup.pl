@@ -123,7 +123,10 @@ for my $i (1 .. 3)
 }
 zs_wait_catchup($primary);
 zs_wait_backup($primary);
-sleep 3;
+# until the retention has passed for the standby's position (subscribers()
+# shows only retained ones, by the purge floor's rule)
+ok($primary->poll_query_until('postgres', q{SELECT count(*) = 0 FROM zero_stream.subscribers() WHERE id = 'standby sb1'}),
+	'past retention the primary no longer keeps the standby\'s position');
 my ($rows, $floor2) = zs_purge($primary);
 cmp_ok($rows, '>', 0, "past retention the purge passes the standby's position ($rows rows, floor $floor2)");
 cmp_ok($floor2, 'gt', $standby_at, 'the floor is past the standby\'s replica');
@@ -148,7 +151,7 @@ sub wait_for_restores
 	for (1 .. 1800)
 	{
 		return 1 if restores() >= $n;
-		usleep(100_000);
+		usleep(100_000);    # poll: until the standby has restored $n times
 	}
 	diag(backup_of($standby));
 	return 0;

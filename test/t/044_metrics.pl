@@ -219,7 +219,7 @@ sub wait_query
 	{
 		$got = query($q);
 		return $got if defined $got && $got eq $want;
-		usleep(100_000);
+		usleep(100_000);    # poll: until the query gives $want
 	}
 	diag("$q: '" . ($got // 'none') . "', expected '$want'");
 	return $got;

@@ -94,7 +94,7 @@ for (1 .. 600)
 	$noticed = substr(slurp_file($node->logfile), $log_at)
 	  =~ /the extension's SQL objects are now version $CURRENT_RE \(they were 0\.1\.0\); the decoder goes on/;
 	last if $noticed;
-	usleep(100_000);
+	usleep(100_000);    # poll: until the decoder logs the update
 }
 ok($noticed, 'the decoder noticed the update in a store');
 ok($node->poll_query_until('postgres', "SELECT transactions_stored > $before + 100 FROM zero_stream.status()"),
@@ -205,6 +205,8 @@ like($node->safe_psql('postgres', 'SELECT last_error FROM zero_stream.status()')
 	'status() says what is wrong and what to install');
 like(slurp_file($node->logfile), qr/ERROR:  the extension's SQL objects are version 9\.0\.0/,
 	"the store was refused in the store's own transaction");
+# nothing observable ends this: a moment for a write to the log that must
+# not happen
 usleep(500_000);
 is($node->safe_psql('postgres', qq{SELECT "lastWatermark" FROM $CDC."replicationState"}), $head,
 	'nothing was written to the log');

@@ -99,7 +99,7 @@ sub kill_postmaster
 			$gone = time - $t0;
 			last;
 		}
-		usleep(20_000);
+		usleep(20_000);    # poll: until every child has exited (timed: the bound is the test)
 	}
 	@late = () if defined $gone && $gone <= $BOUND;
 	note(sprintf("%s: %.2f s %s", $label, $exit{$_} // -1, $kids{$_})) for sort { ($exit{$a} // 99) <=> ($exit{$b} // 99) } keys %kids;
@@ -114,7 +114,7 @@ sub kill_postmaster
 	for (1 .. 500)
 	{
 		last unless kill 0, $pm;
-		usleep(20_000);
+		usleep(20_000);    # poll: until the postmaster is reaped
 	}
 	note(sprintf("%s: the postmaster was reaped %.2f s after its kill", $label, time - $t0));
 	return $gone;
@@ -157,12 +157,14 @@ for (1 .. 6000)
 		last;
 	}
 	last if $s eq '1 1';
-	usleep(10_000);
+	usleep(10_000);    # poll: until the transaction is stored and the backup replica not yet at it
 }
 ok($applying, 'replicator busy: the transaction is stored, the backup replica not yet at it');
 my $stored = status('last_watermark');
 my $gone = kill_postmaster('replicator busy');
 my $after_bound = file_state();
+# nothing observable ends this: a window for a change to the file that must
+# not happen
 usleep(2_000_000);
 is(file_state(), $after_bound, 'replicator busy: the replica file does not change after the bound');
 # (read only now: sqlite3 checkpoints the file's WAL when it closes it)

@@ -17,7 +17,6 @@ use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Time::HiRes qw(usleep);
 use ZeroStreamTest;
 use StandbyPair;
 

@@ -87,7 +87,7 @@ sub wait_until
 	{
 		my $v = $code->();
 		return $v if $v;
-		usleep(200_000);
+		usleep(200_000);    # poll: until $code returns true
 	}
 	return $code->();
 }

@@ -23,7 +23,6 @@ use JSON::PP;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Time::HiRes qw(usleep);
 use ZeroStreamTest;
 
 my $TAIL = "$FindBin::RealBin/../../zero-stream-tail";

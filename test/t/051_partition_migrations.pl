@@ -53,7 +53,7 @@ sub replica_reached
 	{
 		my $sv = -f $file ? zs_sqlite($file, 'SELECT stateVersion FROM "_zero.replicationState"') : '';
 		return 1 if $sv =~ /^[0-9a-z.]+$/ && ($sv cmp $wm) >= 0;
-		usleep(100_000);
+		usleep(100_000);    # poll: until the replica reaches $wm
 	}
 	return 0;
 }
@@ -77,6 +77,7 @@ my $sampler = IPC::Run::start([ 'bash', '-c', qq{
 while kill -0 $$ 2>/dev/null; do
   sqlite3 -cmd '.timeout 2000' '$file' 'SELECT (SELECT stateVersion FROM "_zero.replicationState") || char(124) ||
     (SELECT count(*) FROM ev WHERE k < 100) || char(124) || (SELECT count(*) FROM ev)' 2>/dev/null
+  # the sampler's pace: samples are taken all along, nothing to wait for
   sleep 0.02
 done } ], '>', $samples);
 
@@ -148,7 +149,7 @@ my $head = psql('SELECT last_watermark FROM zero_stream.status()');
 for (1 .. 600)
 {
 	last if (slurp_file($samples) =~ /(?:^|\n)\Q$head\E\|/);
-	usleep(100_000);
+	usleep(100_000);    # poll: until a sample at the head
 }
 $sampler->kill_kill;
 

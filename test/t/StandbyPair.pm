@@ -171,7 +171,7 @@ sub sp_wait_synced
 			$opts{nudge}->() if $opts{nudge};
 			$last_nudge = time;
 		}
-		usleep(100_000);
+		usleep(100_000);    # poll: until the standby has a synchronized copy
 	}
 	diag("standby " . $standby->name . " has no synchronized copy of $slot after $timeout s: "
 		  . $standby->safe_psql('postgres',

@@ -165,7 +165,7 @@ sub zc_stop
 	{
 		$h->signal('TERM');
 		my $deadline = time + 30;
-		usleep(100_000) while $h->pumpable && time < $deadline;
+		usleep(100_000) while $h->pumpable && time < $deadline;    # poll: until zero-cache has exited
 	}
 	$h->kill_kill if $h->pumpable;
 	eval { $h->finish };
@@ -212,7 +212,7 @@ sub zc_wait_log
 	{
 		return 1 if zc_log_since_start($vs) =~ $re;
 		last unless zc_running($vs);
-		usleep(200_000);
+		usleep(200_000);    # poll: until the log matches
 	}
 	return zc_log_since_start($vs) =~ $re;
 }
@@ -250,7 +250,7 @@ sub zc_check_at
 	{
 		$have = zc_state_version($vs);	# or an error, while the file is replaced
 		last if $reached->() || !zc_running($vs);
-		usleep(200_000);
+		usleep(200_000);    # poll: until the replica reaches $want
 	}
 	return ok($reached->(), $name)
 	  || diag("its stateVersion: '$have'; view-syncer "

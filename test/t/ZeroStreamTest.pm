@@ -16,7 +16,7 @@ use Exporter 'import';
 our @EXPORT = qw(zs_new_node zs_wait_streaming zs_wait_catchup zs_decoder_pid zs_rss_kb
   zs_check_log_integrity zs_sqlite zs_replica_equals zs_wait_ready zs_start_pgbench
   zs_wait_backup zs_changes_url zs_purge zs_session zs_run_in zs_close_session
-  zs_wait_backfills zs_replica_at_head zs_test_certs zs_enable_tls);
+  zs_wait_backfills zs_replica_at_head zs_test_certs zs_enable_tls zs_crash_kill);
 
 our $CDC = '"zero_0/cdc"';
 
@@ -62,9 +62,21 @@ sub zs_wait_ready
 	for (1 .. 1800)
 	{
 		return if system('pg_isready', '-q', '-h', $node->host, '-p', $node->port) == 0;
-		usleep(100_000);
+		usleep(100_000);    # poll: until the server accepts connections
 	}
 	die 'the server did not accept connections again';
+}
+
+# kill -9 of the server process $pid: a crash. Waits until the postmaster
+# has begun its crash restart (until then the old server still accepts
+# connections) and then until it accepts connections again.
+sub zs_crash_kill
+{
+	my ($node, $pid) = @_;
+	my $offset = -s $node->logfile;
+	kill('KILL', $pid) or die "kill -9 $pid: $!";
+	$node->wait_for_log(qr/all server processes terminated; reinitializing/, $offset);
+	zs_wait_ready($node);
 }
 
 sub zs_wait_streaming
@@ -188,7 +200,7 @@ sub zs_replica_equals
 	for (1 .. 1200)
 	{
 		last if -f $file && zs_sqlite($file, 'SELECT stateVersion FROM "_zero.replicationState"') eq $target;
-		usleep(100_000);
+		usleep(100_000);    # poll: until the replica is at the log's head
 	}
 	is(zs_sqlite($file, q{SELECT count(*) || ':' || sum(length(v)) FROM t}),
 		$node->safe_psql('postgres', q{SELECT count(*) || ':' || sum(length(v)) FROM t}),
@@ -255,7 +267,7 @@ sub zs_replica_at_head
 	{
 		$sv = -f $path ? (zs_sqlite($path, 'SELECT stateVersion FROM "_zero.replicationState"') // '') : '';
 		return 1 if $sv eq $target;
-		usleep(100_000);
+		usleep(100_000);    # poll: until the replica is at the log's head
 	}
 	diag("$path at '$sv', behind $target" . (defined $log && -f $log ? "; log:\n" . slurp_file($log) : ''));
 	return 0;
