@@ -92,6 +92,25 @@ $$;
 
 REVOKE ALL ON FUNCTION partition_rows_carriable(oid, oid) FROM PUBLIC;
 
+-- The leaf partitions of targets (the tables themselves, or their own
+-- partitions) that the last announced published schema lists under a table
+-- published through its root, with that root.
+CREATE FUNCTION announced_leaves(targets oid[])
+RETURNS TABLE (root oid, leaf oid)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT DISTINCT (p->>'oid')::oid, t.relid::oid
+      FROM (SELECT snapshot::json AS s FROM zero_stream.published_schema_state) state
+     CROSS JOIN unnest(targets) target
+     CROSS JOIN LATERAL pg_partition_tree(target) t
+     CROSS JOIN json_array_elements(COALESCE(state.s->'partitions', '[]')) p
+     WHERE t.isleaf
+       AND t.relid::oid::text IN (SELECT json_array_elements_text(p->'leaves'))
+$$;
+
+REVOKE ALL ON FUNCTION announced_leaves(oid[]) FROM PUBLIC;
+
 -- The leaf partitions that a TRUNCATE empties under a table published through
 -- its root, before it runs (targets: the tables it names, locked as
 -- src/capture_truncate.c says). pgoutput sends no truncate of a partition
@@ -108,7 +127,6 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    previous json;
     emptied int8[] := '{}';
     r record;
 BEGIN
@@ -116,16 +134,10 @@ BEGIN
        (SELECT backend_type LIKE 'zero\_stream %' FROM pg_stat_get_activity(pg_backend_pid())) THEN
         RETURN;
     END IF;
-    previous := (SELECT snapshot FROM zero_stream.published_schema_state)::json;
     FOR r IN
-        SELECT DISTINCT (p->>'oid')::oid AS root, t.relid::oid AS leaf
-          FROM unnest(targets) target
-         CROSS JOIN LATERAL pg_partition_tree(target) t
-         CROSS JOIN json_array_elements(COALESCE(previous->'partitions', '[]')) p
-         WHERE t.isleaf
-           AND t.relid::oid::text IN (SELECT json_array_elements_text(p->'leaves'))
-           -- a root truncated too: pgoutput sends its truncate
-           AND NOT (p->>'oid')::oid = ANY (targets)
+        SELECT * FROM zero_stream.announced_leaves(targets) l
+         -- a root truncated too: pgoutput sends its truncate
+         WHERE NOT l.root = ANY (targets)
     LOOP
         IF current_setting('transaction_isolation') <> 'read committed'
            OR NOT zero_stream.partition_rows_carriable(r.root, r.leaf) THEN
@@ -241,7 +253,6 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    previous json;
     carried text := NULLIF(current_setting('zero_stream.carried_leaves', true), '');
     r record;
 BEGIN
@@ -251,14 +262,7 @@ BEGIN
        (SELECT backend_type LIKE 'zero\_stream %' FROM pg_stat_get_activity(pg_backend_pid())) THEN
         RETURN;
     END IF;
-    previous := (SELECT snapshot FROM zero_stream.published_schema_state)::json;
-    FOR r IN
-        SELECT DISTINCT (p->>'oid')::oid AS root, t.relid::oid AS leaf
-          FROM unnest(targets) target
-         CROSS JOIN LATERAL pg_partition_tree(target) t
-         CROSS JOIN json_array_elements(COALESCE(previous->'partitions', '[]')) p
-         WHERE t.isleaf
-           AND t.relid::oid::text IN (SELECT json_array_elements_text(p->'leaves'))
+    FOR r IN SELECT * FROM zero_stream.announced_leaves(targets)
     LOOP
         CONTINUE WHEN NOT zero_stream.partition_rows_carriable(r.root, r.leaf);
         PERFORM zero_stream.carry_partition_rows(r.root, r.leaf, 'delete', zero_stream.stream_publications());

@@ -615,6 +615,25 @@ $$;
 
 REVOKE ALL ON FUNCTION carry_partition_rows(oid, oid, text, text[]) FROM PUBLIC;
 
+-- The leaf partitions of targets (the tables themselves, or their own
+-- partitions) that the last announced published schema lists under a table
+-- published through its root, with that root.
+CREATE FUNCTION announced_leaves(targets oid[])
+RETURNS TABLE (root oid, leaf oid)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT DISTINCT (p->>'oid')::oid, t.relid::oid
+      FROM (SELECT snapshot::json AS s FROM zero_stream.published_schema_state) state
+     CROSS JOIN unnest(targets) target
+     CROSS JOIN LATERAL pg_partition_tree(target) t
+     CROSS JOIN json_array_elements(COALESCE(state.s->'partitions', '[]')) p
+     WHERE t.isleaf
+       AND t.relid::oid::text IN (SELECT json_array_elements_text(p->'leaves'))
+$$;
+
+REVOKE ALL ON FUNCTION announced_leaves(oid[]) FROM PUBLIC;
+
 -- The leaf partitions that a DROP TABLE or a DETACH PARTITION ...
 -- CONCURRENTLY takes from a table published through its root (targets: the
 -- partitions it names, locked as src/capture_leaving.c says), before it
@@ -630,7 +649,6 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    previous json;
     carried text := NULLIF(current_setting('zero_stream.carried_leaves', true), '');
     r record;
 BEGIN
@@ -640,14 +658,7 @@ BEGIN
        (SELECT backend_type LIKE 'zero\_stream %' FROM pg_stat_get_activity(pg_backend_pid())) THEN
         RETURN;
     END IF;
-    previous := (SELECT snapshot FROM zero_stream.published_schema_state)::json;
-    FOR r IN
-        SELECT DISTINCT (p->>'oid')::oid AS root, t.relid::oid AS leaf
-          FROM unnest(targets) target
-         CROSS JOIN LATERAL pg_partition_tree(target) t
-         CROSS JOIN json_array_elements(COALESCE(previous->'partitions', '[]')) p
-         WHERE t.isleaf
-           AND t.relid::oid::text IN (SELECT json_array_elements_text(p->'leaves'))
+    FOR r IN SELECT * FROM zero_stream.announced_leaves(targets)
     LOOP
         CONTINUE WHEN NOT zero_stream.partition_rows_carriable(r.root, r.leaf);
         PERFORM zero_stream.carry_partition_rows(r.root, r.leaf, 'delete', zero_stream.stream_publications());
@@ -675,7 +686,6 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    previous json;
     emptied int8[] := '{}';
     r record;
 BEGIN
@@ -683,16 +693,10 @@ BEGIN
        (SELECT backend_type LIKE 'zero\_stream %' FROM pg_stat_get_activity(pg_backend_pid())) THEN
         RETURN;
     END IF;
-    previous := (SELECT snapshot FROM zero_stream.published_schema_state)::json;
     FOR r IN
-        SELECT DISTINCT (p->>'oid')::oid AS root, t.relid::oid AS leaf
-          FROM unnest(targets) target
-         CROSS JOIN LATERAL pg_partition_tree(target) t
-         CROSS JOIN json_array_elements(COALESCE(previous->'partitions', '[]')) p
-         WHERE t.isleaf
-           AND t.relid::oid::text IN (SELECT json_array_elements_text(p->'leaves'))
-           -- a root truncated too: pgoutput sends its truncate
-           AND NOT (p->>'oid')::oid = ANY (targets)
+        SELECT * FROM zero_stream.announced_leaves(targets) l
+         -- a root truncated too: pgoutput sends its truncate
+         WHERE NOT l.root = ANY (targets)
     LOOP
         IF current_setting('transaction_isolation') <> 'read committed'
            OR NOT zero_stream.partition_rows_carriable(r.root, r.leaf) THEN

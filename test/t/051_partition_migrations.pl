@@ -44,20 +44,6 @@ my $file = "$dir/app.db";
 
 sub psql { return $node->safe_psql('postgres', $_[0]); }
 
-# until the replica's head is at watermark $wm or later (the writes go on:
-# watermarks order byte by byte)
-sub replica_reached
-{
-	my ($wm) = @_;
-	for (1 .. 1200)
-	{
-		my $sv = -f $file ? zs_sqlite($file, 'SELECT stateVersion FROM "_zero.replicationState"') : '';
-		return 1 if $sv =~ /^[0-9a-z.]+$/ && ($sv cmp $wm) >= 0;
-		usleep(100_000);    # poll: until the replica reaches $wm
-	}
-	return 0;
-}
-
 my $cli = IPC::Run::start([ $CLI, 'sync', '--task-id', 'mig', "ws://127.0.0.1:$node->{zs_server_port}", $file ],
 	'>', "$dir/cli.out", '2>>', "$dir/cli.log");
 ok(zs_replica_at_head($node, $file, "$dir/cli.log"), 'the replica follows');
@@ -73,13 +59,7 @@ is($t0, $KEEP + 3000, "PostgreSQL holds $t0 rows of ev");
 
 # the replica sampled every 20 ms: its head, ev_keep's rows, all of ev's
 my $samples = "$dir/samples";
-my $sampler = IPC::Run::start([ 'bash', '-c', qq{
-while kill -0 $$ 2>/dev/null; do
-  sqlite3 -cmd '.timeout 2000' '$file' 'SELECT (SELECT stateVersion FROM "_zero.replicationState") || char(124) ||
-    (SELECT count(*) FROM ev WHERE k < 100) || char(124) || (SELECT count(*) FROM ev)' 2>/dev/null
-  # the sampler's pace: samples are taken all along, nothing to wait for
-  sleep 0.02
-done } ], '>', $samples);
+my $sampler = zs_start_replica_sampler($file, $samples, 'ev', 'k < 100');
 
 # writes through the root to the rows that join and leave, all along
 my $script = "$dir/writes.sql";
@@ -98,7 +78,7 @@ my $step = sub {
 	# the replica at each step, so the sampler sees every one (and whatever
 	# the replica held on its way there)
 	zs_wait_backfills($node);
-	replica_reached(psql('SELECT last_watermark FROM zero_stream.status()'))
+	zs_replica_reached($file, psql('SELECT last_watermark FROM zero_stream.status()'))
 	  or die "$label: the replica did not follow";
 };
 
@@ -133,7 +113,7 @@ zs_run_in($holder, 'COMMIT;');
 zs_close_session($holder);
 ok($detach->finish, 'DETACH CONCURRENTLY: its second transaction committed') or diag($detach_err);
 zs_wait_backfills($node);
-replica_reached(psql('SELECT last_watermark FROM zero_stream.status()'))
+zs_replica_reached($file, psql('SELECT last_watermark FROM zero_stream.status()'))
   or die 'DETACH CONCURRENTLY: the replica did not follow';
 psql(q{INSERT INTO ev_c VALUES (900002, 250, 'written into the detached table');
 DELETE FROM ev_c WHERE id < 102100});
@@ -144,31 +124,8 @@ $step->(q{DROP TABLE ev_d}, 'DROP');
 $writes->kill_kill;
 zs_wait_backfills($node);    # the detached tables, published on their own now
 ok(zs_replica_at_head($node, $file, "$dir/cli.log"), 'the replica reached the head');
-# until a sample at the head
 my $head = psql('SELECT last_watermark FROM zero_stream.status()');
-for (1 .. 600)
-{
-	last if (slurp_file($samples) =~ /(?:^|\n)\Q$head\E\|/);
-	usleep(100_000);    # poll: until a sample at the head
-}
-$sampler->kill_kill;
-
-my @lines = grep { /^[0-9a-z.]+\|\d+\|\d+$/ } split /\n/, slurp_file($samples);
-cmp_ok(scalar(@lines), '>', 20, scalar(@lines) . ' samples of the replica');
-my %allowed = map { $totals[$_] => $_ } 0 .. $#totals;
-my ($min_keep, $last_phase, @wrong, @backwards) = ($KEEP, 0);
-for my $line (@lines)
-{
-	my ($sv, $keep, $total) = split /\|/, $line;
-	$min_keep = $keep if $keep < $min_keep;
-	if (!exists $allowed{$total}) { push @wrong, $line; next; }
-	push @backwards, $line if $allowed{$total} < $last_phase;
-	$last_phase = $allowed{$total} if $allowed{$total} > $last_phase;
-}
-is($min_keep, $KEEP, "ev_keep's $KEEP rows never left the replica");
-is(scalar(@wrong), 0, 'every sample of ev is a state PostgreSQL committed (' . join(', ', @totals) . ')')
-  or diag(join("\n", @wrong[0 .. ($#wrong < 9 ? $#wrong : 9)]));
-is(scalar(@backwards), 0, 'in commit order') or diag(join("\n", @backwards[0 .. 0]));
+zs_check_replica_samples($sampler, $samples, $head, \@totals, $KEEP, 20, 'ev');
 is($keep_versions->(), $keep_before, "ev_keep's rows are untouched: the same _0_version");
 
 # ends equal to PostgreSQL, column by column

@@ -50,20 +50,6 @@ my $file = "$dir/app.db";
 
 sub psql { return $node->safe_psql('postgres', $_[0]); }
 
-# until the replica's head is at watermark $wm or later (watermarks order
-# byte by byte); polls its file
-sub replica_reached
-{
-	my ($wm) = @_;
-	for (1 .. 1200)
-	{
-		my $sv = -f $file ? zs_sqlite($file, 'SELECT stateVersion FROM "_zero.replicationState"') : '';
-		return 1 if $sv =~ /^[0-9a-z.]+$/ && ($sv cmp $wm) >= 0;
-		usleep(100_000);
-	}
-	return 0;
-}
-
 # the replica equals PostgreSQL's ev, column by column
 sub replica_equals
 {
@@ -90,12 +76,7 @@ my $keep_before = $keep_versions->();
 
 # the replica sampled every 20 ms: its head, ev_keep's rows, all of ev's
 my $samples = "$dir/samples";
-my $sampler = IPC::Run::start([ 'bash', '-c', qq{
-while kill -0 $$ 2>/dev/null; do
-  sqlite3 -cmd '.timeout 2000' '$file' 'SELECT (SELECT stateVersion FROM "_zero.replicationState") || char(124) ||
-    (SELECT count(*) FROM ev WHERE k < 100) || char(124) || (SELECT count(*) FROM ev)' 2>/dev/null
-  sleep 0.02  # pacing the sampler: each sample is what it observes
-done } ], '>', $samples);
+my $sampler = zs_start_replica_sampler($file, $samples, 'ev', 'k < 100');
 
 # writes to the rows the TRUNCATEs empty, all along: they wait for the
 # command's lock, then find no row
@@ -113,7 +94,7 @@ my $step = sub {
 	is($rc, 0, "$label succeeds") or diag $err;
 	push @totals, psql('SELECT count(*) FROM ev');
 	note "$label: ev holds $totals[-1] rows";
-	replica_reached(psql('SELECT last_watermark FROM zero_stream.status()'))
+	zs_replica_reached($file, psql('SELECT last_watermark FROM zero_stream.status()'))
 	  or die "$label: the replica did not follow";
 };
 
@@ -127,31 +108,8 @@ $step->(q{INSERT INTO ev SELECT g, 150, 'after the truncate' FROM generate_serie
 
 $writes->kill_kill;
 my $head = psql('SELECT last_watermark FROM zero_stream.status()');
-ok(replica_reached($head), 'the replica reached the head');
-# until a sample at the head
-for (1 .. 600)
-{
-	last if (slurp_file($samples) =~ /(?:^|\n)\Q$head\E\|/);
-	usleep(100_000);
-}
-$sampler->kill_kill;
-
-my @lines = grep { /^[0-9a-z.]+\|\d+\|\d+$/ } split /\n/, slurp_file($samples);
-cmp_ok(scalar(@lines), '>', 10, scalar(@lines) . ' samples of the replica');
-my %allowed = map { $totals[$_] => $_ } 0 .. $#totals;
-my ($min_keep, $last_phase, @wrong, @backwards) = ($KEEP, 0);
-for my $line (@lines)
-{
-	my ($sv, $keep, $total) = split /\|/, $line;
-	$min_keep = $keep if $keep < $min_keep;
-	if (!exists $allowed{$total}) { push @wrong, $line; next; }
-	push @backwards, $line if $allowed{$total} < $last_phase;
-	$last_phase = $allowed{$total} if $allowed{$total} > $last_phase;
-}
-is($min_keep, $KEEP, "ev_keep's $KEEP rows never left the replica");
-is(scalar(@wrong), 0, 'every sample of ev is a state PostgreSQL committed (' . join(', ', @totals) . ')')
-  or diag(join("\n", @wrong[0 .. ($#wrong < 9 ? $#wrong : 9)]));
-is(scalar(@backwards), 0, 'in commit order') or diag(join("\n", @backwards[0 .. 0]));
+ok(zs_replica_reached($file, $head), 'the replica reached the head');
+zs_check_replica_samples($sampler, $samples, $head, \@totals, $KEEP, 10, 'ev');
 is($keep_versions->(), $keep_before, "ev_keep's rows are untouched: the same _0_version");
 is(zs_sqlite($file, q{SELECT count(*) FROM ev WHERE (k BETWEEN 100 AND 299 OR k BETWEEN 500 AND 599) AND v NOT LIKE 'after the truncate'}), '0',
 	'the truncated partitions\' rows left the replica');

@@ -16,7 +16,8 @@ use Exporter 'import';
 our @EXPORT = qw(zs_new_node zs_wait_streaming zs_wait_catchup zs_decoder_pid zs_rss_kb
   zs_check_log_integrity zs_sqlite zs_replica_equals zs_wait_ready zs_start_pgbench
   zs_wait_backup zs_changes_url zs_purge zs_session zs_run_in zs_close_session
-  zs_wait_backfills zs_replica_at_head zs_test_certs zs_enable_tls zs_crash_kill);
+  zs_wait_backfills zs_replica_at_head zs_test_certs zs_enable_tls zs_crash_kill
+  zs_replica_reached zs_start_replica_sampler zs_check_replica_samples);
 
 our $CDC = '"zero_0/cdc"';
 
@@ -271,6 +272,67 @@ sub zs_replica_at_head
 	}
 	diag("$path at '$sv', behind $target" . (defined $log && -f $log ? "; log:\n" . slurp_file($log) : ''));
 	return 0;
+}
+
+# Until the SQLite replica $path's head is at watermark $wm or later (while
+# writes go on; watermarks order byte by byte); false after 120 s.
+sub zs_replica_reached
+{
+	my ($path, $wm) = @_;
+	for (1 .. 1200)
+	{
+		my $sv = -f $path ? (zs_sqlite($path, 'SELECT stateVersion FROM "_zero.replicationState"') // '') : '';
+		return 1 if $sv =~ /^[0-9a-z.]+$/ && ($sv cmp $wm) >= 0;
+		usleep(100_000);    # poll: until the replica reaches $wm
+	}
+	return 0;
+}
+
+# The SQLite replica $path sampled every 20 ms into the file $out, a line
+# each: its head, the count of $table's rows matching $kept, and of all its
+# rows ("head|kept|all"), until zs_check_replica_samples stops it.
+sub zs_start_replica_sampler
+{
+	my ($path, $out, $table, $kept) = @_;
+	return IPC::Run::start([ 'bash', '-c', qq{
+while kill -0 $$ 2>/dev/null; do
+  sqlite3 -cmd '.timeout 2000' '$path' 'SELECT (SELECT stateVersion FROM "_zero.replicationState") || char(124) ||
+    (SELECT count(*) FROM $table WHERE $kept) || char(124) || (SELECT count(*) FROM $table)' 2>/dev/null
+  # the sampler's pace: samples are taken all along, nothing to wait for
+  sleep 0.02
+done } ], '>', $out);
+}
+
+# Stop the sampler once it sampled the head $head, then check its samples:
+# more than $min of them; the kept rows always $kept_rows (they never left
+# the replica); every count of all rows one of @$totals, the counts
+# PostgreSQL committed in order (the replica never held a state PostgreSQL
+# never had), and in that order.
+sub zs_check_replica_samples
+{
+	my ($sampler, $out, $head, $totals, $kept_rows, $min, $table) = @_;
+	for (1 .. 600)
+	{
+		last if (slurp_file($out) =~ /(?:^|\n)\Q$head\E\|/);
+		usleep(100_000);    # poll: until a sample at the head
+	}
+	$sampler->kill_kill;
+	my @lines = grep { /^[0-9a-z.]+\|\d+\|\d+$/ } split /\n/, slurp_file($out);
+	cmp_ok(scalar(@lines), '>', $min, scalar(@lines) . ' samples of the replica');
+	my %allowed = map { $totals->[$_] => $_ } 0 .. $#$totals;
+	my ($min_kept, $last_phase, @wrong, @backwards) = ($kept_rows, 0);
+	for my $line (@lines)
+	{
+		my ($sv, $kept, $all) = split /\|/, $line;
+		$min_kept = $kept if $kept < $min_kept;
+		if (!exists $allowed{$all}) { push @wrong, $line; next; }
+		push @backwards, $line if $allowed{$all} < $last_phase;
+		$last_phase = $allowed{$all} if $allowed{$all} > $last_phase;
+	}
+	is($min_kept, $kept_rows, "the $kept_rows kept rows of $table never left the replica");
+	is(scalar(@wrong), 0, "every sample of $table is a state PostgreSQL committed (" . join(', ', @$totals) . ')')
+	  or diag(join("\n", @wrong[0 .. ($#wrong < 9 ? $#wrong : 9)]));
+	is(scalar(@backwards), 0, 'in commit order') or diag(join("\n", @backwards[0 .. 0]));
 }
 
 # A test CA "ca" (and one more for each name of @more_cas) and a server
