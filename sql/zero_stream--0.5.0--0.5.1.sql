@@ -37,7 +37,7 @@ COMMENT ON TABLE capture_key IS
 -- decoder takes only messages that verify (src/decoding/capture_message.c),
 -- so no role but the extension's owner writes rows or schema changes into
 -- the stream, nor replays one of the capture's messages in another
--- transaction.
+-- transaction (until the transaction id wraps around).
 CREATE FUNCTION emit_capture_message(prefix text, content text)
 RETURNS void
 LANGUAGE plpgsql
@@ -50,6 +50,10 @@ DECLARE
     zero bytea := decode('00', 'hex');
     encoding name := getdatabaseencoding();
 BEGIN
+    IF k IS NULL THEN
+        RAISE EXCEPTION 'zero_stream.capture_key holds no key'
+          USING HINT = 'As the extension''s owner: INSERT INTO zero_stream.capture_key (key) VALUES (decode(replace(gen_random_uuid()::text || gen_random_uuid()::text, ''-'', ''''), ''hex''))';
+    END IF;
     FOR i IN 0 .. octet_length(k) - 1 LOOP
         ipad := set_byte(ipad, i, get_byte(ipad, i) # get_byte(k, i));
         opad := set_byte(opad, i, get_byte(opad, i) # get_byte(k, i));
@@ -68,7 +72,8 @@ REVOKE ALL ON FUNCTION emit_capture_message(text, text) FROM PUBLIC;
 -- Can the rows of leaf partition leaf of root be carried into the stream
 -- (carry_partition_rows)? Not when it holds more than
 -- zero_stream.partition_carry_rows rows: it says so, and the decoder resets
--- the root.
+-- the root; nor when it is a foreign table (its rows are another server's,
+-- read with the extension owner's user mapping).
 CREATE FUNCTION partition_rows_carriable(root oid, leaf oid)
 RETURNS boolean
 LANGUAGE plpgsql
@@ -78,6 +83,9 @@ DECLARE
     carry_limit bigint := current_setting('zero_stream.partition_carry_rows')::bigint;
     n bigint;
 BEGIN
+    IF (SELECT relkind FROM pg_class WHERE oid = leaf) = 'f' THEN
+        RETURN false;
+    END IF;
     EXECUTE format('SELECT count(*) FROM (SELECT FROM ONLY %s LIMIT %s) l',
                    leaf::regclass, carry_limit + 1) INTO n;
     IF n > carry_limit THEN

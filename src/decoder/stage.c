@@ -295,7 +295,7 @@ stage_partition_rows(const char *content, int len, bool signed_content, ZsStageT
  * message with our prefix.
  */
 static bool
-capture_content(const ZsPgoutputMsg *msg, const ZsStageTxn *txn,
+capture_content(const ZsPgoutputMsg *msg, const ZsStageTxn *txn, ZsStage *stage,
 				const char **content, int *len, bool *signed_content)
 {
 	uint8		key[ZS_CAPTURE_KEY_LEN];
@@ -305,6 +305,13 @@ capture_content(const ZsPgoutputMsg *msg, const ZsStageTxn *txn,
 	switch (zs_capture_key_read(key))
 	{
 		case ZS_CAPTURE_KEY_NO_TABLE:
+			if (!stage->unsigned_said)
+				ereport(WARNING,
+						(errcode(ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION),
+						 errmsg("taking the DDL capture's messages unsigned: the extension's SQL objects predate version 0.5.1"),
+						 errdetail("Until they are updated, a role that can execute pg_logical_emit_message() can write rows or schema changes into every replica."),
+						 errhint("Run ALTER EXTENSION zero_stream UPDATE, with no DDL running meanwhile.")));
+			stage->unsigned_said = true;
 			*content = msg->content;
 			*len = msg->content_len;
 			return true;
@@ -374,7 +381,7 @@ stage_message(const ZsPgoutputMsg *msg, ZsStageTxn *txn, ZsStageBatch *batch,
 	if (strcmp(msg->prefix, ZS_ROWS_MESSAGE_PREFIX) != 0 &&
 		strcmp(msg->prefix, ZS_DDL_MESSAGE_PREFIX) != 0)
 		return;
-	if (!capture_content(msg, txn, &content, &len, &signed_content))
+	if (!capture_content(msg, txn, stage, &content, &len, &signed_content))
 		return;
 	if (strcmp(msg->prefix, ZS_ROWS_MESSAGE_PREFIX) == 0)
 	{

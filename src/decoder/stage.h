@@ -63,6 +63,8 @@ typedef struct ZsStage
 	const char *stored_head;
 	/* the backfill running meanwhile, told of changes that move its keys */
 	ZsBackfill *backfill;
+	/* an unsigned capture message was taken (SQL before 0.5.1): said once */
+	bool		unsigned_said;
 	/* the published schema at the current point of the stream (TopMemoryContext) */
 	char	   *schema_baseline;
 	/*

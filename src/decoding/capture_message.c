@@ -17,7 +17,8 @@
  *
  * with xid the top-level transaction's id in decimal. The prefix keeps a
  * message from passing for another kind; the xid keeps one from being
- * replayed in another transaction by whoever read it from the WAL. Compiles
+ * replayed in another transaction by whoever read it from the WAL (until
+ * the 32-bit transaction id wraps around, 2^32 transactions later). Compiles
  * as backend or frontend code.
  *-------------------------------------------------------------------------
  */

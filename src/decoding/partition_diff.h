@@ -26,8 +26,8 @@ typedef struct ZsLeafList
  * a leaf left (DETACH, also CONCURRENTLY, or DROP) or joined (ATTACH) that
  * is not among the leaves the stream accounts for (accounted: the DDL
  * capture's "accountedLeaves", or "emptyLeaves"); or a leaf it has in both
- * is among emptied (the capture's "leaves" of a TRUNCATE it did not
- * carry). A partition created as one (CREATE TABLE ... PARTITION OF) joins
+ * is among emptied (the capture's "emptiedLeaves": a TRUNCATE's leaves it
+ * did not carry). A partition created as one (CREATE TABLE ... PARTITION OF) joins
  * empty. Returns how many, sorted, in *roots (palloc'd; NULL if none).
  */
 extern int	zs_partition_changed_roots(const ZsJsonDoc *prev, const ZsJsonDoc *next,

@@ -47,6 +47,9 @@ DO \$\$ BEGIN FOR i IN 1..$TXNS LOOP
   INSERT INTO t (v) SELECT 'catch-up row ' || g || ' of transaction ' || i FROM generate_series(1, 998) g;
   COMMIT;
 END LOOP; END \$\$});
+# a synchronous commit flushes the WAL of the asynchronous ones before it:
+# wait_for_catchup waits for what is flushed
+$node->safe_psql('postgres', 'SELECT pg_current_xact_id()');
 zs_wait_catchup($node, '300 s');
 my $log_rows = $node->safe_psql('postgres', 'SELECT count(*) FROM "zero_0/cdc"."changeLog"');
 cmp_ok($log_rows, '>=', 200_000, "the change log holds $log_rows rows");

@@ -70,6 +70,8 @@ is(changes(q{change->>'tag' = 'insert' AND change->'new'->>'v' = 'after a malfor
 	'0.5.0: the decoder goes on past a malformed unsigned message');
 ok(ignored_since($offset, qr/WARNING:  malformed partition rows message/) >= 1,
 	'0.5.0: with a WARNING that says it is malformed');
+is(ignored_since($offset, qr/WARNING:  taking the DDL capture's messages unsigned: the extension's SQL objects predate version 0\.5\.1/),
+	1, '0.5.0: a WARNING, once, that the capture\'s messages are taken unsigned until the update');
 
 # --- the update makes a key that only the extension's owner reads (the
 # schema usable by mallory: the objects' own privileges keep mallory out)
